@@ -1,0 +1,1 @@
+"""rtrain's clients: the synchronous daemon client, the Python API and the CLI."""

@@ -1,0 +1,1 @@
+"""The typer CLI. Every command is a thin call to the daemon."""

@@ -1,0 +1,44 @@
+"""The `rtrain` command: sub-apps and commands are registered here."""
+
+from __future__ import annotations
+
+import typer
+
+from rtrain.protocol.version import RTRAIN_VERSION
+
+from . import daemon_commands, protocol_commands
+
+app = typer.Typer(
+    name="rtrain",
+    help="Train on a remote GPU host over SSH: preflight, start, tail, status, fetch, stop.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(daemon_commands.app, name="daemon")
+app.add_typer(protocol_commands.app, name="protocol")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"rtrain {RTRAIN_VERSION}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
+) -> None:
+    pass
+
+
+def run() -> None:
+    app()

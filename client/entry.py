@@ -1,0 +1,16 @@
+"""The `rtrain` console script. `--version` answers before typer is even imported."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    if sys.argv[1:] in (["--version"], ["-V"]):
+        from rtrain.protocol.version import RTRAIN_VERSION
+
+        print(f"rtrain {RTRAIN_VERSION}")
+        return
+    from .cli.app import run
+
+    run()

@@ -1,0 +1,37 @@
+"""Errors a caller of the client can catch, each carrying the one sentence a user needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RtrainError(Exception):
+    """Base of every error the client raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class DaemonUnavailable(RtrainError):
+    """No daemon answered and none could be started (or starting was turned off)."""
+
+
+class DaemonProtocolError(RtrainError):
+    """The daemon broke the protocol, or the connection to it broke mid-conversation."""
+
+
+class RemoteError(RtrainError):
+    """The daemon refused or failed an operation; `kind` is the stable error kind."""
+
+    def __init__(
+        self,
+        message: str,
+        kind: str | None = None,
+        code: int | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+        self.data = data or {}

@@ -1,0 +1,84 @@
+"""Start the daemon: private directories, the single-instance lock, logging, the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from rtrain.protocol import locations
+
+from .instance_lock import AlreadyRunning, InstanceLock
+from .private_dir import UnsafeDirectory, ensure_private_dir
+from .registry import Registry
+from .server import SocketServer
+from .service import Service
+
+log = logging.getLogger("rtrain.daemon")
+
+
+def main(argv: list[str]) -> int:
+    foreground = "--foreground" in argv
+    try:
+        runtime = ensure_private_dir(locations.runtime_dir())
+        state = ensure_private_dir(locations.state_dir())
+    except UnsafeDirectory as error:
+        print(f"rtrain daemon: {error}", file=sys.stderr)
+        return 2
+    socket_path = locations.socket_path()
+    if socket_path.parent != runtime:
+        try:
+            ensure_private_dir(socket_path.parent)
+        except UnsafeDirectory as error:
+            print(f"rtrain daemon: {error}", file=sys.stderr)
+            return 2
+    lock = InstanceLock(socket_path.parent / "rtrain.lock")
+    try:
+        lock.acquire()
+    except AlreadyRunning:
+        # Losing the start-up race is normal: the other daemon serves everyone.
+        print("rtrain daemon: another daemon is already running", file=sys.stderr)
+        return 0
+    _setup_logging(locations.log_path(), foreground)
+    registry = Registry(state / "registry.sqlite3")
+    service = Service(socket_path, state, locations.log_path(), registry)
+    try:
+        asyncio.run(_serve(service))
+    finally:
+        registry.close()
+        lock.release()
+    return 0
+
+
+async def _serve(service: Service) -> None:
+    from .wiring import wire_operations
+
+    server = SocketServer(service.socket_path, service.dispatch)
+    service.sessions = server.sessions
+    closers = wire_operations(service)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(signum, service.stop_requested.set)
+    await server.start()
+    log.info("rtrain daemon %s listening on %s", os.getpid(), service.socket_path)
+    try:
+        await service.stop_requested.wait()
+    finally:
+        log.info("stopping")
+        await server.close()
+        for close in closers:
+            await close()
+        log.info("stopped")
+
+
+def _setup_logging(path: os.PathLike[str], foreground: bool) -> None:
+    handlers: list[logging.Handler] = [logging.FileHandler(path)]
+    if foreground:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(
+        level=os.environ.get("RTRAIN_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+    )

@@ -1,0 +1,127 @@
+"""The run registry: one SQLite file (WAL) that survives any daemon death, `kill -9` included.
+
+Every write is its own committed transaction, so what a client was told is on disk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import msgspec
+
+from rtrain.protocol.messages import RunInfo
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    remote_dir TEXT,
+    workdir TEXT,
+    command TEXT,
+    exit_code INTEGER,
+    signal INTEGER,
+    created_at REAL,
+    started_at REAL,
+    last_seen REAL,
+    reason TEXT,
+    PRIMARY KEY (host, run_id)
+);
+CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
+CREATE TABLE IF NOT EXISTS hosts (
+    alias TEXT PRIMARY KEY,
+    transport TEXT,
+    last_error TEXT,
+    updated REAL
+);
+"""
+_COLUMNS = (
+    "host",
+    "run_id",
+    "state",
+    "remote_dir",
+    "workdir",
+    "command",
+    "exit_code",
+    "signal",
+    "created_at",
+    "started_at",
+    "last_seen",
+    "reason",
+)
+ACTIVE_STATES = ("running", "unknown")
+
+
+class Registry:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def upsert(self, run: RunInfo) -> None:
+        values = [getattr(run, name) for name in _COLUMNS]
+        values[_COLUMNS.index("command")] = (
+            None if run.command is None else msgspec.json.encode(run.command).decode()
+        )
+        placeholders = ", ".join("?" for _ in _COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
+        self._db.execute(
+            f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
+            f"ON CONFLICT (host, run_id) DO UPDATE SET {updates}",
+            values,
+        )
+
+    def get(self, host: str, run_id: str) -> RunInfo | None:
+        rows = self._select("WHERE host = ? AND run_id = ?", (host, run_id))
+        return rows[0] if rows else None
+
+    def list(self, host: str | None = None, state: str | None = None) -> list[RunInfo]:
+        clauses, args = [], []
+        if host is not None:
+            clauses.append("host = ?")
+            args.append(host)
+        if state is not None:
+            clauses.append("state = ?")
+            args.append(state)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        return self._select(where + " ORDER BY created_at DESC, run_id", tuple(args))
+
+    def active(self) -> list[RunInfo]:
+        marks = ", ".join("?" for _ in ACTIVE_STATES)
+        return self._select(f"WHERE state IN ({marks})", ACTIVE_STATES)
+
+    def hosts(self) -> list[str]:
+        rows = self._db.execute(
+            "SELECT alias FROM hosts UNION SELECT DISTINCT host FROM runs ORDER BY 1"
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def host_transport(self, alias: str) -> str | None:
+        row = self._db.execute("SELECT transport FROM hosts WHERE alias = ?", (alias,)).fetchone()
+        return row[0] if row else None
+
+    def set_host(self, alias: str, transport: str | None, last_error: str | None) -> None:
+        self._db.execute(
+            "INSERT INTO hosts (alias, transport, last_error, updated) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (alias) DO UPDATE SET transport = coalesce(excluded.transport, "
+            "transport), last_error = excluded.last_error, updated = excluded.updated",
+            (alias, transport, last_error, time.time()),
+        )
+
+    def _select(self, tail: str, args: tuple[object, ...]) -> list[RunInfo]:
+        cursor = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs {tail}", args)
+        runs = []
+        for row in cursor.fetchall():
+            fields = dict(zip(_COLUMNS, row, strict=True))
+            if fields["command"] is not None:
+                fields["command"] = msgspec.json.decode(fields["command"])
+            runs.append(RunInfo(**fields))
+        return runs

@@ -1,0 +1,92 @@
+"""The daemon's state and its method table: what each JSON-RPC method does.
+
+Operations on runs live in `operations/`; this module wires them to method names and
+holds what they share (registry, host connections, subscribers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rtrain.protocol import messages as m
+from rtrain.protocol.methods import REQUESTS, SERVER_NOTIFICATIONS
+from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
+
+from .client_session import ClientSession, Handler, RequestContext
+from .registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    def __init__(
+        self, socket_path: Path, state_dir: Path, log_path: Path, registry: Registry
+    ) -> None:
+        self.socket_path = socket_path
+        self.state_dir = state_dir
+        self.log_path = log_path
+        self.registry = registry
+        self.started = time.monotonic()
+        self.stop_requested = asyncio.Event()
+        self.sessions: set[ClientSession] = set()
+        self._handlers: dict[str, Handler] = {
+            "initialize": self.initialize,
+            "shutdown": self.shutdown,
+            "daemon/info": self.info,
+            "daemon/stop": self.stop_daemon,
+            "runs/list": self.runs_list,
+        }
+
+    def dispatch(self, method: str) -> Handler | None:
+        return self._handlers.get(method)
+
+    def register(self, method: str, handler: Handler) -> None:
+        self._handlers[method] = handler
+
+    # ---- broadcast ------------------------------------------------------------------
+
+    def publish_run(self, run: m.RunInfo) -> None:
+        """Tell every subscribed client that `run` changed."""
+        for session in list(self.sessions):
+            if session.subscribed:
+                session.notify("run/changed", m.RunChanged(run=run))
+
+    # ---- lifecycle and daemon methods -----------------------------------------------
+
+    async def initialize(self, params: m.InitializeParams, ctx: RequestContext) -> Any:
+        return m.InitializeResult(
+            protocol_version=PROTOCOL_VERSION,
+            server_info=m.ServerInfo(name="rtrain", version=RTRAIN_VERSION),
+            capabilities=m.ServerCapabilities(methods=REQUESTS, notifications=SERVER_NOTIFICATIONS),
+        )
+
+    async def shutdown(self, params: m.Empty, ctx: RequestContext) -> None:
+        return None
+
+    async def info(self, params: m.Empty, ctx: RequestContext) -> m.DaemonInfo:
+        return m.DaemonInfo(
+            pid=os.getpid(),
+            version=RTRAIN_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            uptime=round(time.monotonic() - self.started, 3),
+            socket_path=str(self.socket_path),
+            state_dir=str(self.state_dir),
+            log_path=str(self.log_path),
+            clients=len(self.sessions),
+        )
+
+    async def stop_daemon(self, params: m.Empty, ctx: RequestContext) -> m.StopDaemonResult:
+        log.info("stop requested by client %s", ctx.session.id)
+        # Answer first; the main loop stops once the answer had a moment to go out.
+        asyncio.get_running_loop().call_later(0.05, self.stop_requested.set)
+        return m.StopDaemonResult()
+
+    async def runs_list(self, params: m.RunsListParams, ctx: RequestContext) -> m.RunsListResult:
+        if params.subscribe:
+            ctx.session.subscribed = True
+        return m.RunsListResult(runs=self.registry.list(params.host, params.state))

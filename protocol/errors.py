@@ -1,0 +1,92 @@
+"""JSON-RPC error codes, rtrain's stable error kinds, and the exceptions the protocol raises.
+
+Two families, as in h11: a `LocalProtocolError` means this side misused the API; a
+`RemoteProtocolError` means the peer broke the protocol and the connection cannot go on.
+`RpcError` is an error *response*: something to send to, or received from, the peer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+# Every rtrain application error uses this code; `data.kind` says which one it is.
+APPLICATION_ERROR = -32000
+
+
+class Kind:
+    """Stable machine-readable values of `error.data.kind`. Clients switch on these."""
+
+    NOT_IMPLEMENTED = "not_implemented"
+    PROTOCOL_VERSION_MISMATCH = "protocol_version_mismatch"
+    INVALID_HOST = "invalid_host"
+    INVALID_RUN_ID = "invalid_run_id"
+    INVALID_WORKDIR = "invalid_workdir"
+    INVALID_PATH = "invalid_path"
+    INVALID_COMMAND = "invalid_command"
+    INVALID_SECRET = "invalid_secret"
+    LOCAL_FILE_MISSING = "local_file_missing"
+    PATH_OUTSIDE_RUN = "path_outside_run"
+    HOST_UNREACHABLE = "host_unreachable"
+    AUTH_FAILED = "auth_failed"
+    HOST_KEY_CHANGED = "host_key_changed"
+    HOST_NOT_READY = "host_not_ready"
+    RUN_EXISTS = "run_exists"
+    RUN_NOT_FOUND = "run_not_found"
+    REMOTE_FILE_MISSING = "remote_file_missing"
+    TRANSFER_FAILED = "transfer_failed"
+    DISK_FULL = "disk_full"
+    STOP_REFUSED = "stop_refused"
+    REMOTE_FAILED = "remote_failed"
+    TIMEOUT = "timeout"
+
+
+class RpcError(Exception):
+    """An error response: `code`, a one-sentence `message`, and optional `data`.
+
+    Raise it from a request handler to answer with it; clients receive it back.
+    """
+
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @property
+    def kind(self) -> str | None:
+        kind = (self.data or {}).get("kind")
+        return kind if isinstance(kind, str) else None
+
+    def __repr__(self) -> str:
+        return f"RpcError({self.code}, {self.message!r}, {self.data!r})"
+
+
+def app_error(kind: str, message: str, **data: Any) -> RpcError:
+    """An application error with a stable `data.kind`, e.g. app_error(Kind.RUN_EXISTS, ...)."""
+    return RpcError(APPLICATION_ERROR, message, {"kind": kind, **data})
+
+
+class ProtocolError(Exception):
+    """Base of the protocol's own failures."""
+
+
+class LocalProtocolError(ProtocolError):
+    """This side used the Connection wrongly (e.g. answered a request twice)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something that cannot be framed; the connection must be closed.
+
+    `reply` holds the error response to send before closing, when one is owed.
+    """
+
+    def __init__(self, message: str, reply: RpcError | None = None) -> None:
+        super().__init__(message)
+        self.reply = reply

@@ -1,0 +1,264 @@
+"""Every message rtrain sends or receives, as msgspec Structs (camelCase on the wire).
+
+Params forbid unknown fields, so a typo is an error (-32602) rather than silently ignored.
+Results tolerate unknown fields, so an older client can read a newer daemon's answers.
+The published JSON Schema (docs/protocol.schema.json) is generated from these classes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+RunState = Literal["running", "completed", "failed", "stopped", "lost", "unknown"]
+Transport = Literal["exec", "console", "local"]
+ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
+
+DEFAULT_WORKDIR = "~/.rtrain"
+DEFAULT_PYTHON = "python3"
+
+
+class Params(msgspec.Struct, rename="camel", forbid_unknown_fields=True, omit_defaults=True):
+    """Base of request/notification params."""
+
+
+class Result(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Base of results and server-sent notification payloads."""
+
+
+# ---- lifecycle -------------------------------------------------------------------------
+
+
+class ClientInfo(Result):
+    name: str
+    version: str | None = None
+
+
+class InitializeParams(Params):
+    protocol_version: str
+    client_info: ClientInfo | None = None
+    process_id: int | None = None
+
+
+class ServerInfo(Result):
+    name: str
+    version: str
+
+
+class ServerCapabilities(Result):
+    methods: list[str]
+    notifications: list[str]
+
+
+class InitializeResult(Result):
+    protocol_version: str
+    server_info: ServerInfo
+    capabilities: ServerCapabilities
+
+
+class Empty(Params):
+    """No parameters."""
+
+
+class CancelParams(Params):
+    id: int | str
+
+
+class ProgressParams(Result):
+    """`$/progress`: the state of a long operation that passed a `progressToken`."""
+
+    token: str | int
+    kind: Literal["begin", "report", "end"]
+    title: str | None = None
+    message: str | None = None
+    done_bytes: int | None = None
+    total_bytes: int | None = None
+
+
+# ---- runs ------------------------------------------------------------------------------
+
+
+class RunInfo(Result):
+    """What rtrain knows of one run. `state` is as of `lastSeen` (epoch seconds)."""
+
+    host: str
+    run_id: str
+    state: RunState
+    remote_dir: str | None = None
+    log_path: str | None = None
+    workdir: str | None = None
+    command: list[str] | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    created_at: float | None = None
+    started_at: float | None = None
+    last_seen: float | None = None
+    reason: str | None = None
+
+
+class GpuInfo(Result):
+    index: int
+    name: str
+    memory_mib: int | None = None
+
+
+class PreflightParams(Params):
+    host: str
+    gpus: int = 1
+    python: str = DEFAULT_PYTHON
+    workdir: str = DEFAULT_WORKDIR
+
+
+class PreflightResult(Result):
+    host: str
+    ok: bool
+    reasons: list[str]
+    transport: Transport | None = None
+    python_version: str | None = None
+    gpus: list[GpuInfo] = []
+    workdir: str | None = None
+    free_disk_bytes: int | None = None
+    torch_version: str | None = None
+    cuda_version: str | None = None
+
+
+class StartParams(Params):
+    host: str
+    config: str
+    dataset: str | None = None
+    run_id: str | None = None
+    gpus: int = 1
+    python: str = DEFAULT_PYTHON
+    workdir: str = DEFAULT_WORKDIR
+    # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in.
+    command: list[str] | None = None
+    # Environment for the trainer, NAME -> value; never put on a command line or in a file.
+    secrets: dict[str, str] = {}
+    progress_token: str | int | None = None
+
+
+class StartResult(Result):
+    run: RunInfo
+    pid: int | None = None
+    uploaded_bytes: int = 0
+
+
+class RunRef(Params):
+    """A run addressed by host + run id alone; `workdir` only when it is not the default."""
+
+    host: str
+    run_id: str
+    workdir: str | None = None
+
+
+class TailParams(Params):
+    host: str
+    run_id: str
+    workdir: str | None = None
+    offset: int = 0
+    follow: bool = True
+
+
+class LogChunk(Result):
+    """`run/log`: bytes [offset, nextOffset) of the run's log, decoded as UTF-8 (replace).
+
+    `rotated` is true when the log file was replaced and offsets restarted from 0.
+    """
+
+    host: str
+    run_id: str
+    offset: int
+    next_offset: int
+    text: str
+    rotated: bool = False
+
+
+class TailResult(Result):
+    run: RunInfo
+    offset: int
+
+
+class StatusResult(Result):
+    run: RunInfo
+
+
+class FetchParams(Params):
+    host: str
+    run_id: str
+    path: str
+    dest: str
+    workdir: str | None = None
+    progress_token: str | int | None = None
+
+
+class FetchedFile(Result):
+    remote_path: str
+    local_path: str
+    size: int
+    sha256: str
+    verified: bool
+
+
+class FetchResult(Result):
+    files: list[FetchedFile]
+    total_bytes: int
+
+
+class StopParams(Params):
+    host: str
+    run_id: str
+    workdir: str | None = None
+    force: bool = False
+    grace: float = 10.0
+
+
+class StopResult(Result):
+    outcome: Literal["stopped", "not_running"]
+    killed: list[int]
+    run: RunInfo
+
+
+class RunsListParams(Params):
+    host: str | None = None
+    state: RunState | None = None
+    # When true, this connection receives `run/changed` for every run from now on.
+    subscribe: bool = False
+
+
+class RunsListResult(Result):
+    runs: list[RunInfo]
+
+
+class RunChanged(Result):
+    """`run/changed`: a run's state (or anything else rtrain knows of it) changed."""
+
+    run: RunInfo
+
+
+class HostInfo(Result):
+    alias: str
+    connection: ConnectionState
+    transport: Transport | None = None
+    runs: int = 0
+    running: int = 0
+    last_error: str | None = None
+
+
+class HostsListResult(Result):
+    hosts: list[HostInfo]
+
+
+class DaemonInfo(Result):
+    pid: int
+    version: str
+    protocol_version: str
+    uptime: float
+    socket_path: str
+    state_dir: str
+    log_path: str
+    clients: int
+
+
+class StopDaemonResult(Result):
+    stopping: bool = True

@@ -1,0 +1,112 @@
+"""The method table: every method and notification, its direction and its message types.
+
+Everything the connection needs to validate a message lives here, in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import messages as m
+
+Direction = Literal["client->server", "server->client", "both"]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    params: type[Any]
+    result: type[Any] | None  # None for a notification
+    direction: Direction
+    summary: str
+
+    @property
+    def is_notification(self) -> bool:
+        return self.result is None
+
+
+_TABLE = [
+    Method(
+        "initialize",
+        m.InitializeParams,
+        m.InitializeResult,
+        "client->server",
+        "Open the session; agree on the protocol version.",
+    ),
+    Method("initialized", m.Empty, None, "client->server", "The client is ready."),
+    Method(
+        "shutdown",
+        m.Empty,
+        type(None),
+        "client->server",
+        "Stop accepting requests on this connection.",
+    ),
+    Method("exit", m.Empty, None, "client->server", "Close this connection."),
+    Method("$/cancelRequest", m.CancelParams, None, "both", "Cancel a pending request."),
+    Method(
+        "$/progress", m.ProgressParams, None, "server->client", "Progress of an upload or a fetch."
+    ),
+    Method(
+        "host/preflight",
+        m.PreflightParams,
+        m.PreflightResult,
+        "client->server",
+        "Check that a host can train.",
+    ),
+    Method(
+        "run/start",
+        m.StartParams,
+        m.StartResult,
+        "client->server",
+        "Ship a config (and dataset) and start a detached run.",
+    ),
+    Method(
+        "run/tail",
+        m.TailParams,
+        m.TailResult,
+        "client->server",
+        "Stream a run's log as run/log notifications until it ends.",
+    ),
+    Method("run/status", m.RunRef, m.StatusResult, "client->server", "The state of a run."),
+    Method(
+        "run/fetch",
+        m.FetchParams,
+        m.FetchResult,
+        "client->server",
+        "Copy files of a run home, checksummed.",
+    ),
+    Method(
+        "run/stop",
+        m.StopParams,
+        m.StopResult,
+        "client->server",
+        "Take a run off the host and confirm it is gone.",
+    ),
+    Method(
+        "runs/list",
+        m.RunsListParams,
+        m.RunsListResult,
+        "client->server",
+        "Runs in the registry; optionally subscribe to run/changed.",
+    ),
+    Method(
+        "hosts/list",
+        m.Empty,
+        m.HostsListResult,
+        "client->server",
+        "Known hosts and their connections.",
+    ),
+    Method("daemon/info", m.Empty, m.DaemonInfo, "client->server", "About the daemon."),
+    Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
+    Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),
+    Method("run/changed", m.RunChanged, None, "server->client", "A run's state changed."),
+]
+
+METHODS: dict[str, Method] = {method.name: method for method in _TABLE}
+
+# Methods a server answers; listed in `initialize`'s capabilities.
+REQUESTS = [m.name for m in _TABLE if not m.is_notification and m.direction != "server->client"]
+SERVER_NOTIFICATIONS = [
+    m.name for m in _TABLE if m.is_notification and m.direction in ("server->client", "both")
+]

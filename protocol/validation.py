@@ -1,0 +1,99 @@
+"""Checks on user input that must pass before anything reaches a shell or an ssh command line.
+
+Each returns the value (normalised) or raises RpcError with a stable kind and one sentence.
+Shared by the daemon (authoritative) and the client (to fail before any request).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import Kind, RpcError, app_error
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_WORKDIR = re.compile(r"~?[A-Za-z0-9._/-]*")
+# An ssh alias or user@host[:port]-free hostname: no leading dash, no whitespace or shell syntax.
+_HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@-]{0,252}")
+_PYTHON = re.compile(r"[A-Za-z0-9_./+-]{1,255}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def run_id(value: str) -> str:
+    if not _RUN_ID.fullmatch(value) or value in (".", ".."):
+        raise app_error(
+            Kind.INVALID_RUN_ID,
+            f"run id {value!r} is not usable: letters, digits, dot, dash and underscore only, "
+            "starting with a letter or digit, up to 64 characters.",
+        )
+    return value
+
+
+def workdir(value: str) -> str:
+    bad = (
+        not value
+        or not _WORKDIR.fullmatch(value)
+        or "/../" in f"/{value}/"
+        or (value.startswith("~") and value not in ("~",) and not value.startswith("~/"))
+    )
+    if bad:
+        raise app_error(
+            Kind.INVALID_WORKDIR,
+            f"workdir {value!r} may only contain letters, digits and ._-/ with an optional "
+            "leading ~/ (it is expanded on the host), and no '..'.",
+        )
+    return value.rstrip("/") or "/"
+
+
+def host(value: str) -> str:
+    if not _HOST.fullmatch(value):
+        raise app_error(
+            Kind.INVALID_HOST,
+            f"host {value!r} is not a usable ssh alias: use the name of a Host entry in your ssh "
+            "config (letters, digits, ._@-, not starting with '-').",
+        )
+    return value
+
+
+def python(value: str) -> str:
+    if not _PYTHON.fullmatch(value) or value.startswith("-"):
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"python {value!r} is not usable: give a command name or path "
+            "(letters, digits and _./+-).",
+        )
+    return value
+
+
+def secret_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise app_error(
+            Kind.INVALID_SECRET,
+            f"secret name {value!r} is not an environment variable name "
+            "(letters, digits and _, not starting with a digit).",
+        )
+    return value
+
+
+def fetch_path(value: str) -> str:
+    """A path inside the run dir: relative, no `..`, not empty. Returns it without './'."""
+    stripped = value.strip()
+    parts = [p for p in stripped.split("/") if p not in ("", ".")]
+    if not stripped or stripped.startswith("/") or ".." in stripped.split("/"):
+        raise app_error(
+            Kind.PATH_OUTSIDE_RUN if stripped else Kind.INVALID_PATH,
+            f"{value!r} points outside the run directory. Fetch paths are relative to it, "
+            "e.g. 'lora_model' or 'train.log'."
+            if stripped
+            else "The fetch path is empty: name a file or directory inside the run directory.",
+        )
+    if any(c in value for c in "\n\t\0"):
+        raise app_error(Kind.INVALID_PATH, f"{value!r} contains a control character.")
+    return "/".join(parts) or "."
+
+
+def is_valid_run_id(value: str) -> bool:
+    try:
+        run_id(value)
+    except RpcError:
+        return False
+    return True

@@ -1,0 +1,1 @@
+pytest_plugins = ["tests.hosts.fixtures", "tests.daemon_fixtures"]

@@ -1,0 +1,7 @@
+"""The test suite's own SSH hosts: real sshd processes on 127.0.0.1 (see README.md)."""
+
+from tests.hosts.proxy import TcpProxy
+from tests.hosts.session import TestHosts, start_test_hosts
+from tests.hosts.user_accounts import GPU_USER, NOGPU_USER
+
+__all__ = ["GPU_USER", "NOGPU_USER", "TcpProxy", "TestHosts", "start_test_hosts"]

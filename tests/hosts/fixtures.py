@@ -1,0 +1,32 @@
+"""pytest plugin: the session-scoped `ssh_hosts` fixture (see tests/hosts/README.md)."""
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.hosts.session import TestHosts, missing_requirements, start_test_hosts
+
+
+@pytest.fixture(scope="session")
+def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestHosts]:
+    """The suite's own SSH hosts, started once per session. Skips where this machine cannot
+    run them, except under CI=true, where a missing component is a failure."""
+    missing = missing_requirements()
+    if missing:
+        reason = "the test SSH hosts need: " + ", ".join(missing)
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI must provide them.", pytrace=False)
+        pytest.skip(reason)
+    hosts = start_test_hosts(tmp_path_factory.mktemp("ssh-hosts"))
+    try:
+        yield hosts
+    finally:
+        hosts.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Tests that use the hosts carry the `ssh` marker, so `-m "not ssh"` leaves them out.
+    for item in items:
+        if "ssh_hosts" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ssh)

@@ -1,0 +1,100 @@
+"""Properties: every message survives an encode/decode round trip; no input crashes parsing."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rtrain.protocol import messages
+from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol.events import ConnectionBroken
+from rtrain.protocol.methods import METHODS
+
+from .wire import frame, initialized_server
+
+STRUCTS = sorted(
+    {
+        t
+        for method in METHODS.values()
+        for t in (method.params, method.result)
+        if isinstance(t, type) and issubclass(t, msgspec.Struct)
+    },
+    key=lambda t: t.__name__,
+)
+
+
+def strategy(kind: Any) -> st.SearchStrategy[Any]:
+    origin = typing.get_origin(kind)
+    if kind is str:
+        return st.text(max_size=20)
+    if kind is bool:
+        return st.booleans()
+    if kind is int:
+        return st.integers(-(2**53), 2**53)
+    if kind is float:
+        return st.floats(allow_nan=False, allow_infinity=False)
+    if kind is type(None):
+        return st.none()
+    if origin is typing.Literal:
+        return st.sampled_from(typing.get_args(kind))
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(strategy(arg) for arg in typing.get_args(kind)))
+    if origin is list:
+        return st.lists(strategy(typing.get_args(kind)[0]), max_size=3)
+    if origin is dict:
+        key, value = typing.get_args(kind)
+        return st.dictionaries(strategy(key), strategy(value), max_size=3)
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        hints = typing.get_type_hints(kind)
+        fields = {f.name: strategy(hints[f.name]) for f in msgspec.structs.fields(kind)}
+        return st.builds(kind, **fields)
+    raise TypeError(f"no strategy for {kind!r}")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_every_struct_round_trips_through_json(data: st.DataObject) -> None:
+    for kind in STRUCTS:
+        value = data.draw(strategy(kind), label=kind.__name__)
+        assert msgspec.json.decode(msgspec.json.encode(value), type=kind) == value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise(data: bytes) -> None:
+    for conn in (initialized_server(), Connection(Role.CLIENT)):
+        events = conn.receive_data(data)
+        conn.data_to_send()
+        assert all(not isinstance(ev, ConnectionBroken) for ev in events[:-1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"]),
+                inner,
+                max_size=5,
+            )
+        ),
+        max_leaves=12,
+    )
+)
+def test_arbitrary_json_in_a_valid_frame_never_raises(value: Any) -> None:
+    import json
+
+    server = initialized_server()
+    server.receive_data(frame(json.dumps(value).encode()))
+    server.data_to_send()
