@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
         return 0
     _setup_logging(locations.log_path(), foreground)
     registry = Registry(state / "registry.sqlite3")
-    service = Service(socket_path, state, locations.log_path(), registry)
+    service = Service(socket_path, runtime, state, locations.log_path(), registry)
     try:
         asyncio.run(_serve(service))
     finally:

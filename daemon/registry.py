@@ -123,5 +123,7 @@ class Registry:
             fields = dict(zip(_COLUMNS, row, strict=True))
             if fields["command"] is not None:
                 fields["command"] = msgspec.json.decode(fields["command"])
+            if fields["remote_dir"]:
+                fields["log_path"] = f"{fields['remote_dir']}/train.log"
             runs.append(RunInfo(**fields))
         return runs

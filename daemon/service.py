@@ -25,9 +25,16 @@ log = logging.getLogger(__name__)
 
 class Service:
     def __init__(
-        self, socket_path: Path, state_dir: Path, log_path: Path, registry: Registry
+        self, socket_path: Path, runtime_dir: Path, state_dir: Path, log_path: Path,
+        registry: Registry,
     ) -> None:
         self.socket_path = socket_path
+        self.runtime_dir = runtime_dir
+        # Seconds between refreshes of active runs; RTRAIN_POLL_INTERVAL overrides the config.
+        interval = os.environ.get("RTRAIN_POLL_INTERVAL")
+        self.poll_interval = float(interval) if interval else None
+        self.hosts: Any = None  # set by wiring: the HostPool
+        self.monitor: Any = None
         self.state_dir = state_dir
         self.log_path = log_path
         self.registry = registry

@@ -3,9 +3,64 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+from rtrain.protocol import messages as m
+
+from .client_session import RequestContext
+from .hosts import HostPool
+from .monitor import Monitor
+from .operations.context import Ops
+from .operations.fetch import fetch
+from .operations.preflight import preflight
+from .operations.start import start
+from .operations.status import status
+from .operations.stop import stop
+from .operations.tail import tail
 from .service import Service
+from .user_config import load_user_config
 
 
 def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
-    return []
+    config = load_user_config()
+    hosts = HostPool(service.runtime_dir, service.registry, config)
+    ops = Ops(service.registry, hosts, service.publish_run)
+    monitor = Monitor(ops, service.poll_interval or config.poll_interval)
+    service.hosts = hosts
+    service.monitor = monitor
+
+    async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> Any:
+        return await preflight(ops, p)
+
+    async def do_start(p: m.StartParams, ctx: RequestContext) -> Any:
+        result = await start(ops, p, ctx)
+        monitor.poke()
+        return result
+
+    async def do_status(p: m.RunRef, ctx: RequestContext) -> Any:
+        return await status(ops, p)
+
+    async def do_tail(p: m.TailParams, ctx: RequestContext) -> Any:
+        return await tail(ops, p, ctx)
+
+    async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> Any:
+        return await fetch(ops, p, ctx)
+
+    async def do_stop(p: m.StopParams, ctx: RequestContext) -> Any:
+        return await stop(ops, p)
+
+    async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
+        return m.HostsListResult(hosts=hosts.host_infos())
+
+    for name, handler in [
+        ("host/preflight", do_preflight),
+        ("run/start", do_start),
+        ("run/status", do_status),
+        ("run/tail", do_tail),
+        ("run/fetch", do_fetch),
+        ("run/stop", do_stop),
+        ("hosts/list", do_hosts),
+    ]:
+        service.register(name, handler)
+    monitor.start()
+    return [monitor.close, hosts.close]

@@ -1,0 +1,127 @@
+"""Every host the daemon talks to, each with the transport it needs (found out, then remembered)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.messages import HostInfo
+
+from .registry import Registry
+from .ssh.exec_transport import ExecTransport
+from .ssh.local_transport import LOCAL_ALIAS, LocalTransport
+from .ssh.options import ssh_config_file
+from .ssh.transport import Transport
+from .user_config import UserConfig
+
+log = logging.getLogger(__name__)
+EXEC_PROBE = "echo rtrain-exec-ok"
+
+
+class HostPool:
+    def __init__(self, runtime_dir: Path, registry: Registry, config: UserConfig) -> None:
+        self.runtime_dir = runtime_dir
+        self.registry = registry
+        self.config = config
+        self._transports: dict[str, Transport] = {LOCAL_ALIAS: LocalTransport()}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def get(self, alias: str) -> Transport:
+        """The connected transport for `alias`, detecting exec vs console the first time."""
+        validation.host(alias)
+        transport = self._transports.get(alias)
+        if transport is not None:
+            await transport.connect()
+            return transport
+        lock = self._locks.setdefault(alias, asyncio.Lock())
+        async with lock:
+            if alias not in self._transports:
+                self._transports[alias] = await self._open(alias)
+        return self._transports[alias]
+
+    async def _open(self, alias: str) -> Transport:
+        ssh_config = ssh_config_file(self.config.ssh_config)
+        known = self.config.host(alias).transport or self.registry.host_transport(alias)
+        if known == "console":
+            return await self._console(alias, ssh_config)
+        transport = ExecTransport(alias, self.runtime_dir, ssh_config)
+        try:
+            await transport.connect()
+        except Exception as error:
+            self.registry.set_host(alias, None, getattr(error, "message", str(error)))
+            await transport.close()
+            raise
+        if known == "exec" or await self._exec_works(transport):
+            self.registry.set_host(alias, "exec", None)
+            return transport
+        log.info("%s refuses exec channels; using the console transport", alias)
+        await transport.close()
+        return await self._console(alias, ssh_config)
+
+    @staticmethod
+    async def _exec_works(transport: ExecTransport) -> bool:
+        proc = await asyncio.create_subprocess_exec(
+            *transport.master.command_argv(EXEC_PROBE),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return False
+        return b"rtrain-exec-ok" in out
+
+    async def _console(self, alias: str, ssh_config: Path | None) -> Transport:
+        try:
+            from .ssh.console_transport import ConsoleTransport
+        except ImportError:
+            raise app_error(
+                Kind.REMOTE_FAILED,
+                f"{alias} only offers an interactive console, which this daemon cannot drive yet.",
+            ) from None
+        transport = ConsoleTransport(alias, self.runtime_dir, ssh_config)
+        await transport.connect()
+        self.registry.set_host(alias, "console", None)
+        return transport
+
+    def known(self) -> dict[str, Transport]:
+        return dict(self._transports)
+
+    def host_infos(self) -> list[HostInfo]:
+        runs = self.registry.list()
+        aliases = sorted({LOCAL_ALIAS, *self.registry.hosts(), *self._transports})
+        infos = []
+        for alias in aliases:
+            transport = self._transports.get(alias)
+            mine = [r for r in runs if r.host == alias]
+            state = transport.state if transport else "disconnected"
+            infos.append(
+                HostInfo(
+                    alias=alias,
+                    connection=state
+                    if state in ("connected", "connecting", "failed")
+                    else "disconnected",
+                    transport=(
+                        transport.kind if transport else self.registry.host_transport(alias)
+                    ),
+                    runs=len(mine),
+                    running=sum(r.state == "running" for r in mine),
+                    last_error=transport.last_error if transport else None,
+                )
+            )
+        return infos
+
+    async def drop(self, alias: str) -> None:
+        transport = self._transports.pop(alias, None)
+        if transport is not None and alias != LOCAL_ALIAS:
+            await transport.close()
+
+    async def close(self) -> None:
+        for alias in list(self._transports):
+            await self.drop(alias)

@@ -1,0 +1,1 @@
+"""The six operations on runs (and the listing ones), one module each."""

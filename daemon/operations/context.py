@@ -1,0 +1,67 @@
+"""What every operation shares: the registry, the hosts, and telling clients about changes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rtrain.daemon.hosts import HostPool
+from rtrain.daemon.registry import Registry
+from rtrain.daemon.ssh.transport import Transport
+from rtrain.protocol import validation
+from rtrain.protocol.errors import RpcError
+from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo
+
+
+@dataclass
+class Ops:
+    registry: Registry
+    hosts: HostPool
+    publish: Callable[[RunInfo], None]
+
+    def record(self, run: RunInfo) -> RunInfo:
+        """Store `run`; tell subscribers when anything they show changed."""
+        before = self.registry.get(run.host, run.run_id)
+        self.registry.upsert(run)
+        if before is None or (before.state, before.exit_code, before.reason) != (
+            run.state,
+            run.exit_code,
+            run.reason,
+        ):
+            self.publish(run)
+        return run
+
+    def known(self, host: str, run_id: str) -> RunInfo | None:
+        return self.registry.get(host, run_id)
+
+    def run_dir(self, host: str, run_id: str, workdir: str | None) -> str:
+        """Where the run lives on the host: as recorded, else under `workdir` (or the default)."""
+        validation.host(host)
+        validation.run_id(run_id)
+        known = self.registry.get(host, run_id)
+        if workdir is None and known is not None and known.remote_dir:
+            return known.remote_dir
+        return f"{validation.workdir(workdir or DEFAULT_WORKDIR)}/{run_id}"
+
+    async def transport(self, host: str) -> Transport:
+        return await self.hosts.get(host)
+
+    def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:
+        """The host cannot be asked: the run's state is unknown, and here is why."""
+        known = self.registry.get(host, run_id)
+        base = known or RunInfo(host=host, run_id=run_id, state="unknown")
+        run = _replace(base, state="unknown", reason=error.message)
+        if known is not None:
+            self.record(run)
+        return run
+
+
+def _replace(run: RunInfo, **changes: object) -> RunInfo:
+    import msgspec
+
+    return msgspec.structs.replace(run, **changes)
+
+
+def now() -> float:
+    return round(time.time(), 3)

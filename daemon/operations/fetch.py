@@ -1,0 +1,116 @@
+"""run/fetch: bring files of a run home, each checked against the far side's sha256.
+
+A file is written under a temporary name and renamed only once its hash matched, so an
+interrupted or damaged fetch never leaves a truncated file under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import secrets
+import time
+from pathlib import Path
+
+from rtrain.daemon.client_session import RequestContext
+from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, ProgressParams
+
+from .context import Ops
+
+
+async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
+    run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
+    rel = validation.fetch_path(p.path)
+    dest = Path(p.dest).expanduser()
+    if dest.exists() and not dest.is_dir():
+        raise app_error(Kind.INVALID_PATH, f"{p.dest} exists and is not a directory.")
+    transport = await ops.transport(p.host)
+    listing = await transport.run("list_files", [run_dir, rel], timeout=300)
+    errors = listing.rows("error")
+    if errors:
+        kind, *rest = errors[0] + [""]
+        if kind == "path_outside_run":
+            raise app_error(
+                Kind.PATH_OUTSIDE_RUN,
+                f"{rest[0] or rel!r} points outside the run "
+                "directory (a symlink?); rtrain fetches only the run's own files.",
+            )
+        if kind == "not_found":
+            raise app_error(
+                Kind.REMOTE_FILE_MISSING, f"{rel} does not exist in run {p.run_id} on {p.host}."
+            )
+        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {' '.join(errors[0])}")
+    if listing.returncode != 0:
+        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")
+    files = [
+        (int(size), sha, path)
+        for size, sha, path in (row[:3] for row in listing.rows("file") if len(row) >= 3)
+    ]
+    dirs = [row[0] for row in listing.rows("dir") if row]
+    total = sum(size for size, _, _ in files)
+    # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
+    parent = posixpath.dirname(rel) if rel != "." else ""
+    done = 0
+    last = 0.0
+
+    def report(kind: str, message: str | None = None) -> None:
+        if p.progress_token is not None:
+            ctx.notify(
+                "$/progress",
+                ProgressParams(
+                    token=p.progress_token,
+                    kind=kind,  # type: ignore[arg-type]
+                    title=f"Fetching {rel} from {p.host}",
+                    message=message,
+                    done_bytes=done,
+                    total_bytes=total,
+                ),
+            )
+
+    def advance(count: int) -> None:
+        nonlocal done, last
+        done += count
+        if time.monotonic() - last > 0.1:
+            last = time.monotonic()
+            report("report")
+
+    report("begin")
+    fetched = []
+    for directory in dirs:
+        _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
+    for size, sha, path in files:
+        target = _local_target(dest, path, parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.rtrain-{secrets.token_hex(4)}")
+        try:
+            got = await transport.download(run_dir, path, temporary, advance)
+            if got != sha:
+                raise app_error(
+                    Kind.TRANSFER_FAILED,
+                    f"{path} arrived with another sha256 than "
+                    "the host computed (it changed while fetching, or the copy was "
+                    "damaged); nothing was written under its name. Try again.",
+                    path=path,
+                )
+            os.replace(temporary, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                temporary.unlink()
+        fetched.append(
+            FetchedFile(
+                remote_path=path, local_path=str(target), size=size, sha256=sha, verified=True
+            )
+        )
+    report("end", f"{len(fetched)} file(s), {total} bytes verified")
+    return FetchResult(files=fetched, total_bytes=total)
+
+
+def _local_target(dest: Path, remote_rel: str, parent: str) -> Path:
+    inner = posixpath.relpath(remote_rel, parent) if parent else remote_rel
+    target = (dest / inner).resolve()
+    if not target.is_relative_to(dest.resolve()):
+        raise app_error(Kind.PATH_OUTSIDE_RUN, f"{remote_rel!r} would land outside {dest}.")
+    return target

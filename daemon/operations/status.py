@@ -1,0 +1,68 @@
+"""run/status, and the batched refresh of many runs of one host in one remote command."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+
+from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
+
+from .context import Ops
+from .run_state import apply_row
+
+
+async def status(ops: Ops, p: RunRef) -> StatusResult:
+    run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
+    known = ops.known(p.host, p.run_id)
+    base = known or RunInfo(
+        host=p.host,
+        run_id=p.run_id,
+        state="unknown",
+        remote_dir=run_dir,
+        log_path=f"{run_dir}/train.log",
+        workdir=posixpath.dirname(run_dir),
+    )
+    try:
+        [fresh] = await refresh(ops, p.host, [base])
+    except RpcError as error:
+        if error.kind in (
+            Kind.HOST_UNREACHABLE,
+            Kind.TIMEOUT,
+            Kind.AUTH_FAILED,
+            Kind.HOST_KEY_CHANGED,
+        ):
+            return StatusResult(run=ops.mark_unknown(p.host, p.run_id, error))
+        raise
+    if fresh is None:
+        raise app_error(
+            Kind.RUN_NOT_FOUND,
+            f"no run {p.run_id} on {p.host} (looked in "
+            f"{run_dir}); check the run id, or pass --workdir if it was started "
+            "with another one.",
+            runId=p.run_id,
+        )
+    if known is None and fresh.remote_dir:
+        fresh = _resolved(fresh)
+    return StatusResult(run=ops.record(fresh))
+
+
+async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | None]:
+    """Ask the host about `runs` in one command per workdir; None for a run that is gone."""
+    transport = await ops.transport(host)
+    by_workdir: dict[str, list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
+        by_workdir[posixpath.dirname(remote_dir)].append(run)
+    found: dict[str, list[str]] = {}
+    for workdir, members in by_workdir.items():
+        done = await transport.run("status", [workdir, *(r.run_id for r in members)], timeout=60)
+        if done.returncode not in (0,) and not done.rows("run"):
+            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {done.error_text}")
+        for row in done.rows("run"):
+            found[row[0]] = row
+    return [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]
+
+
+def _resolved(run: RunInfo) -> RunInfo:
+    return run

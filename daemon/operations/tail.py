@@ -1,0 +1,89 @@
+"""run/tail: stream a run's log as `run/log` notifications, by byte offset, until it ends.
+
+Each poll is one stateless `read_log` from an explicit offset, so a dropped connection, a
+restarted master or a reattaching client can never lose or repeat a byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from rtrain.daemon.client_session import RequestContext
+from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import LogChunk, RunRef, TailParams, TailResult
+
+from .context import Ops
+from .status import status as run_status
+
+log = logging.getLogger(__name__)
+MAX_CHUNK = 1024 * 1024
+FAST, SLOW = 0.2, 1.0
+# How long the host may stay unreachable before a tail gives up.
+RECONNECT_FOR = 120.0
+
+
+async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
+    run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
+    offset = max(0, p.offset)
+    inode = "-"
+    delay = FAST
+    unreachable_since: float | None = None
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            transport = await ops.transport(p.host)
+            done = await transport.run(
+                "read_log", [run_dir, p.run_id, str(offset), str(MAX_CHUNK), inode], timeout=60
+            )
+            unreachable_since = None
+        except RpcError as error:
+            if error.kind not in (Kind.HOST_UNREACHABLE, Kind.TIMEOUT):
+                raise
+            unreachable_since = unreachable_since or loop.time()
+            if loop.time() - unreachable_since > RECONNECT_FOR:
+                raise
+            log.info("tail %s/%s: %s; retrying", p.host, p.run_id, error.message)
+            await asyncio.sleep(2)
+            continue
+        header, _, body = done.stdout.partition(b"\n")
+        fields = header.decode(errors="replace").split("\t")
+        if fields[0] != "log" or len(fields) < 7:
+            if b"missing" in header or done.returncode == 8:
+                raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host}.")
+            raise app_error(
+                Kind.REMOTE_FAILED, f"{p.host}: reading the log failed: {done.error_text}"
+            )
+        _, inode, _size, start, count, state, _exit_code = fields[:7]
+        start_offset = int(start)
+        rotated = start_offset == 0 and offset > 0
+        data = body[: int(count)]
+        running = state == "running"
+        keep = len(data)
+        if running:
+            # Hand over whole lines only while the run goes on, so no line (and no UTF-8
+            # character) is split between chunks; a line longer than a chunk goes as is.
+            keep = data.rfind(b"\n") + 1 or (len(data) if len(data) >= MAX_CHUNK else 0)
+        if keep or rotated:
+            ctx.notify(
+                "run/log",
+                LogChunk(
+                    host=p.host,
+                    run_id=p.run_id,
+                    offset=start_offset,
+                    next_offset=start_offset + keep,
+                    text=data[:keep].decode(errors="replace"),
+                    rotated=rotated,
+                ),
+            )
+        offset = start_offset + keep
+        if keep >= MAX_CHUNK:
+            continue  # more is waiting: read on at once
+        if not running and not data:
+            break  # ended and drained
+        if not p.follow and not keep:
+            break
+        delay = FAST if keep else min(delay * 1.5, SLOW)
+        await asyncio.sleep(0 if not running else delay)
+    final = (await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))).run
+    return TailResult(run=final, offset=offset)

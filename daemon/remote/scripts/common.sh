@@ -1,0 +1,459 @@
+# rtrain far-side library. The daemon runs every operation as
+#   sh -c "$(cat common.sh OP.sh)" rtrain ARG...
+# so this file only defines functions and state; the operation's script does the work.
+# Output protocol: tab-separated `key<TAB>value...` lines on stdout; messages for humans on stderr.
+
+# Start from known state: none of these may be inherited from the caller's environment.
+unset CDPATH GREP_OPTIONS
+GREP_Z=
+KIN_ANCESTORS=
+BOOT_NOW=
+ST_STATE= ST_PPID= ST_PGRP= ST_SID=
+META_STARTED= META_BOOT=
+PF_PID=
+NAP_PER_SECOND=
+REAL_RUN= REAL_PATH= REL=
+RS_STATE= RS_EXIT= RS_SIGNAL= RS_STARTED= RS_DETAIL= RS_REBOOTED=
+TAB=$(printf '\t')
+NL='
+'
+umask 077
+
+# Exit codes shared by all scripts (docs/remote-scripts.md lists them).
+E_USAGE=2
+E_MISMATCH=3
+E_WRITE=4
+E_REFUSED=5
+E_SURVIVED=6
+E_OUTSIDE=7
+E_NOT_FOUND=8
+E_BAD_NAME=9
+E_BAD_SECRET=10
+E_NO_DETACH=11
+E_LAUNCH_TIMEOUT=12
+E_IO=14
+E_ALREADY_LAUNCHED=15
+E_RUN_EXISTS=17
+
+# One protocol line: the first argument is the key, the rest are tab-separated fields.
+emit() {
+	printf '%s' "$1"
+	shift
+	for emit_field in "$@"; do
+		printf '\t%s' "$emit_field"
+	done
+	printf '\n'
+}
+
+say() {
+	printf 'rtrain: %s\n' "$*" >&2
+}
+
+# A message fit for one protocol field: tabs and line breaks become spaces.
+flat() {
+	printf '%s' "$1" | tr '\t\r\n' '   '
+}
+
+# `error<TAB>KIND<TAB>...` on stdout, then exit with CODE.
+fail() {
+	fail_code=$1
+	shift
+	emit error "$@"
+	exit "$fail_code"
+}
+
+have() {
+	command -v "$1" >/dev/null 2>&1
+}
+
+have_proc() {
+	[ -r /proc/self/stat ]
+}
+
+is_uint() {
+	case $1 in
+	'' | *[!0-9]*) return 1 ;;
+	esac
+	return 0
+}
+
+valid_run_id() {
+	case $1 in
+	'' | [!A-Za-z0-9]* | *[!A-Za-z0-9._-]*) return 1 ;;
+	esac
+	[ "${#1}" -le 64 ]
+}
+
+# WORKDIR (or any far-side path the daemon sends) -> absolute path on stdout.
+# `~` and `~/...` mean $HOME; a relative path is relative to $HOME (ssh starts there).
+# `~user` is not supported: returns 1.
+expand_workdir() {
+	ew_home=${HOME%/}
+	case $1 in
+	'') return 1 ;;
+	'~') ew_path=$ew_home/ ;;
+	'~/'*) ew_path=$ew_home/${1#??} ;;
+	'~'*) return 1 ;;
+	/*) ew_path=$1 ;;
+	*) ew_path=$ew_home/$1 ;;
+	esac
+	case $1 in
+	/*) ;;
+	*) [ -n "$HOME" ] || return 1 ;;
+	esac
+	while :; do
+		case $ew_path in
+		/) break ;;
+		*/) ew_path=${ew_path%/} ;;
+		*) break ;;
+		esac
+	done
+	printf '%s\n' "$ew_path"
+}
+
+# Hex sha256 of FILE on stdout, with whatever hasher the host has.
+sha256_of() {
+	if have sha256sum; then
+		sh_digest=$(sha256sum <"$1") || return 1
+	elif have shasum; then
+		sh_digest=$(shasum -a 256 <"$1") || return 1
+	elif have openssl; then
+		sh_digest=$(openssl dgst -sha256 -r <"$1") || return 1
+	else
+		sh_py=
+		for sh_candidate in python3 python; do
+			if have "$sh_candidate"; then
+				sh_py=$sh_candidate
+				break
+			fi
+		done
+		[ -n "$sh_py" ] || return 1
+		sh_digest=$("$sh_py" -c 'import hashlib, sys
+digest = hashlib.sha256()
+for block in iter(lambda: sys.stdin.buffer.read(1 << 20), b""):
+    digest.update(block)
+print(digest.hexdigest())' <"$1") || return 1
+	fi
+	sh_digest=${sh_digest%%[ 	*]*}
+	[ -n "$sh_digest" ] || return 1
+	printf '%s\n' "$sh_digest"
+}
+
+# Byte size of FILE on stdout.
+size_of() {
+	so_size=$(wc -c <"$1") || return 1
+	so_size=${so_size##*[ 	]}
+	printf '%s\n' "$so_size"
+}
+
+# The kernel's boot id, or an empty line where there is none.
+boot_id() {
+	bi_value=
+	if [ -r /proc/sys/kernel/random/boot_id ]; then
+		{ IFS= read -r bi_value </proc/sys/kernel/random/boot_id; } 2>/dev/null
+	fi
+	printf '%s\n' "$bi_value"
+}
+
+# Canonical path of an existing (or dangling-link) path on stdout.
+real_path() {
+	if have readlink && readlink -f -- / >/dev/null 2>&1; then
+		readlink -f -- "$1"
+	elif have realpath; then
+		realpath -- "$1"
+	else
+		return 1
+	fi
+}
+
+# Fields of /proc/PID/stat -> ST_STATE ST_PPID ST_PGRP ST_SID; 1 if the process is gone.
+proc_stat() {
+	ps_line=
+	{ IFS= read -r ps_line <"/proc/$1/stat"; } 2>/dev/null || [ -n "$ps_line" ] || return 1
+	[ -n "$ps_line" ] || return 1
+	# The command name (in parentheses) may hold spaces and parentheses: cut after the last ") ".
+	ps_rest=${ps_line##*) }
+	set -f
+	# shellcheck disable=SC2086 # split on purpose: the fields are numbers and one letter
+	set -- $ps_rest
+	set +f
+	ST_STATE=$1 ST_PPID=$2 ST_PGRP=$3 ST_SID=$4
+}
+
+# True while PID exists and is not a zombie (a zombie has already ended).
+pid_alive() {
+	is_uint "$1" || return 1
+	if have_proc; then
+		proc_stat "$1" || return 1
+		[ "$ST_STATE" != Z ] && [ "$ST_STATE" != X ]
+	else
+		kill -0 "$1" 2>/dev/null
+	fi
+}
+
+grep_z_ok() {
+	if [ -z "$GREP_Z" ]; then
+		if printf 'a\0b\0' | grep -qzxF -e b 2>/dev/null; then
+			GREP_Z=1
+		else
+			GREP_Z=0
+		fi
+	fi
+	[ "$GREP_Z" = 1 ]
+}
+
+# True iff /proc/PID/environ holds exactly `RTRAIN_RUN_ID=<run_id>` as one entry.
+has_marker() {
+	[ -r "/proc/$1/environ" ] || return 1
+	if grep_z_ok; then
+		grep -qszxF -e "RTRAIN_RUN_ID=$2" "/proc/$1/environ"
+	else
+		# NUL ends an entry; a newline inside a value must not split it, so swap the two.
+		{ tr '\0\n' '\n\001' <"/proc/$1/environ"; } 2>/dev/null | grep -qxF -e "RTRAIN_RUN_ID=$2"
+	fi
+}
+
+# The caller itself, its ancestors and its descendants (its own subshells and tools) are
+# never part of a run, even when the caller inherited a run's marker.
+is_kin() {
+	[ "$1" = "$$" ] && return 0
+	have_proc || return 1
+	if [ -z "$KIN_ANCESTORS" ]; then
+		KIN_ANCESTORS=" "
+		ik_pid=$$
+		while proc_stat "$ik_pid" && [ "$ST_PPID" -gt 0 ]; do
+			KIN_ANCESTORS="$KIN_ANCESTORS$ST_PPID "
+			ik_pid=$ST_PPID
+		done
+	fi
+	case $KIN_ANCESTORS in
+	*" $1 "*) return 0 ;;
+	esac
+	ik_pid=$1
+	while proc_stat "$ik_pid"; do
+		[ "$ST_PPID" = "$$" ] && return 0
+		[ "$ST_PPID" -gt 1 ] || return 1
+		ik_pid=$ST_PPID
+	done
+	return 1
+}
+
+# Every live pid whose environment carries the run's marker, one per line, caller excluded.
+marked_pids() {
+	have_proc || return 0
+	if grep_z_ok; then
+		mp_files=$(grep -lszxF -e "RTRAIN_RUN_ID=$1" /proc/[0-9]*/environ)
+	else
+		mp_files=
+		for mp_dir in /proc/[0-9]*; do
+			if has_marker "${mp_dir#/proc/}" "$1"; then
+				mp_files="$mp_files$mp_dir/environ$NL"
+			fi
+		done
+	fi
+	set -f
+	for mp_file in $mp_files; do
+		mp_pid=${mp_file#/proc/}
+		mp_pid=${mp_pid%/environ}
+		is_uint "$mp_pid" || continue
+		is_kin "$mp_pid" && continue
+		pid_alive "$mp_pid" || continue
+		printf '%s\n' "$mp_pid"
+	done
+	set +f
+}
+
+# Live pids whose session or process group is SID (the run's session leader), one per line.
+session_members() {
+	have_proc || return 0
+	# One reader for all stat files; a line without ") " or a non-numeric pid is a fragment of
+	# a command name holding a newline and is skipped.
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v sid="$1" '
+		$1 ~ /^[0-9]+$/ {
+			rest = $0
+			if (!sub(/^.*\) /, "", rest)) next
+			n = split(rest, f, " ")
+			if (n < 4 || f[1] == "Z" || f[1] == "X") next
+			if (f[3] == sid || f[4] == sid) print $1
+		}'
+}
+
+# meta.json -> META_STARTED META_BOOT. launch.sh writes one key per line, so no JSON parser
+# is needed here.
+read_meta() {
+	META_STARTED= META_BOOT=
+	[ -f "$1/meta.json" ] || return 0
+	while IFS= read -r rm_line || [ -n "$rm_line" ]; do
+		case $rm_line in
+		'  "started_at": '*)
+			rm_value=${rm_line#'  "started_at": '}
+			rm_value=${rm_value%%,*}
+			is_uint "$rm_value" && META_STARTED=$rm_value
+			;;
+		'  "boot_id": "'*)
+			rm_value=${rm_line#'  "boot_id": "'}
+			META_BOOT=${rm_value%%\"*}
+			;;
+		esac
+		rm_line=
+	done <"$1/meta.json"
+}
+
+# train.pid -> PF_PID (digits only, else empty).
+read_pid_file() {
+	PF_PID=
+	[ -f "$1/train.pid" ] || return 0
+	pf_line=
+	{ IFS= read -r pf_line <"$1/train.pid"; } 2>/dev/null
+	case $pf_line in
+	'' | *[!0-9]*) return 0 ;;
+	esac
+	[ "${#pf_line}" -le 9 ] && PF_PID=$pf_line
+}
+
+# True when meta.json names a boot other than the current one (the host rebooted).
+rebooted_since_start() {
+	[ -z "$BOOT_NOW" ] && BOOT_NOW=$(boot_id)
+	[ -n "$META_BOOT" ] && [ -n "$BOOT_NOW" ] && [ "$META_BOOT" != "$BOOT_NOW" ]
+}
+
+# The `status` file -> RS_STATE RS_EXIT RS_SIGNAL (RS_DETAIL); 1 when there is none yet.
+state_from_status_file() {
+	[ -f "$1/status" ] || return 1
+	sf_code=
+	{ IFS= read -r sf_code <"$1/status"; } 2>/dev/null
+	if ! is_uint "$sf_code" || [ "${#sf_code}" -gt 3 ] || [ "$sf_code" -gt 255 ]; then
+		RS_STATE=failed RS_EXIT=- RS_SIGNAL=- RS_DETAIL='unreadable status file'
+	else
+		sf_code=$((sf_code + 0))
+		RS_EXIT=$sf_code
+		if [ "$sf_code" -gt 128 ]; then
+			RS_SIGNAL=$((sf_code - 128))
+			RS_DETAIL="killed by signal $RS_SIGNAL"
+		fi
+		if [ "$sf_code" -eq 0 ]; then
+			RS_STATE=completed
+		else
+			RS_STATE=failed
+		fi
+	fi
+	if [ -e "$1/stop_requested" ]; then
+		RS_STATE=stopped
+		RS_DETAIL='stopped on request'
+	fi
+	return 0
+}
+
+# True while the run has a live process: its session leader (pid file, verified by marker and
+# boot id) or, failing that, any process carrying its marker.
+run_alive() {
+	RS_REBOOTED=
+	if rebooted_since_start; then
+		RS_REBOOTED=1
+		return 1
+	fi
+	read_pid_file "$1"
+	if [ -n "$PF_PID" ] && [ "$PF_PID" -gt 1 ] && pid_alive "$PF_PID"; then
+		# Without /proc the marker cannot be read; kill -0 is the best there is.
+		have_proc || return 0
+		has_marker "$PF_PID" "$2" && return 0
+	fi
+	ra_pids=$(marked_pids "$2")
+	if [ -n "$ra_pids" ]; then
+		RS_DETAIL='session leader gone; processes of the run still alive'
+		return 0
+	fi
+	return 1
+}
+
+# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL ("-" when empty).
+run_state() {
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=-
+	if [ ! -d "$1" ]; then
+		RS_DETAIL='no run directory'
+		return 0
+	fi
+	read_meta "$1"
+	[ -n "$META_STARTED" ] && RS_STARTED=$META_STARTED
+	state_from_status_file "$1" && return 0
+	if run_alive "$1" "$2"; then
+		RS_STATE=running
+		return 0
+	fi
+	# The wrapper may have written its status between the two looks.
+	state_from_status_file "$1" && return 0
+	if [ -e "$1/stop_requested" ]; then
+		RS_STATE=stopped
+		RS_DETAIL='stopped on request; no exit status'
+	else
+		RS_STATE=lost
+		if [ -n "$RS_REBOOTED" ]; then
+			RS_DETAIL='host rebooted since the run started'
+		elif [ ! -f "$1/train.pid" ] && [ ! -f "$1/meta.json" ]; then
+			RS_DETAIL='never launched'
+		else
+			RS_DETAIL='process gone without exit status'
+		fi
+	fi
+}
+
+# Polling: `nap` sleeps a tenth of a second, or a whole one where sleep(1) takes only integers;
+# NAP_PER_SECOND says how many naps make a second.
+nap_init() {
+	if sleep 0.01 2>/dev/null; then
+		NAP_PER_SECOND=10
+	else
+		NAP_PER_SECOND=1
+	fi
+}
+
+nap() {
+	if [ "$NAP_PER_SECOND" = 10 ]; then
+		sleep 0.1
+	else
+		sleep 1
+	fi
+}
+
+# A RUN_DIR argument -> RUN_DIR (absolute); fails the script when it is unusable, or when
+# RUN_ID is given and is not the run dir's last component.
+take_run_dir() {
+	RUN_DIR=$(expand_workdir "$1") || fail "$E_USAGE" bad_run_dir
+	if [ -n "${2-}" ]; then
+		valid_run_id "$2" || fail "$E_USAGE" bad_run_id
+		[ "${RUN_DIR##*/}" = "$2" ] || fail "$E_USAGE" bad_run_dir
+	fi
+}
+
+need_args() {
+	if [ "$1" -lt "$2" ]; then
+		say "expected at least $2 arguments, got $1"
+		fail "$E_USAGE" usage
+	fi
+}
+
+# Paths inside a run dir (list_files, send). REL_PATH -> REL without "./" in front or "/"
+# behind; "" names the run dir itself.
+normalize_rel() {
+	REL=$1
+	while :; do
+		case $REL in
+		./*) REL=${REL#./} ;;
+		*/) REL=${REL%/} ;;
+		*) break ;;
+		esac
+	done
+	[ "$REL" = . ] && REL=
+	return 0
+}
+
+# REAL_RUN must hold the run dir's real path. 0: PATH's real path (REAL_PATH) is inside;
+# 1: it leaves the run dir; 2: it cannot be resolved (missing parents).
+inside_run() {
+	REAL_PATH=$(real_path "$1" 2>/dev/null) || return 2
+	[ -n "$REAL_PATH" ] || return 2
+	case $REAL_PATH in
+	"$REAL_RUN" | "$REAL_RUN"/*) return 0 ;;
+	esac
+	return 1
+}

@@ -1,0 +1,219 @@
+# launch.sh RUN_DIR RUN_ID PYTHON CMD...: start CMD detached in the run dir and return its
+# session leader's pid. Secrets come on stdin as `NAME<TAB>BASE64VALUE` lines; they reach the
+# trainer's environment only, never a command line or a file.
+need_args "$#" 4
+take_run_dir "$1" "$2"
+run_id=$2
+python_arg=$3
+shift 3
+
+[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
+[ -e "$RUN_DIR/train.pid" ] && fail "$E_ALREADY_LAUNCHED" already_launched
+
+# The session leader: records its pid, runs the trainer as its child, passes TERM/INT/HUP on
+# (unless stop.sh sent them) and keeps waiting until the child has really ended, then records the exit status. Both
+# files appear whole (tmp + mv) or not at all. Its arguments: MV_PATH CMD...
+WRAPPER='mv_bin=$1
+shift
+child=
+signalled=0
+forward() {
+	signalled=1
+	# stop.sh writes stop_requested before it signals the whole run itself; passing its
+	# signal on as well would hit the trainer twice, possibly in the middle of its cleanup.
+	if [ -n "$child" ] && [ ! -e stop_requested ]; then
+		kill -s "$1" "$child" 2>/dev/null
+	fi
+}
+trap "forward TERM" TERM
+trap "forward INT" INT
+trap "forward HUP" HUP
+printf "%s\n" "$$" >train.pid.tmp && "$mv_bin" -f train.pid.tmp train.pid || exit 125
+"$@" </dev/null &
+child=$!
+while :; do
+	signalled=0
+	wait "$child"
+	code=$?
+	if [ "$signalled" = 0 ] || [ "$code" -le 128 ]; then
+		break
+	fi
+	# A trapped signal either cut wait short (the child still exists) or came just after
+	# the child ended; a second wait tells them apart.
+	if kill -0 "$child" 2>/dev/null; then
+		continue
+	fi
+	wait "$child" 2>/dev/null
+	again=$?
+	[ "$again" = 127 ] || code=$again
+	break
+done
+printf "%s\n" "$code" >status.tmp && "$mv_bin" -f status.tmp status
+exit "$code"
+'
+
+# Puts signal dispositions back to default, then (mode `setsid`) forks into a new session, and
+# execs its arguments. Used where setsid(1) or env --default-signal are missing.
+TRAMPOLINE='import os, signal, sys
+for name in ("SIGINT", "SIGQUIT", "SIGTERM", "SIGHUP"):
+    signal.signal(getattr(signal, name), signal.SIG_DFL)
+if sys.argv[1] == "setsid":
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as error:
+    sys.stderr.write("rtrain: cannot run %s: %s\n" % (sys.argv[2], error.strerror))
+    os._exit(127)
+'
+
+# JSON string literals of the arguments, comma-separated. awk reads them from ARGV, which is
+# not escape-processed (unlike -v), and exits before treating any of them as a file.
+json_strings() {
+	LC_ALL=C awk -- 'BEGIN {
+		for (i = 1; i < 32; i++) esc[sprintf("%c", i)] = sprintf("\\u%04x", i)
+		esc["\t"] = "\\t"; esc["\n"] = "\\n"; esc["\r"] = "\\r"
+		esc["\\"] = "\\\\"; esc["\""] = "\\\""
+		out = ""
+		for (a = 1; a < ARGC; a++) {
+			s = ARGV[a]; t = ""; n = length(s)
+			for (i = 1; i <= n; i++) {
+				c = substr(s, i, 1)
+				t = t ((c in esc) ? esc[c] : c)
+			}
+			out = out (a > 1 ? ", " : "") "\"" t "\""
+		}
+		print out
+		exit
+	}' "$@"
+}
+
+# Secrets: validated and decoded now, exported only in the subshell that starts the run.
+secret_count=0
+line_no=0
+while IFS= read -r secret_line || [ -n "$secret_line" ]; do
+	line_no=$((line_no + 1))
+	if [ -z "$secret_line" ]; then
+		continue
+	fi
+	case $secret_line in
+	*"$TAB"*) ;;
+	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "expected NAME<TAB>BASE64VALUE" ;;
+	esac
+	secret_name=${secret_line%%"$TAB"*}
+	secret_b64=${secret_line#*"$TAB"}
+	secret_line=
+	case $secret_name in
+	'' | [!A-Za-z_]* | *[!A-Za-z0-9_]*) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad name" ;;
+	RTRAIN_*) fail "$E_BAD_SECRET" bad_secret "$line_no" "RTRAIN_ names are reserved" ;;
+	esac
+	# printf is a builtin: the value travels through a pipe, never through an argv.
+	# The trailing dot keeps trailing newlines of the value and proves base64 succeeded.
+	secret_value=$(printf '%s' "$secret_b64" | base64 -d 2>/dev/null && printf .)
+	case $secret_value in
+	*.) secret_value=${secret_value%.} ;;
+	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "value is not base64" ;;
+	esac
+	secret_count=$((secret_count + 1))
+	eval "secret_name_$secret_count=\$secret_name secret_value_$secret_count=\$secret_value"
+	secret_value=
+	secret_b64=
+done
+
+# Absolute tool paths, looked up before any secret can change PATH.
+case $python_arg in
+'~'*) python_cmd=$(expand_workdir "$python_arg") || python_cmd=$python_arg ;;
+/*) python_cmd=$python_arg ;;
+*/*) python_cmd=$(expand_workdir "$python_arg") ;;
+*) python_cmd=$python_arg ;;
+esac
+python_bin=$(command -v "$python_cmd" 2>/dev/null) || python_bin=
+python_ok=
+if [ -n "$python_bin" ] && "$python_bin" -c 'import os' >/dev/null 2>&1; then
+	python_ok=1
+fi
+mv_bin=$(command -v mv) || fail "$E_NO_DETACH" no_mv
+env_bin=$(command -v env 2>/dev/null) || env_bin=
+env_reset=
+if [ -n "$env_bin" ] && "$env_bin" --default-signal=INT true >/dev/null 2>&1; then
+	env_reset=1
+fi
+setsid_bin=$(command -v setsid 2>/dev/null) || setsid_bin=
+if [ -n "$setsid_bin" ] && "$setsid_bin" --help 2>&1 | grep -q -e --fork; then
+	detach=setsid_fork
+elif [ -n "$python_ok" ]; then
+	detach=python
+elif [ -n "$setsid_bin" ]; then
+	detach=setsid_background
+else
+	say "neither setsid nor a working $python_arg: cannot detach the run"
+	fail "$E_NO_DETACH" no_setsid
+fi
+
+# Claim the launch atomically (O_EXCL): a second launch of the same run is refused.
+if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
+	fail "$E_ALREADY_LAUNCHED" already_launched
+fi
+started_at=$(date +%s)
+{
+	printf '{\n'
+	printf '  "run_id": %s,\n' "$(json_strings "$run_id")"
+	printf '  "started_at": %s,\n' "$started_at"
+	printf '  "boot_id": %s,\n' "$(json_strings "$(boot_id)")"
+	printf '  "hostname": %s,\n' "$(json_strings "$(uname -n 2>/dev/null)")"
+	printf '  "python": %s,\n' "$(json_strings "$python_arg")"
+	printf '  "command": [%s]\n' "$(json_strings "$@")"
+	printf '}\n'
+} >"$RUN_DIR/meta.json.tmp" && mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" ||
+	fail "$E_IO" meta "cannot write meta.json"
+
+# A shell without job control starts background jobs with SIGINT and SIGQUIT ignored (dash
+# cannot undo that with trap); the trainer gets them back through env or the trampoline.
+if [ -n "$env_reset" ]; then
+	set -- "$env_bin" --default-signal=INT,QUIT "$@"
+elif [ -n "$python_ok" ]; then
+	set -- "$python_bin" -c "$TRAMPOLINE" exec "$@"
+fi
+set -- /bin/sh -c "$WRAPPER" rtrain-wrapper "$mv_bin" "$@"
+if [ -n "$env_reset" ]; then
+	set -- "$env_bin" --default-signal=INT,QUIT,TERM,HUP "$@"
+fi
+
+cd "$RUN_DIR" || fail "$E_IO" cd "cannot enter the run directory"
+# Every descriptor of the run points away from the caller's (the ssh channel), so this
+# script returns at once. Secrets are exported only inside this subshell.
+if ! (
+	i=1
+	while [ "$i" -le "$secret_count" ]; do
+		eval "export \"\$secret_name_$i=\$secret_value_$i\""
+		i=$((i + 1))
+	done
+	RTRAIN_RUN_ID=$run_id
+	PYTHONUNBUFFERED=1
+	export RTRAIN_RUN_ID PYTHONUNBUFFERED
+	case $detach in
+	setsid_fork) exec "$setsid_bin" -f "$@" ;;
+	python) exec "$python_bin" -c "$TRAMPOLINE" setsid "$@" ;;
+	# Not a process group leader, so setsid(1) detaches without forking.
+	setsid_background) "$setsid_bin" "$@" & ;;
+	esac
+) </dev/null >>train.log 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; then
+	say "could not start the run (see train.log)"
+	fail "$E_NO_DETACH" detach_failed
+fi
+
+nap_init
+waited=0
+while [ "$waited" -lt "$((10 * NAP_PER_SECOND))" ]; do
+	read_pid_file "$RUN_DIR"
+	if [ -n "$PF_PID" ] && { pid_alive "$PF_PID" || [ -f "$RUN_DIR/status" ]; }; then
+		emit pid "$PF_PID"
+		emit started_at "$started_at"
+		exit 0
+	fi
+	nap
+	waited=$((waited + 1))
+done
+say "the run did not record its pid within 10 s (see train.log)"
+fail "$E_LAUNCH_TIMEOUT" launch_timeout

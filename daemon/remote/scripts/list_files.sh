@@ -1,0 +1,81 @@
+# list_files.sh RUN_DIR REL_PATH: `file<TAB>SIZE<TAB>SHA256<TAB>RELPATH` for each regular file
+# at or below REL_PATH, `dir<TAB>RELPATH` for each empty directory. Nothing is printed before
+# the whole tree has been checked, so an error never comes after a partial listing.
+need_args "$#" 2
+take_run_dir "$1"
+[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
+REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
+normalize_rel "$2"
+case $REL in
+*"$TAB"* | *"$NL"*) fail "$E_BAD_NAME" bad_name "$(flat "$REL")" ;;
+esac
+target=$RUN_DIR${REL:+/$REL}
+
+inside_run "$target"
+case $? in
+1) fail "$E_OUTSIDE" path_outside_run "$(flat "$2")" ;;
+2) fail "$E_NOT_FOUND" not_found "$(flat "$2")" ;;
+esac
+[ -e "$target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
+
+emit_file() {
+	ef_sha=$(sha256_of "$1") && ef_size=$(size_of "$1") || fail "$E_IO" unreadable "$2"
+	emit file "$ef_size" "$ef_sha" "$2"
+}
+
+# walk MODE DIR RELDIR. MODE `check` only validates names and links; MODE `emit` prints.
+# Returns 0 when something below DIR was listed, 1 when nothing was; errors exit.
+# Each subdirectory is walked in a subshell, which keeps this function's variables its own.
+walk() {
+	w_empty=1
+	for w_entry in "$2"/* "$2"/.[!.]* "$2"/..?*; do
+		[ -e "$w_entry" ] || [ -L "$w_entry" ] || continue
+		w_name=${w_entry##*/}
+		w_rel=${3:+$3/}$w_name
+		case $w_name in
+		*"$TAB"* | *"$NL"*) fail "$E_BAD_NAME" bad_name "$(flat "$w_rel")" ;;
+		esac
+		if [ -L "$w_entry" ]; then
+			inside_run "$w_entry"
+			[ "$?" = 1 ] && fail "$E_OUTSIDE" path_outside_run "$w_rel"
+			# Links to directories are not followed: they could loop or list a tree twice.
+			if [ -d "$w_entry" ]; then
+				[ "$1" = check ] && say "not following the directory link $w_rel"
+				continue
+			fi
+		fi
+		if [ -d "$w_entry" ]; then
+			(walk "$1" "$w_entry" "$w_rel")
+			w_rc=$?
+			case $w_rc in
+			0) w_empty=0 ;;
+			1)
+				[ "$1" = emit ] && emit dir "$w_rel"
+				w_empty=0
+				;;
+			*) exit "$w_rc" ;;
+			esac
+		elif [ -f "$w_entry" ]; then
+			[ "$1" = emit ] && emit_file "$w_entry" "$w_rel"
+			w_empty=0
+		else
+			[ "$1" = check ] && say "skipping $w_rel: not a regular file"
+		fi
+	done
+	return "$w_empty"
+}
+
+if [ -f "$target" ]; then
+	emit_file "$target" "$REL"
+elif [ -d "$target" ]; then
+	(walk check "$target" "$REL")
+	rc=$?
+	[ "$rc" -le 1 ] || exit "$rc"
+	(walk emit "$target" "$REL")
+	rc=$?
+	[ "$rc" = 1 ] && emit dir "${REL:-.}"
+	[ "$rc" -le 1 ] || exit "$rc"
+else
+	fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
+fi
+exit 0

@@ -1,0 +1,14 @@
+# status.sh WORKDIR RUN_ID [RUN_ID ...]: one `run` line per run id, in the order given.
+need_args "$#" 2
+workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
+shift
+for run_id in "$@"; do
+	if ! valid_run_id "$run_id"; then
+		shown=$(flat "$run_id")
+		emit run "${shown:--}" missing - - - 'invalid run id'
+		continue
+	fi
+	run_state "$workdir/$run_id" "$run_id"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL"
+done
+exit 0

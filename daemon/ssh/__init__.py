@@ -1,0 +1,1 @@
+"""Reaching hosts: OpenSSH ControlMasters, and the transports that run scripts and move files."""

@@ -1,0 +1,160 @@
+"""One OpenSSH ControlMaster per host alias, started and supervised by the daemon.
+
+Every remote command of a host goes through its master, so each costs one round trip on an
+open connection instead of a fresh handshake. A master that died (network drop, sshd restart,
+laptop sleep) is noticed on the next use and started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+
+from rtrain.protocol.errors import Kind, RpcError, app_error
+
+from .failures import classify
+from .options import CONNECT_TIMEOUT, base_args
+
+log = logging.getLogger(__name__)
+
+# sun_path holds 108 bytes; ssh adds ".XXXXXXXXXXXXXXXX" while creating the socket.
+MAX_CONTROL_PATH = 90
+
+
+def control_path(runtime_dir: Path, alias: str, config: Path | None) -> Path:
+    """A short socket path, the same length for any alias, in a private directory."""
+    digest = hashlib.sha256(f"{alias}\0{config}".encode()).hexdigest()[:16]
+    directory = runtime_dir / "cm"
+    if len(str(directory)) + 1 + len(digest) > MAX_CONTROL_PATH:
+        directory = Path(f"/tmp/rtrain-cm-{os.getuid()}")
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    return directory / digest
+
+
+class ControlMaster:
+    def __init__(self, alias: str, runtime_dir: Path, config: Path | None) -> None:
+        self.alias = alias
+        self.config = config
+        self.path = control_path(runtime_dir, alias, config)
+        self.state = "disconnected"
+        self.last_error: str | None = None
+        self.started_at: float | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stderr = bytearray()
+        self._lock = asyncio.Lock()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None and self.path.is_socket()
+
+    async def ensure(self) -> None:
+        """Make sure a working master exists; raise the classified ssh error if not."""
+        if self.alive:
+            return
+        async with self._lock:
+            if self.alive:
+                return
+            await self._start()
+
+    def command_argv(self, remote_command: str, tty: bool = False) -> list[str]:
+        """argv of an ssh client that runs `remote_command` through this master."""
+        return [
+            "ssh",
+            *base_args(self.config),
+            "-o",
+            f"ControlPath={self.path}",
+            "-o",
+            "ControlMaster=no",
+            "-tt" if tty else "-T",
+            self.alias,
+            remote_command,
+        ]
+
+    async def _start(self) -> None:
+        await self._kill()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self.state = "connecting"
+        self._stderr.clear()
+        argv = [
+            "ssh",
+            *base_args(self.config),
+            "-o",
+            f"ControlPath={self.path}",
+            "-o",
+            "ControlMaster=yes",
+            "-o",
+            "ControlPersist=no",
+            "-N",
+            self.alias,
+        ]
+        log.info("starting ControlMaster for %s", self.alias)
+        self._proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        drain = asyncio.create_task(self._drain_stderr(self._proc))
+        deadline = time.monotonic() + CONNECT_TIMEOUT + 5
+        while True:
+            if self._proc.returncode is not None:
+                await asyncio.wait_for(drain, 2)
+                error = classify(
+                    self.alias, self._stderr.decode(errors="replace"), self._proc.returncode
+                )
+                self._fail(error)
+                raise error
+            if self.path.is_socket():
+                self.state = "connected"
+                self.last_error = None
+                self.started_at = time.time()
+                return
+            if time.monotonic() > deadline:
+                await self._kill()
+                error = app_error(
+                    Kind.HOST_UNREACHABLE,
+                    f"host unreachable: {self.alias}: no answer within {CONNECT_TIMEOUT + 5} s",
+                )
+                self._fail(error)
+                raise error
+            await asyncio.sleep(0.01)
+
+    def _fail(self, error: RpcError) -> None:
+        self.state = "failed"
+        self.last_error = error.message
+
+    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        while chunk := await proc.stderr.read(4096):
+            if len(self._stderr) < 64 * 1024:
+                self._stderr += chunk
+        await proc.wait()
+        if self.state == "connected":
+            self.state = "disconnected"
+            self.last_error = self._stderr.decode(errors="replace").strip()[-300:] or None
+            log.info("ControlMaster for %s exited: %s", self.alias, self.last_error)
+
+    async def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 3)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+
+    async def close(self) -> None:
+        await self._kill()
+        self.state = "disconnected"
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()

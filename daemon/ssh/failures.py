@@ -1,0 +1,54 @@
+"""Turning what ssh printed on a failure into one sentence a user can act on."""
+
+from __future__ import annotations
+
+from rtrain.protocol.errors import Kind, RpcError, app_error
+
+
+def classify(alias: str, stderr: str, returncode: int | None) -> RpcError:
+    text = stderr.strip()
+    last = text.splitlines()[-1] if text else f"ssh exited with status {returncode}"
+    lowered = text.lower()
+    if (
+        "remote host identification has changed" in lowered
+        or "host key for" in lowered
+        and ("has changed" in lowered)
+    ):
+        return app_error(
+            Kind.HOST_KEY_CHANGED,
+            f"{alias}: the host key changed since you last connected. If the host was rebuilt, "
+            f"remove the old key with `ssh-keygen -R <hostname>` and connect once with "
+            f"`ssh {alias}` to check the new one; otherwise someone may be intercepting.",
+            detail=last,
+        )
+    if "host key verification failed" in lowered or "no host key is known" in lowered:
+        return app_error(
+            Kind.HOST_KEY_CHANGED,
+            f"{alias}: the host key is not known or did not match. Connect once with "
+            f"`ssh {alias}` to check and accept it (rtrain never skips host-key checking).",
+            detail=last,
+        )
+    if "permission denied" in lowered or "too many authentication failures" in lowered:
+        return app_error(
+            Kind.AUTH_FAILED,
+            f"{alias}: ssh could not log in without a prompt ({last}). Set up key "
+            f"authentication (e.g. `ssh-copy-id {alias}`) so `ssh {alias} true` works without "
+            "a password.",
+            detail=last,
+        )
+    unreachable = (
+        "connection refused",
+        "timed out",
+        "no route to host",
+        "could not resolve",
+        "name or service not known",
+        "network is unreachable",
+        "connection closed",
+        "connection reset",
+        "broken pipe",
+        "kex_exchange_identification",
+        "timeout, server",
+    )
+    if any(word in lowered for word in unreachable) or returncode == 255:
+        return app_error(Kind.HOST_UNREACHABLE, f"host unreachable: {alias}: {last}", detail=last)
+    return app_error(Kind.REMOTE_FAILED, f"{alias}: {last}", detail=last)
