@@ -6,7 +6,7 @@ import typer
 
 from rtrain.protocol.version import RTRAIN_VERSION
 
-from . import daemon_commands, protocol_commands
+from . import daemon_commands, protocol_commands, run_commands
 
 app = typer.Typer(
     name="rtrain",
@@ -16,6 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+run_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

@@ -1,0 +1,189 @@
+"""rtrain's Python API: the same operations as the CLI, through the same daemon.
+
+    from rtrain import RemoteRunner
+
+    runner = RemoteRunner(alias="gpubox")
+    verdict = runner.preflight(expect_gpus=1)
+    if not verdict.ok:
+        raise SystemExit(verdict.why_not())
+    run = runner.start(config_path="config.yaml", dataset_path="data/train.jsonl")
+    runner.tail(run, on_line=print)
+    print(runner.status(run))                 # running | completed | failed (exit N) | ...
+    runner.fetch(run, remote_rel="lora_model", dest="./out")
+    runner.stop(run)                          # True only if something was killed
+
+Every method opens its own short conversation with the daemon, so a runner rebuilt from
+just a host alias and a run id reattaches: `runner.run("run-1787667005")`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
+
+from .daemon_client import DaemonClient
+from .errors import RemoteError
+
+__all__ = ["RemoteError", "RemoteHost", "RemotePreflight", "RemoteRun", "RemoteRunner"]
+
+
+@dataclass(frozen=True)
+class RemoteHost:
+    """One SSH destination: an alias from your ssh config (or `local`)."""
+
+    alias: str
+    python: str = DEFAULT_PYTHON
+    workdir: str = DEFAULT_WORKDIR
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """A handle to one run; enough to reattach from anywhere."""
+
+    host: str
+    run_id: str
+    remote_dir: str | None = None
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class RemotePreflight:
+    """A host's readiness verdict."""
+
+    ok: bool
+    reasons: list[str]
+    transport: str | None = None
+    python_version: str | None = None
+    gpus: list[str] = field(default_factory=list)
+
+    def why_not(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else "ready"
+
+
+class RemoteRunner:
+    def __init__(
+        self, alias: str = "local", python: str = DEFAULT_PYTHON, workdir: str = DEFAULT_WORKDIR
+    ) -> None:
+        self.host = RemoteHost(alias, python, workdir)
+
+    def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        on_notification: Callable[[str, Any], None] | None = None,
+    ) -> Any:
+        with DaemonClient.connect(name="rtrain-python") as client:
+            return client.request(method, dict(params), on_notification=on_notification)
+
+    def run(self, run_id: str) -> RemoteRun:
+        """A handle for an existing run id (nothing is checked until it is used)."""
+        return RemoteRun(self.host.alias, run_id)
+
+    def preflight(self, expect_gpus: int = 1) -> RemotePreflight:
+        result = self._call(
+            "host/preflight",
+            {
+                "host": self.host.alias,
+                "gpus": expect_gpus,
+                "python": self.host.python,
+                "workdir": self.host.workdir,
+            },
+        )
+        return RemotePreflight(
+            ok=result.ok,
+            reasons=list(result.reasons),
+            transport=result.transport,
+            python_version=result.python_version,
+            gpus=[g.name for g in result.gpus],
+        )
+
+    def start(
+        self,
+        config_path: str | Path,
+        dataset_path: str | Path | None = None,
+        run_id: str | None = None,
+        gpus: int = 1,
+        command: Sequence[str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> RemoteRun:
+        """Ship and launch; returns as soon as the trainer runs. Raises RemoteError."""
+        params: dict[str, Any] = {
+            "host": self.host.alias,
+            "config": str(Path(config_path).resolve()),
+            "gpus": gpus,
+            "python": self.host.python,
+            "workdir": self.host.workdir,
+        }
+        if dataset_path is not None:
+            params["dataset"] = str(Path(dataset_path).resolve())
+        if run_id is not None:
+            params["runId"] = run_id
+        if command is not None:
+            params["command"] = list(command)
+        if secrets:
+            params["secrets"] = dict(secrets)
+        run = self._call("run/start", params).run
+        return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)
+
+    def tail(
+        self, run: RemoteRun | str, on_line: Callable[[str], None] = print, follow: bool = True
+    ) -> str:
+        """Call `on_line` with each log line (no newline); returns the final state text."""
+        handle = self._handle(run)
+        pending = ""
+
+        def on_log(method: str, params: Any) -> None:
+            nonlocal pending
+            if method == "run/log":
+                *lines, pending = (pending + params.text).split("\n")
+                for line in lines:
+                    on_line(line)
+
+        result = self._call(
+            "run/tail", {"host": handle.host, "runId": handle.run_id, "follow": follow}, on_log
+        )
+        if pending:
+            on_line(pending)
+        return _state_text(result.run)
+
+    def status(self, run: RemoteRun | str) -> str:
+        handle = self._handle(run)
+        return _state_text(
+            self._call("run/status", {"host": handle.host, "runId": handle.run_id}).run
+        )
+
+    def fetch(self, run: RemoteRun | str, remote_rel: str, dest: str | Path = ".") -> list[Path]:
+        """Copy a file or directory of the run into `dest`; returns the verified local files."""
+        handle = self._handle(run)
+        result = self._call(
+            "run/fetch",
+            {
+                "host": handle.host,
+                "runId": handle.run_id,
+                "path": remote_rel,
+                "dest": str(Path(dest).resolve()),
+            },
+        )
+        return [Path(f.local_path) for f in result.files]
+
+    def stop(self, run: RemoteRun | str, force: bool = False, grace: float = 10.0) -> bool:
+        """True only if something was running and is now gone; RemoteError if it survived."""
+        handle = self._handle(run)
+        result = self._call(
+            "run/stop",
+            {"host": handle.host, "runId": handle.run_id, "force": force, "grace": grace},
+        )
+        return bool(result.outcome == "stopped")
+
+    def _handle(self, run: RemoteRun | str) -> RemoteRun:
+        return self.run(run) if isinstance(run, str) else run
+
+
+def _state_text(run: Any) -> str:
+    from .cli.describe import state_text
+
+    return state_text(run)

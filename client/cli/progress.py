@@ -1,0 +1,48 @@
+"""A one-line progress bar on stderr for `$/progress`, drawn only on a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+
+def human_bytes(count: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(count) < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} GB"
+
+
+class ProgressBar:
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._started = time.monotonic()
+        self._drawn = False
+
+    def update(self, params: Any) -> None:
+        if not self.enabled:
+            return
+        if params.kind == "end":
+            self.clear()
+            return
+        done = params.done_bytes or 0
+        total = params.total_bytes or 0
+        width = 24
+        filled = int(width * done / total) if total else 0
+        rate = done / max(time.monotonic() - self._started, 1e-3)
+        title = params.title or ""
+        line = (
+            f"\r  {title[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{human_bytes(done)} / {human_bytes(total)}  {human_bytes(rate)}/s"
+        )
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        self._drawn = True
+
+    def clear(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self._drawn = False

@@ -1,0 +1,408 @@
+"""The commands a user runs against hosts: preflight, start, tail, status, fetch, stop, runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from rtrain.client.daemon_client import DaemonClient
+from rtrain.protocol import validation
+from rtrain.protocol.errors import RpcError
+from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
+
+from .completion import complete_host, complete_run_id
+from .describe import outcome_exit_code, state_text, table, when
+from .output import fail, friendly_errors, note, print_json
+from .progress import ProgressBar, human_bytes
+from .terminal_text import safe_for_terminal
+
+HostArg = typer.Argument(
+    ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
+)
+RunArg = typer.Argument(
+    ..., metavar="RUN", help="The run id `start` printed.", autocompletion=complete_run_id
+)
+JsonOpt = typer.Option(False, "--json", "-j", help="Print machine-readable JSON.")
+WorkdirOpt = typer.Option(
+    None, "--workdir", help="Remote directory of runs, if not the one recorded (default ~/.rtrain)."
+)
+
+
+def _existing(value: Path | None) -> Path | None:
+    """Refuse a missing local file up front, before anything else happens."""
+    if value is not None and not value.exists():
+        raise typer.BadParameter(f"Path {str(value)!r} does not exist.")
+    return value
+
+
+def _existing(value: Path | None) -> Path | None:
+    """Refuse a missing local file up front, before anything else happens."""
+    if value is not None and not value.exists():
+        raise typer.BadParameter(f"Path {str(value)!r} does not exist.")
+    return value
+
+
+def _check(**values: Any) -> None:
+    """Refuse bad input with one sentence before the daemon (or any ssh) is involved."""
+    checks = {
+        "host": validation.host,
+        "run_id": validation.run_id,
+        "workdir": validation.workdir,
+        "python": validation.python,
+    }
+    try:
+        for name, value in values.items():
+            if value is not None:
+                checks[name](value)
+    except RpcError as error:
+        fail(error.message, 2)
+
+
+def _builtins(value: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    @friendly_errors
+    def preflight(
+        host: str = HostArg,
+        gpus: int = typer.Option(1, "--gpus", min=0, help="GPUs the host must have."),
+        python: str = typer.Option(DEFAULT_PYTHON, "--python", help="Interpreter on the host."),
+        workdir: str = typer.Option(DEFAULT_WORKDIR, "--workdir", help="Remote work directory."),
+        json: bool = JsonOpt,
+    ) -> None:
+        """Check that HOST can train: reachable, python, GPUs, a writable workdir."""
+        _check(host=host, workdir=workdir, python=python)
+        with DaemonClient.connect() as client:
+            verdict = client.request(
+                "host/preflight", {"host": host, "gpus": gpus, "python": python, "workdir": workdir}
+            )
+        if json:
+            print_json(verdict)
+        elif verdict.ok:
+            print(f"{host} is ready to train.")
+            gpu_names = ", ".join(f"{g.index}: {g.name}" for g in verdict.gpus) or "none"
+            print(
+                f"  transport: {verdict.transport}\n  python:    {verdict.python_version}\n"
+                f"  gpus:      {gpu_names}\n  workdir:   {verdict.workdir}"
+                + (
+                    f" ({human_bytes(verdict.free_disk_bytes)} free)"
+                    if verdict.free_disk_bytes is not None
+                    else ""
+                )
+                + (
+                    f"\n  torch:     {verdict.torch_version}"
+                    + (f" (CUDA {verdict.cuda_version})" if verdict.cuda_version else "")
+                    if verdict.torch_version
+                    else ""
+                )
+            )
+        else:
+            print(f"✗ {host} cannot train")
+            for reason in verdict.reasons:
+                print(f"  {reason}")
+        if not verdict.ok:
+            raise typer.Exit(1)
+
+    @app.command(context_settings={"allow_extra_args": False})
+    @friendly_errors
+    def start(
+        host: str = HostArg,
+        config: Path = typer.Option(
+            ...,
+            "--config",
+            "-c",
+            callback=_existing,
+            help="Training config to ship (as config.yaml).",
+        ),
+        dataset: Path | None = typer.Option(
+            None,
+            "--dataset",
+            "-d",
+            callback=_existing,
+            help="Dataset file to ship under its own name.",
+        ),
+        gpus: int = typer.Option(1, "--gpus", min=0, help="GPUs the run expects."),
+        run_id: str | None = typer.Option(
+            None, "--run-id", help="Name of the run (default: run-<epoch>-<hex>)."
+        ),
+        python: str = typer.Option(DEFAULT_PYTHON, "--python", help="Interpreter on the host."),
+        workdir: str = typer.Option(DEFAULT_WORKDIR, "--workdir", help="Remote work directory."),
+        follow: bool = typer.Option(
+            True, "--follow/--no-follow", help="Stream the log until the run ends."
+        ),
+        secret: list[str] = typer.Option(
+            [],
+            "--secret",
+            help="Pass this local environment variable to the trainer (never on a command line).",
+        ),
+        command: list[str] = typer.Argument(
+            None,
+            metavar="COMMAND",
+            help="Trainer command after `--`; "
+            "{python} {config} {dataset} {run_dir} {gpus} "
+            "are filled in. Default: the built-in demo trainer.",
+        ),
+        json: bool = JsonOpt,
+    ) -> None:
+        """Ship the config (and dataset) to HOST and start a run that outlives this shell."""
+        _check(host=host, run_id=run_id, workdir=workdir, python=python)
+        secrets = {}
+        for name in secret:
+            try:
+                validation.secret_name(name)
+            except RpcError as error:
+                fail(error.message, 2)
+            if name not in os.environ:
+                fail(f"--secret {name}: no such variable in your environment; export it first.", 2)
+            secrets[name] = os.environ[name]
+        params: dict[str, Any] = {
+            "host": host,
+            "config": str(config.resolve()),
+            "gpus": gpus,
+            "python": python,
+            "workdir": workdir,
+            "progressToken": "upload",
+        }
+        if dataset is not None:
+            params["dataset"] = str(dataset.resolve())
+        if run_id is not None:
+            params["runId"] = run_id
+        if command:
+            params["command"] = list(command)
+        if secrets:
+            params["secrets"] = secrets
+        bar = ProgressBar(None if not json else False)
+        with DaemonClient.connect() as client:
+            try:
+                result = client.request(
+                    "run/start", params, on_notification=lambda _m, p: bar.update(p)
+                )
+            except KeyboardInterrupt:
+                bar.clear()
+                fail(
+                    "interrupted before the trainer was launched; nothing runs on "
+                    f"{host} (the daemon cancels the start).",
+                    130,
+                )
+            finally:
+                bar.clear()
+            run = result.run
+            if json:
+                print_json(result)
+            else:
+                print(f"✓ started {run.run_id} on {host}")
+                print(f"  tail:  rtrain tail {host} {run.run_id}")
+                print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
+            if follow:
+                _follow(client, host, run.run_id, None, 0, json)
+
+    @app.command()
+    @friendly_errors
+    def tail(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        offset: int = typer.Option(0, "--offset", min=0, help="Start at this byte of the log."),
+        follow: bool = typer.Option(
+            True, "--follow/--no-follow", help="Keep streaming until the run ends."
+        ),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Stream the log of a run (reattaching from anywhere); end with its final state."""
+        _check(host=host, run_id=run_id, workdir=workdir)
+        with DaemonClient.connect() as client:
+            _follow(client, host, run_id, workdir, offset, json, follow)
+
+    @app.command()
+    @friendly_errors
+    def status(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Say how a run stands: running, completed, failed (exit N), stopped, lost, unknown."""
+        _check(host=host, run_id=run_id, workdir=workdir)
+        with DaemonClient.connect() as client:
+            params = {"host": host, "runId": run_id}
+            if workdir:
+                params["workdir"] = workdir
+            run = client.request("run/status", params).run
+        if json:
+            print_json(run)
+        else:
+            print(state_text(run))
+
+    @app.command()
+    @friendly_errors
+    def fetch(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        path: str = typer.Argument(
+            ..., metavar="PATH", help="File or directory inside the run directory."
+        ),
+        out: Path = typer.Option(Path("."), "--out", "-o", help="Local directory to copy into."),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Copy a file or directory of a run home; every file's sha256 is checked."""
+        _check(host=host, run_id=run_id, workdir=workdir)
+        try:
+            validation.fetch_path(path)
+        except RpcError as error:
+            fail(error.message, 2)
+        params: dict[str, Any] = {
+            "host": host,
+            "runId": run_id,
+            "path": path,
+            "dest": str(out.resolve()),
+            "progressToken": "fetch",
+        }
+        if workdir:
+            params["workdir"] = workdir
+        bar = ProgressBar(None if not json else False)
+        with DaemonClient.connect() as client:
+            try:
+                result = client.request(
+                    "run/fetch", params, on_notification=lambda _m, p: bar.update(p)
+                )
+            finally:
+                bar.clear()
+        if json:
+            print_json(result)
+            return
+        cwd = Path.cwd()
+        for f in result.files:
+            local = Path(f.local_path)
+            shown = local.relative_to(cwd) if local.is_relative_to(cwd) else local
+            print(f"  {shown}  {human_bytes(f.size)}  sha256 {'ok' if f.verified else 'BAD'}")
+        note(
+            f"fetched {len(result.files)} file(s), {human_bytes(result.total_bytes)}, "
+            "all checksums matched"
+        )
+
+    @app.command()
+    @friendly_errors
+    def stop(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        force: bool = typer.Option(False, "--force", help="SIGKILL what survives the grace."),
+        grace: float = typer.Option(
+            10.0, "--grace", min=0, max=3600, help="Seconds to wait after SIGTERM."
+        ),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Stop every process of a run and confirm they are gone."""
+        _check(host=host, run_id=run_id, workdir=workdir)
+        params: dict[str, Any] = {"host": host, "runId": run_id, "force": force, "grace": grace}
+        if workdir:
+            params["workdir"] = workdir
+        with DaemonClient.connect() as client:
+            result = client.request("run/stop", params)
+        if json:
+            print_json(result)
+        elif result.outcome == "stopped":
+            print(f"stopped {run_id} on {host}")
+        else:
+            print(f"{run_id} was not running on {host}")
+
+    @app.command()
+    @friendly_errors
+    def runs(
+        host: str | None = typer.Option(None, "--host", help="Only runs of this host."),
+        state: str | None = typer.Option(None, "--state", help="Only runs in this state."),
+        json: bool = JsonOpt,
+    ) -> None:
+        """List the runs rtrain knows of, newest first."""
+        params = {k: v for k, v in {"host": host, "state": state}.items() if v is not None}
+        with DaemonClient.connect() as client:
+            found = client.request("runs/list", params).runs
+        if json:
+            print_json(found)
+            return
+        if not found:
+            note("no runs yet; start one with `rtrain start HOST -c CONFIG`")
+            return
+        print(
+            table(
+                ["RUN", "HOST", "STATE", "STARTED"],
+                [[r.run_id, r.host, state_text(r), when(r.started_at)] for r in found],
+            )
+        )
+
+    @app.command()
+    @friendly_errors
+    def hosts(json: bool = JsonOpt) -> None:
+        """List known hosts with their connection, transport and runs."""
+        with DaemonClient.connect() as client:
+            found = client.request("hosts/list").hosts
+        if json:
+            print_json(found)
+            return
+        print(
+            table(
+                ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING"],
+                [
+                    [
+                        h.alias,
+                        h.connection + (f" ({h.last_error})" if h.last_error else ""),
+                        h.transport or "-",
+                        str(h.runs),
+                        str(h.running),
+                    ]
+                    for h in found
+                ],
+            )
+        )
+
+
+def _follow(
+    client: DaemonClient,
+    host: str,
+    run_id: str,
+    workdir: str | None,
+    offset: int,
+    json: bool,
+    follow: bool = True,
+) -> None:
+    """Stream the log; Ctrl-C detaches (the run goes on); exit with the run's outcome."""
+    tty = sys.stdout.isatty()
+
+    def on_log(method: str, params: Any) -> None:
+        if method != "run/log":
+            return
+        if json:
+            print_json({"type": "log", **_builtins(params)})
+        else:
+            text = safe_for_terminal(params.text) if tty else params.text
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    params: dict[str, Any] = {"host": host, "runId": run_id, "offset": offset, "follow": follow}
+    if workdir:
+        params["workdir"] = workdir
+    try:
+        result = client.request("run/tail", params, on_notification=on_log)
+    except KeyboardInterrupt:
+        client.close()
+        note(
+            f"\ndetached; {run_id} keeps running on {host}.\n"
+            f"  reattach: rtrain tail {host} {run_id}\n  stop:     rtrain stop {host} {run_id}"
+        )
+        raise typer.Exit(130) from None
+    run = result.run
+    if json:
+        print_json({"type": "end", "offset": result.offset, "run": _builtins(run)})
+    else:
+        note(f"{run_id} on {host}: {state_text(run)}")
+    if run.state != "running":
+        raise typer.Exit(outcome_exit_code(run))
