@@ -72,7 +72,9 @@ def test_ten_clients_starting_at_once_end_with_exactly_one_daemon(daemon_env: Da
         thread.join(30)
     assert errors == []
     assert len(set(pids)) == 1
-    time.sleep(0.5)  # losers of the race exit by themselves
+    deadline = time.monotonic() + 15  # losers of the race exit by themselves
+    while daemon_env.daemon_pids() != [pids[0]] and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert daemon_env.daemon_pids() == [pids[0]]
 
 
