@@ -20,7 +20,7 @@ from rtrain.protocol.connection import Connection, Role
 from rtrain.protocol.events import ConnectionBroken, ErrorResponse, Notification, Response
 from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
-from .errors import DaemonProtocolError, DaemonUnavailable, RemoteError
+from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError
 from .spawn import spawn_allowed, spawn_daemon
 
 NotificationHandler = Callable[[str, Any], None]
@@ -120,12 +120,37 @@ class DaemonClient:
     # ---- requests -------------------------------------------------------------------
 
     def request(
-        self, method: str, params: Any = None, on_notification: NotificationHandler | None = None
+        self,
+        method: str,
+        params: Any = None,
+        on_notification: NotificationHandler | None = None,
+        cancel_on_interrupt: bool = False,
     ) -> Any:
         """Send a request and wait for its answer, passing notifications that arrive
-        meanwhile to `on_notification`. Raises RemoteError for an error answer."""
+        meanwhile to `on_notification`. Raises RemoteError for an error answer.
+
+        With `cancel_on_interrupt`, Ctrl-C sends `$/cancelRequest` and waits for the
+        daemon's answer, then raises `Interrupted` saying whether the request finished
+        anyway (`.result`) or was cancelled (`.result` is None). A second Ctrl-C aborts.
+        """
         msg_id = self._conn.send_request(method, params)
         self._send()
+        try:
+            return self._wait(msg_id, on_notification)
+        except KeyboardInterrupt:
+            if not cancel_on_interrupt:
+                raise
+        self._conn.cancel(msg_id)
+        self._send()
+        try:
+            result = self._wait(msg_id, on_notification)
+        except RemoteError as error:
+            if error.code == pe.REQUEST_CANCELLED:
+                raise Interrupted(None) from None
+            raise
+        raise Interrupted(result)
+
+    def _wait(self, msg_id: int, on_notification: NotificationHandler | None) -> Any:
         while True:
             try:
                 data = self._sock.recv(256 * 1024)

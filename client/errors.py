@@ -35,3 +35,12 @@ class RemoteError(RtrainError):
         self.kind = kind
         self.code = code
         self.data = data or {}
+
+
+class Interrupted(RtrainError):
+    """Ctrl-C during a cancellable request: `result` is its answer if it finished anyway,
+    None if the daemon cancelled it."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("interrupted")
+        self.result = result

@@ -94,7 +94,11 @@ class ClientSession:
         if isinstance(event, Request):
             if event.method == "initialize" and event.params.client_info is not None:
                 self.client_name = event.params.client_info.name
-            self._tasks[event.id] = asyncio.create_task(self._answer(event))
+            task = asyncio.create_task(self._answer(event))
+            task.add_done_callback(
+                lambda done, request=event: self._answer_if_cancelled(done, request)
+            )
+            self._tasks[event.id] = task
         elif isinstance(event, Notification):
             if event.method == "$/cancelRequest":
                 task = self._tasks.get(event.params.id)
@@ -113,13 +117,6 @@ class ClientSession:
                     {"kind": e.Kind.NOT_IMPLEMENTED, "method": request.method},
                 )
             result = await handler(request.params, RequestContext(self, request.id))
-        except asyncio.CancelledError:
-            if self._closed:
-                raise
-            self._reply_error(
-                request.id, e.RpcError(e.REQUEST_CANCELLED, f"{request.method} was cancelled.")
-            )
-            return
         except e.RpcError as error:
             self._reply_error(request.id, error)
             return
@@ -138,6 +135,15 @@ class ClientSession:
         if not self._closed:
             self._conn.send_result(request.id, result)
             self._flush()
+
+    def _answer_if_cancelled(self, task: asyncio.Task[None], request: Request) -> None:
+        """A cancelled request still gets its answer: -32800. (A task cancelled before it
+        ever ran never reaches its own except clauses, hence a callback.)"""
+        self._tasks.pop(request.id, None)
+        if task.cancelled() and request.id in self._conn.awaiting_answer:
+            self._reply_error(
+                request.id, e.RpcError(e.REQUEST_CANCELLED, f"{request.method} was cancelled.")
+            )
 
     def _reply_error(self, request_id: int | str, error: e.RpcError) -> None:
         if not self._closed:

@@ -52,6 +52,8 @@ def load_user_config(path: Path | None = None) -> UserConfig:
         raise ConfigError(f"{path}: {error}") from None
     hosts = {}
     for alias, entry in data.get("hosts", {}).items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: hosts.{alias} must be a table")
         transport = entry.get("transport")
         if transport not in (None, "exec", "console"):
             raise ConfigError(f"{path}: hosts.{alias}.transport must be exec or console")
@@ -61,8 +63,8 @@ def load_user_config(path: Path | None = None) -> UserConfig:
             python=entry.get("python"),
             workdir=entry.get("workdir"),
         )
-    return UserConfig(
-        ssh_config=data.get("ssh_config"),
-        poll_interval=float(data.get("poll_interval", 5.0)),
-        hosts=hosts,
-    )
+    try:
+        poll_interval = float(data.get("poll_interval", 5.0))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{path}: poll_interval must be a number of seconds") from None
+    return UserConfig(ssh_config=data.get("ssh_config"), poll_interval=poll_interval, hosts=hosts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,11 +19,19 @@ from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .service import Service
-from .user_config import load_user_config
+from .user_config import ConfigError, UserConfig, load_user_config
+
+
+log = logging.getLogger(__name__)
 
 
 def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
-    config = load_user_config()
+    try:
+        config = load_user_config()
+    except ConfigError as error:
+        # A typo in the config must not keep the daemon (and so every client) down.
+        log.error("ignoring the user config: %s", error)
+        config = UserConfig()
     hosts = HostPool(service.runtime_dir, service.registry, config)
     ops = Ops(service.registry, hosts, service.publish_run)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)

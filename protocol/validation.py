@@ -55,11 +55,13 @@ def host(value: str) -> str:
 
 
 def python(value: str) -> str:
-    if not _PYTHON.fullmatch(value) or value.startswith("-"):
+    # A leading ~/ is expanded on the host (a venv in the remote home), like the workdir.
+    bare = value[2:] if value.startswith("~/") else value
+    if not _PYTHON.fullmatch(bare) or value.startswith("-"):
         raise app_error(
             Kind.INVALID_COMMAND,
             f"python {value!r} is not usable: give a command name or path "
-            "(letters, digits and _./+-).",
+            "(letters, digits and _./+-, optionally starting with ~/).",
         )
     return value
 

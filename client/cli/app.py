@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from rtrain.protocol.version import RTRAIN_VERSION
@@ -37,8 +39,12 @@ def _root(
         is_eager=True,
         help="Print the version and exit.",
     ),
+    no_spawn: bool = typer.Option(
+        False, "--no-spawn", help="Never start the daemon; fail if none runs (RTRAIN_NO_SPAWN=1)."
+    ),
 ) -> None:
-    pass
+    if no_spawn:
+        os.environ["RTRAIN_NO_SPAWN"] = "1"
 
 
 def run() -> None:

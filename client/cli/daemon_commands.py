@@ -101,6 +101,13 @@ def run() -> None:
 
 
 def _alive(pid: int) -> bool:
+    # A daemon that exited but is not yet reaped (a zombie: init reaps it when it gets round
+    # to it, seconds later in some containers) has stopped; only Linux's /proc tells.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -9,7 +9,8 @@ from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-from rtrain.client.errors import RtrainError
+from rtrain.client.errors import RemoteError, RtrainError
+from rtrain.protocol.errors import INVALID_PARAMS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -19,13 +20,31 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise SystemExit(code)
 
 
+# Kinds that mean "your input is wrong" (exit 2), as opposed to "it failed" (exit 1).
+BAD_INPUT_KINDS = {
+    "invalid_host",
+    "invalid_run_id",
+    "invalid_workdir",
+    "invalid_path",
+    "invalid_command",
+    "invalid_secret",
+    "local_file_missing",
+    "path_outside_run",
+    "run_exists",
+}
+
+
 def friendly_errors(func: F) -> F:
-    """Turn the client's own errors into one sentence on stderr and exit status 1."""
+    """Turn the client's own errors into one sentence on stderr: exit 2 for bad input,
+    1 for anything else."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except RemoteError as error:
+            bad_input = error.kind in BAD_INPUT_KINDS or error.code == INVALID_PARAMS
+            fail(error.message, 2 if bad_input else 1)
         except RtrainError as error:
             fail(error.message)
 

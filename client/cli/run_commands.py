@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
+from rtrain.client.errors import Interrupted
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
@@ -30,13 +31,6 @@ JsonOpt = typer.Option(False, "--json", "-j", help="Print machine-readable JSON.
 WorkdirOpt = typer.Option(
     None, "--workdir", help="Remote directory of runs, if not the one recorded (default ~/.rtrain)."
 )
-
-
-def _existing(value: Path | None) -> Path | None:
-    """Refuse a missing local file up front, before anything else happens."""
-    if value is not None and not value.exists():
-        raise typer.BadParameter(f"Path {str(value)!r} does not exist.")
-    return value
 
 
 def _existing(value: Path | None) -> Path | None:
@@ -183,15 +177,22 @@ def register(app: typer.Typer) -> None:
         with DaemonClient.connect() as client:
             try:
                 result = client.request(
-                    "run/start", params, on_notification=lambda _m, p: bar.update(p)
+                    "run/start",
+                    params,
+                    on_notification=lambda _m, p: bar.update(p),
+                    cancel_on_interrupt=True,
                 )
-            except KeyboardInterrupt:
+            except Interrupted as interrupted:
                 bar.clear()
-                fail(
-                    "interrupted before the trainer was launched; nothing runs on "
-                    f"{host} (the daemon cancels the start).",
-                    130,
+                if interrupted.result is None:
+                    fail(f"interrupted: the start was cancelled and nothing runs on {host}.", 130)
+                run = interrupted.result.run
+                note(
+                    f"interrupted, but the trainer had already been launched: {run.run_id} "
+                    f"runs on {host}.\n  tail:  rtrain tail {host} {run.run_id}\n"
+                    f"  stop:  rtrain stop {host} {run.run_id}"
                 )
+                raise typer.Exit(130) from None
             finally:
                 bar.clear()
             run = result.run

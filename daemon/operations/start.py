@@ -6,6 +6,7 @@ import asyncio
 import base64
 import hashlib
 import os
+import re
 import secrets
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ RESERVED = {
     "launch.sh",
 }
 PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}")
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def new_run_id() -> str:
@@ -48,6 +50,13 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
     python = validation.python(p.python)
     for name in p.secrets:
         validation.secret_name(name)
+        if name.startswith("RTRAIN_"):
+            # The far side keeps RTRAIN_* for itself (the run marker); refuse it here, before
+            # a run directory is made, rather than leave a half-started run behind.
+            raise app_error(
+                Kind.INVALID_SECRET,
+                f"secret name {name!r} is reserved: rtrain uses RTRAIN_* names itself.",
+            )
     config = _local_file(p.config, "config")
     dataset = _local_file(p.dataset, "dataset") if p.dataset else None
     if dataset is not None and dataset.name in RESERVED:
@@ -56,7 +65,8 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
             f"the dataset may not be called {dataset.name!r}: "
             "rtrain uses that name in the run directory; rename it.",
         )
-    template = p.command or settings.command
+    # An explicit empty command is a mistake to report, not a request for the demo trainer.
+    template = p.command if p.command is not None else settings.command
     _check_template(template, dataset is not None)
     if ops.known(p.host, run_id) is not None:
         raise app_error(
@@ -98,30 +108,40 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
         f"{name}\t{base64.b64encode(value.encode()).decode()}\n"
         for name, value in p.secrets.items()
     )
-    launched = await transport.run(
-        "launch", [run_dir, run_id, python, *command], stdin=secret_lines.encode(), timeout=60
-    )
-    fields = launched.fields()
-    if launched.returncode != 0 or "pid" not in fields:
-        raise app_error(
-            Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {launched.error_text}"
+
+    async def launch() -> StartResult:
+        launched = await transport.run(
+            "launch", [run_dir, run_id, python, *command], stdin=secret_lines.encode(), timeout=60
         )
-    started_at = float(fields.get("started_at", [now()])[0])
-    run = ops.record(
-        RunInfo(
-            host=p.host,
-            run_id=run_id,
-            state="running",
-            remote_dir=run_dir,
-            log_path=f"{run_dir}/train.log",
-            workdir=workdir,
-            command=command,
-            created_at=now(),
-            started_at=started_at,
-            last_seen=now(),
+        fields = launched.fields()
+        if launched.returncode != 0 or "pid" not in fields:
+            # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
+            why = " ".join(fields.get("error", [])) or launched.error_text
+            raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
+        started_at = float(fields.get("started_at", [now()])[0])
+        run = ops.record(
+            RunInfo(
+                host=p.host,
+                run_id=run_id,
+                state="running",
+                remote_dir=run_dir,
+                log_path=f"{run_dir}/train.log",
+                workdir=workdir,
+                command=command,
+                created_at=now(),
+                started_at=started_at,
+                last_seen=now(),
+            )
         )
-    )
-    return StartResult(run=run, pid=int(fields["pid"][0]), uploaded_bytes=uploaded)
+        return StartResult(run=run, pid=int(fields["pid"][0]), uploaded_bytes=uploaded)
+
+    # Once the launch has begun it is finished and recorded even if the client cancels:
+    # the answer then says the run started, so a start never leaves an untold trainer.
+    launching = asyncio.ensure_future(launch())
+    try:
+        return await asyncio.shield(launching)
+    except asyncio.CancelledError:
+        return await launching
 
 
 def _local_file(path: str, what: str) -> Path:
@@ -143,10 +163,10 @@ def _check_template(template: list[str] | None, has_dataset: bool) -> None:
             Kind.INVALID_COMMAND, "the command uses {dataset} but no dataset was given (--dataset)."
         )
     for word in template:
-        stripped = word
-        for placeholder in PLACEHOLDERS:
-            stripped = stripped.replace(placeholder, "")
-        if "{" in stripped and "}" in stripped:
+        # Only `{name}` is taken for a placeholder: braces of code in the command (a dict in
+        # `python -c`, JSON) are the user's own text.
+        unknown = [p for p in _PLACEHOLDER.findall(word) if p not in PLACEHOLDERS]
+        if unknown:
             raise app_error(
                 Kind.INVALID_COMMAND,
                 f"unknown placeholder in {word!r}; known: " + ", ".join(PLACEHOLDERS),

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -174,21 +175,64 @@ def test_a_parse_error_is_answered_and_the_same_connection_goes_on(daemon_env: D
     assert by_id[2]["result"]["pid"] > 0
 
 
-def test_a_method_defined_but_not_served_yet_is_not_found_with_data(daemon_env: DaemonEnv) -> None:
-    with daemon_env.client():
-        pass
+def start_sleeper(client: DaemonClient, tmp_path: Path, run_id: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("steps: 1\n")
+    client.request(
+        "run/start",
+        {
+            "host": "local",
+            "config": str(config),
+            "runId": run_id,
+            "workdir": str(tmp_path / "runs"),
+            "command": ["{python}", "-c", "import time; print('up', flush=True); time.sleep(30)"],
+        },
+    )
+
+
+@pytest.mark.parametrize("same_read", [False, True])
+def test_cancel_request_really_cancels_and_answers_32800(
+    daemon_env: DaemonEnv, tmp_path: Path, same_read: bool
+) -> None:
+    run_id = f"cancel-{int(same_read)}"
+    with daemon_env.client() as client:
+        start_sleeper(client, tmp_path, run_id)
     sock = daemon_env.raw_socket()
     sock.sendall(init_frame(1))
     read_replies(sock, 1)
-    fetch = {"host": "h", "runId": "r", "path": "p", "dest": "d"}
-    sock.sendall(
-        encode_frame(
-            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "run/fetch", "params": fetch}).encode()
-        )
+    tail = encode_frame(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "run/tail",
+                "params": {"host": "local", "runId": run_id, "workdir": str(tmp_path / "runs")},
+            }
+        ).encode()
     )
-    by_id = {reply["id"]: reply for reply in read_replies(sock, 1)}
-    assert by_id[2]["error"]["code"] == -32601
-    assert by_id[2]["error"]["data"]["kind"] == "not_implemented"
+    cancel = encode_frame(
+        json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}).encode()
+    )
+    if same_read:  # cancelled before the handler ever ran
+        sock.sendall(tail + cancel)
+    else:
+        sock.sendall(tail)
+        replies = read_replies(sock, 1)  # the first log chunk: the tail is under way
+        assert replies[0]["method"] == "run/log"
+        sock.sendall(cancel)
+    answer = None
+    while answer is None:
+        answer = next((r for r in read_replies(sock, 1) if r.get("id") == 2), None)
+    assert answer["error"]["code"] == -32800
+    with daemon_env.client() as client:  # the run itself goes on
+        status = client.request(
+            "run/status", {"host": "local", "runId": run_id, "workdir": str(tmp_path / "runs")}
+        )
+        assert status.run.state == "running"
+        client.request(
+            "run/stop",
+            {"host": "local", "runId": run_id, "grace": 1, "workdir": str(tmp_path / "runs")},
+        )
 
 
 def test_a_daemon_of_another_version_is_replaced_once(
