@@ -21,7 +21,6 @@ from .operations.tail import tail
 from .service import Service
 from .user_config import ConfigError, UserConfig, load_user_config
 
-
 log = logging.getLogger(__name__)
 
 
