@@ -21,6 +21,9 @@ log = logging.getLogger("rtrain.daemon")
 
 def main(argv: list[str]) -> int:
     foreground = "--foreground" in argv
+    # A daemon started from inside a run (on `local`) must not carry that run's marker into
+    # every later run, or stop would count them as one.
+    os.environ.pop("RTRAIN_RUN_ID", None)
     try:
         runtime = ensure_private_dir(locations.runtime_dir())
         state = ensure_private_dir(locations.state_dir())

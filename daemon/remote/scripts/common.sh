@@ -8,15 +8,17 @@ unset CDPATH GREP_OPTIONS
 GREP_Z=
 KIN_ANCESTORS=
 BOOT_NOW=
-ST_STATE= ST_PPID= ST_PGRP= ST_SID=
-META_STARTED= META_BOOT=
+ST_STATE='' ST_PPID='' ST_PGRP='' ST_SID=''
+META_STARTED='' META_BOOT=''
 PF_PID=
 NAP_PER_SECOND=
-REAL_RUN= REAL_PATH= REL=
-RS_STATE= RS_EXIT= RS_SIGNAL= RS_STARTED= RS_DETAIL= RS_REBOOTED=
+REAL_RUN='' REAL_PATH='' REL=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED=''
 TAB=$(printf '\t')
 NL='
 '
+# Files of rtrain's own are private; the trainer gets the caller's umask back (launch.sh).
+CALLER_UMASK=$(umask)
 umask 077
 
 # Exit codes shared by all scripts (docs/remote-scripts.md lists them).
@@ -281,7 +283,7 @@ session_members() {
 # meta.json -> META_STARTED META_BOOT. launch.sh writes one key per line, so no JSON parser
 # is needed here.
 read_meta() {
-	META_STARTED= META_BOOT=
+	META_STARTED='' META_BOOT=''
 	[ -f "$1/meta.json" ] || return 0
 	while IFS= read -r rm_line || [ -n "$rm_line" ]; do
 		case $rm_line in

@@ -11,10 +11,12 @@ shift 3
 [ -e "$RUN_DIR/train.pid" ] && fail "$E_ALREADY_LAUNCHED" already_launched
 
 # The session leader: records its pid, runs the trainer as its child, passes TERM/INT/HUP on
-# (unless stop.sh sent them) and keeps waiting until the child has really ended, then records the exit status. Both
-# files appear whole (tmp + mv) or not at all. Its arguments: MV_PATH CMD...
+# (unless stop.sh sent them), keeps waiting until the child has really ended, then records
+# the exit status. Both files appear whole (tmp + mv) or not at all, and private; the trainer
+# gets the caller's umask. Its arguments: MV_PATH UMASK CMD...
 WRAPPER='mv_bin=$1
-shift
+trainer_umask=$2
+shift 2
 child=
 signalled=0
 forward() {
@@ -29,7 +31,7 @@ trap "forward TERM" TERM
 trap "forward INT" INT
 trap "forward HUP" HUP
 printf "%s\n" "$$" >train.pid.tmp && "$mv_bin" -f train.pid.tmp train.pid || exit 125
-"$@" </dev/null &
+(umask "$trainer_umask" && exec "$@") </dev/null &
 child=$!
 while :; do
 	signalled=0
@@ -130,9 +132,6 @@ case $python_arg in
 esac
 python_bin=$(command -v "$python_cmd" 2>/dev/null) || python_bin=
 python_ok=
-if [ -n "$python_bin" ] && "$python_bin" -c 'import os' >/dev/null 2>&1; then
-	python_ok=1
-fi
 mv_bin=$(command -v mv) || fail "$E_NO_DETACH" no_mv
 env_bin=$(command -v env 2>/dev/null) || env_bin=
 env_reset=
@@ -140,7 +139,17 @@ if [ -n "$env_bin" ] && "$env_bin" --default-signal=INT true >/dev/null 2>&1; th
 	env_reset=1
 fi
 setsid_bin=$(command -v setsid 2>/dev/null) || setsid_bin=
+setsid_fork=
 if [ -n "$setsid_bin" ] && "$setsid_bin" --help 2>&1 | grep -q -e --fork; then
+	setsid_fork=1
+fi
+# PYTHON is needed only where the tools above fall short.
+if [ -z "$setsid_fork" ] || [ -z "$env_reset" ]; then
+	if [ -n "$python_bin" ] && "$python_bin" -c 'import os' >/dev/null 2>&1; then
+		python_ok=1
+	fi
+fi
+if [ -n "$setsid_fork" ]; then
 	detach=setsid_fork
 elif [ -n "$python_ok" ]; then
 	detach=python
@@ -165,8 +174,8 @@ started_at=$(date +%s)
 	printf '  "python": %s,\n' "$(json_strings "$python_arg")"
 	printf '  "command": [%s]\n' "$(json_strings "$@")"
 	printf '}\n'
-} >"$RUN_DIR/meta.json.tmp" && mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" ||
-	fail "$E_IO" meta "cannot write meta.json"
+} >"$RUN_DIR/meta.json.tmp" || fail "$E_IO" meta "cannot write meta.json"
+mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" || fail "$E_IO" meta "cannot write meta.json"
 
 # A shell without job control starts background jobs with SIGINT and SIGQUIT ignored (dash
 # cannot undo that with trap); the trainer gets them back through env or the trampoline.
@@ -175,7 +184,7 @@ if [ -n "$env_reset" ]; then
 elif [ -n "$python_ok" ]; then
 	set -- "$python_bin" -c "$TRAMPOLINE" exec "$@"
 fi
-set -- /bin/sh -c "$WRAPPER" rtrain-wrapper "$mv_bin" "$@"
+set -- /bin/sh -c "$WRAPPER" rtrain-wrapper "$mv_bin" "$CALLER_UMASK" "$@"
 if [ -n "$env_reset" ]; then
 	set -- "$env_bin" --default-signal=INT,QUIT,TERM,HUP "$@"
 fi

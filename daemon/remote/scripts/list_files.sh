@@ -19,7 +19,8 @@ esac
 [ -e "$target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
 
 emit_file() {
-	ef_sha=$(sha256_of "$1") && ef_size=$(size_of "$1") || fail "$E_IO" unreadable "$2"
+	ef_sha=$(sha256_of "$1") || fail "$E_IO" unreadable "$2"
+	ef_size=$(size_of "$1") || fail "$E_IO" unreadable "$2"
 	emit file "$ef_size" "$ef_sha" "$2"
 }
 

@@ -57,6 +57,7 @@ fi
 if workdir=$(expand_workdir "$workdir_arg"); then
 	emit workdir "$workdir"
 	probe=$workdir/.rtrain-probe.$$
+	# shellcheck disable=SC2174 # only the workdir itself must be private
 	if ! workdir_msg=$(mkdir -p -m 700 -- "$workdir" 2>&1); then
 		emit workdir_ok 0
 		emit workdir_error "$(flat "$workdir_msg")"

@@ -4,6 +4,7 @@ valid_run_id "$2" || fail "$E_USAGE" bad_run_id
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 run_dir=$workdir/$2
 
+# shellcheck disable=SC2174 # only the workdir itself must be private
 if ! msg=$(mkdir -p -m 700 -- "$workdir" 2>&1); then
 	say "$msg"
 	fail "$E_IO" workdir "$(flat "$msg")"

@@ -173,19 +173,20 @@ fi
 
 collect
 set -f
-# shellcheck disable=SC2086 # the lists hold pids only
 if [ -z "$LIVE" ]; then
 	emit outcome stopped
+	# shellcheck disable=SC2086 # a list of pids, split on purpose
 	set -- $SIGNALLED
 	emit killed "$*"
 	exit 0
 fi
 for s_pid in $LIVE; do
-	s_name=?
+	s_name='?'
 	{ IFS= read -r s_name <"/proc/$s_pid/comm"; } 2>/dev/null
 	say "still alive: pid $s_pid ($s_name)"
 done
 emit outcome survived
+# shellcheck disable=SC2086 # a list of pids, split on purpose
 set -- $LIVE
 emit survivors "$*"
 exit "$E_SURVIVED"
