@@ -1,0 +1,77 @@
+"""The Python API (`rtrain.RemoteRunner`) end to end, and reattaching from host + run id alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from rtrain import RemoteError, RemoteRunner
+from tests.cli.conftest import OUTPUTS_TRAINER, WAITING_TRAINER, Cli
+
+
+def test_runner_preflight_start_tail_status_fetch(cli: Cli) -> None:
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    verdict = runner.preflight(expect_gpus=2)
+    assert verdict.ok, verdict.why_not()
+    assert (verdict.transport, verdict.why_not()) == ("exec", "ready")
+    assert verdict.gpus == ["NVIDIA H100 80GB HBM3"] * 2
+    too_many = runner.preflight(expect_gpus=3)
+    assert not too_many.ok
+    assert "needs 3 GPU(s), found 2" in too_many.why_not()
+
+    config = cli.file("cfg.yaml", "epochs: 1\n")
+    run_id = cli.new_run_id()
+    run = runner.start(config, run_id=run_id, gpus=0, command=["{python}", "-c", OUTPUTS_TRAINER])
+    assert (run.host, run.run_id) == ("plain", run_id)
+    assert run.remote_dir == str(cli.far_run_dir(run_id))
+
+    lines: list[str] = []
+    assert runner.tail(run, on_line=lines.append) == "completed"
+    assert lines == ["step 1 | loss 1.0", "saved lora_model/"]
+    assert runner.status(run) == "completed"
+
+    fetched = runner.fetch(run, remote_rel="lora_model", dest=cli.cwd / "out")
+    far = cli.far_run_dir(run_id)
+    assert sorted(p.relative_to(cli.cwd / "out") for p in fetched) == sorted(
+        p.relative_to(far) for p in (far / "lora_model").rglob("*") if p.is_file()
+    )
+    for path in fetched:
+        assert path.read_bytes() == (far / path.relative_to(cli.cwd / "out")).read_bytes()
+
+    with pytest.raises(RemoteError) as refused:
+        runner.status("$(id)")
+    assert refused.value.kind == "invalid_run_id"
+
+
+def test_a_runner_rebuilt_from_host_and_run_id_reattaches(cli: Cli) -> None:
+    config = cli.file("cfg.yaml", "epochs: 1\n")
+    run_id = cli.new_run_id()
+    first = RemoteRunner(alias="plain", workdir=cli.workdir)
+    first.start(config, run_id=run_id, gpus=0, command=["{python}", "-c", WAITING_TRAINER])
+    del first
+    # Another process's view: the daemon too is gone and comes back on the next call.
+    assert cli("daemon", "stop").code == 0
+    assert cli.daemon.daemon_pids() == []
+
+    again = RemoteRunner(alias="plain")
+    assert again.status(run_id) == "running"
+    lines: list[str] = []
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if line == "step 1 | loss 1.0":
+            cli.finish(run_id)
+
+    assert again.tail(run_id, on_line=on_line) == "completed"
+    assert lines == ["step 1 | loss 1.0", "step 2 | loss 0.5"]
+
+
+def test_runner_stop(cli: Cli) -> None:
+    config = cli.file("cfg.yaml", "epochs: 1\n")
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    run = runner.start(
+        config, run_id=cli.new_run_id(), gpus=0, command=["{python}", "-c", WAITING_TRAINER]
+    )
+    assert runner.status(run) == "running"
+    assert runner.stop(run) is True
+    assert runner.status(run) == "stopped"
+    assert runner.stop(run) is False
