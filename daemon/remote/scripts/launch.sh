@@ -33,6 +33,8 @@ trap "forward HUP" HUP
 printf "%s\n" "$$" >train.pid.tmp && "$mv_bin" -f train.pid.tmp train.pid || exit 125
 (umask "$trainer_umask" && exec "$@") </dev/null &
 child=$!
+# The trainer keeps train.log; the shell'"'"'s own job reports ("Terminated") stay out of it.
+exec 2>/dev/null
 while :; do
 	signalled=0
 	wait "$child"
