@@ -100,7 +100,12 @@ class HostPool:
         for alias in aliases:
             transport = self._transports.get(alias)
             mine = [r for r in runs if r.host == alias]
-            state = transport.state if transport else "disconnected"
+            # A host whose first connection failed has no transport; the registry keeps why.
+            error = transport.last_error if transport else self.registry.host_error(alias)
+            if transport:
+                state = transport.state
+            else:
+                state = "failed" if error else "disconnected"
             infos.append(
                 HostInfo(
                     alias=alias,
@@ -112,7 +117,7 @@ class HostPool:
                     ),
                     runs=len(mine),
                     running=sum(r.state == "running" for r in mine),
-                    last_error=transport.last_error if transport else None,
+                    last_error=error,
                 )
             )
         return infos

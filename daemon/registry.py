@@ -108,6 +108,11 @@ class Registry:
         row = self._db.execute("SELECT transport FROM hosts WHERE alias = ?", (alias,)).fetchone()
         return row[0] if row else None
 
+    def host_error(self, alias: str) -> str | None:
+        """Why the last attempt to reach `alias` failed; None once it succeeded."""
+        row = self._db.execute("SELECT last_error FROM hosts WHERE alias = ?", (alias,)).fetchone()
+        return row[0] if row else None
+
     def set_host(self, alias: str, transport: str | None, last_error: str | None) -> None:
         self._db.execute(
             "INSERT INTO hosts (alias, transport, last_error, updated) VALUES (?, ?, ?, ?) "

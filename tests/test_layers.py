@@ -40,13 +40,17 @@ def layer_files(layer: str) -> list[Path]:
     return sorted(Path(module.__file__).parent.rglob("*.py"))
 
 
-@pytest.mark.parametrize("layer,forbidden", [
-    ("protocol", ("rtrain.daemon", "rtrain.client")),
-    ("client", ("rtrain.daemon",)),
-    ("daemon", ("rtrain.client",)),
-])
-def test_a_layer_never_imports_a_forbidden_one_at_module_level(layer: str,
-                                                               forbidden: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "layer,forbidden",
+    [
+        ("protocol", ("rtrain.daemon", "rtrain.client")),
+        ("client", ("rtrain.daemon",)),
+        ("daemon", ("rtrain.client",)),
+    ],
+)
+def test_a_layer_never_imports_a_forbidden_one_at_module_level(
+    layer: str, forbidden: tuple[str, ...]
+) -> None:
     offenders = []
     for path in layer_files(layer):
         for name in module_level_imports(path):
@@ -57,8 +61,12 @@ def test_a_layer_never_imports_a_forbidden_one_at_module_level(layer: str,
 
 def test_protocol_is_sans_io() -> None:
     io_modules = ("socket", "asyncio", "threading", "subprocess", "selectors")
-    offenders = [f"{p.name}: {n}" for p in layer_files("protocol")
-                 for n in module_level_imports(p) if n.split(".")[0] in io_modules]
+    offenders = [
+        f"{p.name}: {n}"
+        for p in layer_files("protocol")
+        for n in module_level_imports(p)
+        if n.split(".")[0] in io_modules
+    ]
     assert offenders == []
 
 
@@ -72,10 +80,15 @@ def test_light_commands_load_neither_the_daemon_nor_rich(argv: list[str], tmp_pa
         "loaded = [m for m in sys.modules if m.startswith(('rtrain.daemon', 'rich'))]\n"
         "print(json.dumps(loaded), file=sys.stderr)\n"
     )
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path), "XDG_STATE_HOME": str(tmp_path),
-           "RTRAIN_NO_SPAWN": "1"}
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          env=env, timeout=60)
+    env = {
+        **os.environ,
+        "XDG_RUNTIME_DIR": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path),
+        "RTRAIN_NO_SPAWN": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
     assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
 
 
@@ -85,7 +98,8 @@ def test_the_committed_schema_is_generated_from_the_structs() -> None:
     committed = Path(__file__).parent.parent / "docs" / "protocol.schema.json"
     assert committed.read_text() == protocol_schema_json(), (
         "docs/protocol.schema.json is stale: run `rtrain protocol schema > "
-        "docs/protocol.schema.json`")
+        "docs/protocol.schema.json`"
+    )
 
 
 def test_the_schema_describes_every_method_with_camel_case_fields() -> None:
@@ -96,5 +110,6 @@ def test_the_schema_describes_every_method_with_camel_case_fields() -> None:
     assert set(schema["methods"]) == set(METHODS)
     start = schema["$defs"]["StartParams"]["properties"]
     assert {"runId", "progressToken", "host", "config"} <= set(start)
-    assert all("_" not in name for d in schema["$defs"].values()
-               for name in d.get("properties", {}))
+    assert all(
+        "_" not in name for d in schema["$defs"].values() for name in d.get("properties", {})
+    )

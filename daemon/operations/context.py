@@ -42,7 +42,9 @@ class Ops:
         known = self.registry.get(host, run_id)
         if workdir is None and known is not None and known.remote_dir:
             return known.remote_dir
-        return f"{validation.workdir(workdir or DEFAULT_WORKDIR)}/{run_id}"
+        # An explicit empty workdir is refused like any other bad one, not taken as default.
+        chosen = DEFAULT_WORKDIR if workdir is None else workdir
+        return f"{validation.workdir(chosen)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
         return await self.hosts.get(host)

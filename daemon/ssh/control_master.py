@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from rtrain.daemon.private_dir import ensure_private_dir
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .failures import classify
@@ -24,6 +25,10 @@ log = logging.getLogger(__name__)
 
 # sun_path holds 108 bytes; ssh adds ".XXXXXXXXXXXXXXXX" while creating the socket.
 MAX_CONTROL_PATH = 90
+# A live master greets every client on its socket at once (MUX_MSG_HELLO, protocol 4), from
+# its own event loop, without asking the host. Silence this long means it is wedged.
+MUX_HELLO = b"\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00\x04"
+HELLO_TIMEOUT = 5.0
 
 
 def control_path(runtime_dir: Path, alias: str, config: Path | None) -> Path:
@@ -32,9 +37,8 @@ def control_path(runtime_dir: Path, alias: str, config: Path | None) -> Path:
     directory = runtime_dir / "cm"
     if len(str(directory)) + 1 + len(digest) > MAX_CONTROL_PATH:
         directory = Path(f"/tmp/rtrain-cm-{os.getuid()}")
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
-    return directory / digest
+    # Checked, not assumed: the /tmp fallback could have been made by another user first.
+    return ensure_private_dir(directory) / digest
 
 
 class ControlMaster:
@@ -55,12 +59,44 @@ class ControlMaster:
 
     async def ensure(self) -> None:
         """Make sure a working master exists; raise the classified ssh error if not."""
-        if self.alive:
+        proc = self._proc
+        if self.alive and await self._answers(proc):
             return
         async with self._lock:
-            if self.alive:
-                return
+            if self._proc is not proc and self.alive:
+                return  # another caller replaced it meanwhile
             await self._start()
+
+    async def _answers(self, proc: asyncio.subprocess.Process | None) -> bool:
+        """True when the master greets a client on its socket.
+
+        A process that still runs is not enough: one that was just killed leaves its socket
+        behind until it is reaped (and ssh would then quietly bypass it with a fresh
+        connection), and a wedged one would hold every command until its timeout.
+        """
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(str(self.path)), HELLO_TIMEOUT
+            )
+        except (OSError, TimeoutError):
+            return False
+        try:
+            greeting = await asyncio.wait_for(reader.readexactly(len(MUX_HELLO)), HELLO_TIMEOUT)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            greeting = b""
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+        if greeting != MUX_HELLO:
+            log.warning("ControlMaster for %s does not answer; replacing it", self.alias)
+            # Wedged: it would not act on SIGTERM either. Its commands in flight end now
+            # (exit 255, a connection failure) instead of at their timeouts.
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+            return False
+        return True
 
     def command_argv(self, remote_command: str, tty: bool = False) -> list[str]:
         """argv of an ssh client that runs `remote_command` through this master."""
@@ -77,7 +113,10 @@ class ControlMaster:
         ]
 
     async def _start(self) -> None:
+        ours = self._proc is not None
         await self._kill()
+        if not ours and self.path.is_socket():
+            await self._retire_stale()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         self.state = "connecting"
@@ -127,6 +166,28 @@ class ControlMaster:
                 raise error
             await asyncio.sleep(0.01)
 
+    async def _retire_stale(self) -> None:
+        """Ask a master left by an earlier daemon (one killed with -9) to exit, so it does not
+        hold a session on the host forever once its socket is replaced."""
+        proc = await asyncio.create_subprocess_exec(
+            "ssh",
+            *base_args(self.config),
+            "-o",
+            f"ControlPath={self.path}",
+            "-O",
+            "exit",
+            self.alias,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            await asyncio.wait_for(proc.wait(), HELLO_TIMEOUT)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
     def _fail(self, error: RpcError) -> None:
         self.state = "failed"
         self.last_error = error.message
@@ -150,8 +211,10 @@ class ControlMaster:
             try:
                 await asyncio.wait_for(proc.wait(), 3)
             except TimeoutError:
+                # A stopped (wedged) master never handles SIGTERM.
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
+                await proc.wait()
 
     async def close(self) -> None:
         await self._kill()

@@ -19,6 +19,11 @@ from rtrain.protocol.errors import Kind, app_error
 
 Progress = Callable[[int], None]
 CHUNK = 1024 * 1024
+# A transfer that moves no byte for this long is stalled (a wedged master or a dead route)
+# and is given up, so a copy never hangs its request forever.
+STALL_TIMEOUT = 120.0
+# After the last byte the far side hashes what it received; allow it this many bytes/s.
+HASH_RATE = 20e6
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,13 @@ class ProcessTransport(Transport):
     def _check_transport_failure(self, returncode: int, stderr: bytes) -> None:
         """Hook for ssh: exit 255 means the connection failed, not the script."""
 
+    def _stalled(self, what: str) -> Exception:
+        return app_error(
+            Kind.TIMEOUT,
+            f"{self.alias}: {what} stalled: nothing moved for {STALL_TIMEOUT:.0f} s "
+            "(is the host or the connection stalled?)",
+        )
+
     async def upload(
         self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
     ) -> None:
@@ -139,21 +151,24 @@ class ProcessTransport(Transport):
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         reading = asyncio.gather(proc.stdout.read(), proc.stderr.read())
         try:
-            with open(local, "rb") as source:
-                while chunk := source.read(CHUNK):
-                    proc.stdin.write(chunk)
-                    await proc.stdin.drain()
-                    if progress:
-                        progress(len(chunk))
-            proc.stdin.close()
-            out, err = await reading
+            try:
+                with open(local, "rb") as source:
+                    while chunk := source.read(CHUNK):
+                        proc.stdin.write(chunk)
+                        await asyncio.wait_for(proc.stdin.drain(), STALL_TIMEOUT)
+                        if progress:
+                            progress(len(chunk))
+                proc.stdin.close()
+                answer_within = STALL_TIMEOUT + local.stat().st_size / HASH_RATE
+            except (ConnectionError, BrokenPipeError):
+                answer_within = STALL_TIMEOUT  # the far side quit early; its output says why
+            out, err = await asyncio.wait_for(reading, answer_within)
             await proc.wait()
-        except (ConnectionError, BrokenPipeError):
-            out, err = await reading
-            await proc.wait()
-        except BaseException:
+        except BaseException as error:
             reading.cancel()
             await _reap(proc)
+            if isinstance(error, TimeoutError):
+                raise self._stalled(f"shipping {local.name}") from None
             raise
         assert proc.returncode is not None
         self._check_transport_failure(proc.returncode, err)
@@ -194,16 +209,18 @@ class ProcessTransport(Transport):
         errors = asyncio.ensure_future(proc.stderr.read())
         try:
             with open(dest, "wb") as sink:
-                while chunk := await proc.stdout.read(CHUNK):
+                while chunk := await asyncio.wait_for(proc.stdout.read(CHUNK), STALL_TIMEOUT):
                     sink.write(chunk)
                     digest.update(chunk)
                     if progress:
                         progress(len(chunk))
-            err = await errors
+            err = await asyncio.wait_for(errors, STALL_TIMEOUT)
             await proc.wait()
-        except BaseException:
+        except BaseException as error:
             errors.cancel()
             await _reap(proc)
+            if isinstance(error, TimeoutError):
+                raise self._stalled(f"reading {rel}") from None
             raise
         assert proc.returncode is not None
         self._check_transport_failure(proc.returncode, err)

@@ -1,0 +1,64 @@
+"""host/preflight end to end: a verdict, and one sentence per problem."""
+
+from __future__ import annotations
+
+import stat
+
+from tests.operations.harness import Ops
+
+
+def preflight(ops: Ops, host: str = "plain", **params: object) -> object:
+    return ops.request("host/preflight", {"host": host, **params})
+
+
+def test_plain_host_is_ready(ops: Ops) -> None:
+    result = preflight(ops, gpus=2, workdir=ops.workdir)
+    assert result.ok, result.reasons
+    assert result.reasons == []
+    assert result.transport == "exec"
+    assert [gpu.index for gpu in result.gpus] == [0, 1]
+    assert result.gpus[0].name == "NVIDIA H100 80GB HBM3"
+    assert result.gpus[0].memory_mib == 81559
+    assert result.python_version and result.python_version.startswith("3.")
+    assert result.workdir == str(ops.far_workdir)
+    assert result.free_disk_bytes and result.free_disk_bytes > 0
+    # The workdir was created, private, and the write probe left nothing behind.
+    assert stat.S_IMODE(ops.far_workdir.stat().st_mode) == 0o700
+    assert list(ops.far_workdir.iterdir()) == []
+    # torch is informational only: absent here, and still ok.
+    assert result.torch_version is None
+
+
+def test_too_few_gpus(ops: Ops) -> None:
+    result = preflight(ops, gpus=3, workdir=ops.workdir)
+    assert not result.ok
+    assert result.reasons == ["needs 3 GPU(s), found 2 (no CUDA GPU visible to nvidia-smi)"]
+
+
+def test_host_without_nvidia_smi(ops: Ops) -> None:
+    result = preflight(ops, host="nogpu")
+    assert not result.ok
+    [reason] = result.reasons
+    assert reason.startswith("needs 1 GPU(s), found 0 (")
+    assert "nvidia-smi not found" in reason
+    # Everything else about the host is fine, and said so.
+    assert result.python_version
+
+
+def test_nogpu_host_is_fine_for_a_cpu_run(ops: Ops) -> None:
+    assert preflight(ops, host="nogpu", gpus=0).ok
+
+
+def test_unusable_python(ops: Ops) -> None:
+    result = preflight(ops, python="python3.99", gpus=0, workdir=ops.workdir)
+    assert not result.ok
+    [reason] = result.reasons
+    assert reason.startswith("python3.99 not usable: ")
+    assert "not found" in reason
+
+
+def test_unwritable_workdir(ops: Ops) -> None:
+    result = preflight(ops, gpus=0, workdir="/root/rtrain-cannot-write-here")
+    assert not result.ok
+    [reason] = result.reasons
+    assert reason.startswith("workdir /root/rtrain-cannot-write-here not usable: ")

@@ -1,0 +1,183 @@
+"""run/start end to end against the plain sshd: what lands on the far side, and how it runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.operations import trainers
+from tests.operations.harness import Ops
+from tests.operations.processes import pid_alive, run_pids
+
+
+def test_start_ships_inputs_and_launches_detached(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    config = ops.file("my-config.yaml", "lr: 0.1\nepochs: 2\n")
+    dataset = ops.file("data.jsonl", '{"text": "hello"}\n' * 100)
+    started = ops.start(
+        trainers.PROBE,
+        run_id=run_id,
+        config=str(config),
+        dataset=str(dataset),
+        command=["{python}", "-c", trainers.PROBE, "{config}", "{dataset}", "{run_dir}", "{gpus}"],
+        secrets={"TRAIN_TEST_SECRET": "hunter2"},
+        gpus=2,
+    )
+    run_dir = ops.far_run_dir(run_id)
+    assert started.run.state == "running"
+    assert started.run.remote_dir == str(run_dir)
+    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size
+
+    # The run dir is private, the inputs arrived intact under their names.
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    assert (run_dir / "config.yaml").read_bytes() == config.read_bytes()
+    assert (run_dir / "data.jsonl").read_bytes() == dataset.read_bytes()
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["run_id"] == run_id
+
+    probe = json.loads(ops.wait_file(run_dir / "probe.json"))
+    leader = int((run_dir / "train.pid").read_text())
+    # The pid file names the session leader; the trainer lives in that session, detached.
+    assert started.pid == leader
+    assert probe["sid"] == leader
+    assert probe["cwd"] == str(run_dir)
+    assert probe["stdin"] == "/dev/null"
+    assert probe["marker"] == run_id
+    assert probe["unbuffered"] == "1"
+    assert probe["argv"] == ["config.yaml", "data.jsonl", str(run_dir), "2"]
+    # A secret reaches the trainer's environment, never a file or a command line.
+    assert probe["secret_sha"] == hashlib.sha256(b"hunter2").hexdigest()
+    for path in run_dir.iterdir():
+        if path.is_file():
+            assert b"hunter2" not in path.read_bytes(), path
+    for pid in run_pids(run_id):
+        assert b"hunter2" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+
+    assert ops.status(run_id).state == "running"
+
+
+def test_default_demo_trainer_runs_to_completion(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    config = ops.file("config.yaml", "epochs: 1\nsteps: 3\n")
+    started = ops.start(run_id=run_id, config=str(config))
+    assert started.run.state == "running"
+    run_dir = ops.far_run_dir(run_id)
+    assert (run_dir / "demo_trainer.py").is_file()
+    result, chunks = ops.tail(run_id)
+    assert result.run.state == "completed", (result.run, chunks.data)
+    assert result.run.exit_code == 0
+    assert chunks.data == (run_dir / "train.log").read_bytes()
+
+
+def test_tilde_workdir_is_expanded_by_the_remote_shell(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    ops.start(trainers.STEPS, run_id=run_id)
+    assert ops.far_run_dir(run_id).is_dir()
+    # Never a directory literally called "~", on either side.
+    assert not (ops.home / "~").exists()
+    assert not (ops.tmp / "~").exists()
+
+
+def test_a_run_id_that_exists_on_the_host_is_refused(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    ops.start(trainers.STEPS, run_id=run_id)
+    error = ops.error(
+        "run/start",
+        {
+            "host": "plain",
+            "runId": run_id,
+            "workdir": ops.workdir,
+            "config": str(ops.file("c.yaml", "x: 1\n")),
+            "command": ["{python}", "-c", "print('second')"],
+        },
+    )
+    assert error.kind == "run_exists"
+
+    # Also when this daemon never heard of it: the host itself is the judge.
+    stranger = ops.new_run_id("foreign")
+    made = ops.hosts.run_as(
+        "rtrain-gpu", ["mkdir", "-p", "-m", "700", str(ops.far_run_dir(stranger))]
+    )
+    assert made.returncode == 0, made.stderr
+    error = ops.error(
+        "run/start",
+        {
+            "host": "plain",
+            "runId": stranger,
+            "workdir": ops.workdir,
+            "config": str(ops.file("c.yaml", "x: 1\n")),
+            "command": ["{python}", "-c", "print('mine')"],
+        },
+    )
+    assert error.kind == "run_exists"
+    assert list(ops.far_run_dir(stranger).iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        ({"config": "/nonexistent/config.yaml"}, "local_file_missing"),
+        ({"dataset": "/nonexistent/data.jsonl"}, "local_file_missing"),
+        ({"command": []}, "invalid_command"),
+        ({"command": ["{python}", "{nope}"]}, "invalid_command"),
+        ({"command": ["{python}", "{dataset}"]}, "invalid_command"),
+        ({"secrets": {"BAD NAME": "x"}}, "invalid_secret"),
+        ({"secrets": {"RTRAIN_RUN_ID": "other"}}, "invalid_secret"),
+        ({"python": "python3; id"}, "invalid_command"),
+    ],
+)
+def test_bad_start_params_are_refused_before_any_ssh(ops: Ops, change: dict, kind: str) -> None:
+    run_id = ops.new_run_id()
+    params = {
+        "host": "plain",
+        "runId": run_id,
+        "workdir": ops.workdir,
+        "config": str(ops.file("config.yaml", "a: 1\n")),
+        "command": ["{python}", "-c", "print(1)"],
+        **change,
+    }
+    assert ops.error("run/start", params).kind == kind
+    assert not ops.far_workdir.exists()
+    plain = [h for h in ops.request("hosts/list").hosts if h.alias == "plain"]
+    assert not plain or plain[0].connection == "disconnected"
+
+
+def test_start_reports_upload_progress(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    dataset = ops.tmp / "big.bin"
+    dataset.write_bytes(bytes(range(256)) * 8192)  # 2 MiB
+    progress = []
+    result = ops.client().request(
+        "run/start",
+        {
+            "host": "plain",
+            "runId": run_id,
+            "workdir": ops.workdir,
+            "config": str(ops.file("config.yaml", "a: 1\n")),
+            "dataset": str(dataset),
+            "command": ["{python}", "-c", "print('ok')"],
+            "progressToken": "up-1",
+        },
+        on_notification=lambda method, params: (
+            progress.append(params) if method == "$/progress" else None
+        ),
+    )
+    assert result.run.state == "running"
+    assert [p.kind for p in progress][0] == "begin"
+    assert progress[-1].kind == "end"
+    assert all(p.token == "up-1" for p in progress)
+    assert progress[-1].done_bytes == progress[-1].total_bytes == result.uploaded_bytes
+    far = ops.far_run_dir(run_id) / "big.bin"
+    assert far.read_bytes() == dataset.read_bytes()
+
+
+def test_start_returns_while_the_trainer_runs(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    started = ops.start(trainers.SLEEPER, run_id=run_id)
+    assert pid_alive(started.pid)
+    assert run_pids(run_id)
+    assert ops.status(run_id).state == "running"
