@@ -31,6 +31,7 @@ def run_id(value: str) -> str:
 def workdir(value: str) -> str:
     bad = (
         not value
+        or value.startswith("-")
         or not _WORKDIR.fullmatch(value)
         or "/../" in f"/{value}/"
         or (value.startswith("~") and value not in ("~",) and not value.startswith("~/"))
@@ -38,7 +39,8 @@ def workdir(value: str) -> str:
     if bad:
         raise app_error(
             Kind.INVALID_WORKDIR,
-            f"workdir {value!r} may only contain letters, digits and ._-/ with an optional "
+            f"workdir {value!r} may only contain letters, digits and ._-/ (not starting with -) "
+            "with an optional "
             "leading ~/ (it is expanded on the host), and no '..'.",
         )
     return value.rstrip("/") or "/"

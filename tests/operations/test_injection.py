@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.operations import trainers
 from tests.operations.harness import Ops, daemon_ssh_pids
 
@@ -117,11 +115,6 @@ def test_hostile_workdirs(ops: Ops) -> None:
     guard.check()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="protocol/validation.workdir accepts a leading '-' (harmless on the far side, "
-    "which puts it under $HOME, but the issue's corpus asks for a refusal)",
-)
 def test_a_workdir_with_a_leading_dash(ops: Ops) -> None:
     workdir = f"-leading-{ops.tag}"
     try:

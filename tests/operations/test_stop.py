@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.operations import trainers
 from tests.operations.harness import Ops
 from tests.operations.processes import pid_alive, run_pids
@@ -62,11 +60,6 @@ def test_a_child_ignoring_sigterm_is_named_then_killed_with_force(ops: Ops) -> N
     assert result.run.state == "stopped"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="far side: run_state() trusts the status file (the leader's exit) plus "
-    "stop_requested and says `stopped` without looking for marked processes still alive",
-)
 def test_status_is_not_stopped_while_a_survivor_lives(ops: Ops) -> None:
     run_id = ops.new_run_id()
     ops.start(trainers.STUBBORN_CHILD, run_id=run_id)

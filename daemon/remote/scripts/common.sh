@@ -340,8 +340,15 @@ state_from_status_file() {
 		fi
 	fi
 	if [ -e "$1/stop_requested" ]; then
-		RS_STATE=stopped
-		RS_DETAIL='stopped on request'
+		# After a refused stop the wrapper may be gone while a child that ignored the signal
+		# lives on: the run is not stopped until nothing of it is left.
+		if [ -n "$(marked_pids "${1##*/}")" ]; then
+			RS_STATE=running
+			RS_DETAIL='stop requested, but processes of the run are still alive'
+		else
+			RS_STATE=stopped
+			RS_DETAIL='stopped on request'
+		fi
 	fi
 	return 0
 }
