@@ -42,6 +42,17 @@ async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
             raise app_error(
                 Kind.REMOTE_FILE_MISSING, f"{rel} does not exist in run {p.run_id} on {p.host}."
             )
+        if kind in ("run_not_found", "no_run_dir"):
+            raise app_error(
+                Kind.RUN_NOT_FOUND,
+                f"no run {p.run_id} on {p.host} (looked in {run_dir}); check the run id, or "
+                "pass --workdir if it was started with another one.",
+            )
+        if kind == "bad_name":
+            raise app_error(
+                Kind.INVALID_PATH,
+                f"{rest[0] or rel!r} has a tab or a newline in its name; rtrain cannot fetch it.",
+            )
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {' '.join(errors[0])}")
     if listing.returncode != 0:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")

@@ -101,3 +101,20 @@ def test_links_leaving_the_run_dir_are_refused(ops: Ops, finished_run: str) -> N
         {"host": "plain", "runId": finished_run, "path": "nope.bin", "dest": str(dest)},
     )
     assert error.kind == "remote_file_missing"
+
+
+def test_fetch_from_a_run_that_does_not_exist_says_so(ops: Ops) -> None:
+    dest = ops.tmp / "nothing"
+    error = ops.error(
+        "run/fetch",
+        {
+            "host": "plain",
+            "runId": ops.new_run_id(),
+            "path": "lora_model",
+            "dest": str(dest),
+            "workdir": ops.workdir,
+        },
+    )
+    assert error.kind == "run_not_found"
+    assert "no run" in error.message
+    assert not dest.exists()
