@@ -11,10 +11,15 @@ from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
 from .context import Ops
 from .run_state import apply_row
 
+# A run that ended this way stays so: its answer needs no round trip to the host.
+FINAL_STATES = ("completed", "failed", "stopped")
+
 
 async def status(ops: Ops, p: RunRef) -> StatusResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     known = ops.known(p.host, p.run_id)
+    if known is not None and known.state in FINAL_STATES and p.workdir is None:
+        return StatusResult(run=known)
     base = known or RunInfo(
         host=p.host,
         run_id=p.run_id,
@@ -42,8 +47,6 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
             "with another one.",
             runId=p.run_id,
         )
-    if known is None and fresh.remote_dir:
-        fresh = _resolved(fresh)
     return StatusResult(run=ops.record(fresh))
 
 
@@ -62,7 +65,3 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
         for row in done.rows("run"):
             found[row[0]] = row
     return [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]
-
-
-def _resolved(run: RunInfo) -> RunInfo:
-    return run
