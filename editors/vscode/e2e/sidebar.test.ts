@@ -1,0 +1,207 @@
+// End to end, in a real VS Code (code-server driven by Chromium): the extension starts the
+// daemon itself, runs started from outside appear in the sidebar and change state without a
+// click on Refresh, and Stop from the sidebar ends a run after a confirmation.
+//
+// Output (screenshots, code-server and daemon logs) goes to RTRAIN_E2E_OUTPUT, default
+// .e2e-output/. RTRAIN_E2E_UPDATE_SCREENSHOT=1 also copies the sidebar to media/sidebar.png.
+
+import * as assert from "node:assert/strict";
+import { copyFileSync, cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { after, afterEach, before, describe, it, type TestContext } from "node:test";
+import { chromium, type Browser, type Locator, type Page } from "playwright-core";
+import { demoConfig, exampleDataset } from "../test/support/demoRun";
+import { isolatedDaemon, onPath, RTRAIN, rtrainAvailable, RTRAIN_MISSING, type IsolatedDaemon } from "../test/support/isolatedDaemon";
+import { CodeServer, EXTENSION_ROOT, findTools } from "./support/codeServer";
+
+const OUTPUT = process.env.RTRAIN_E2E_OUTPUT || join(EXTENSION_ROOT, ".e2e-output");
+const UI_TIMEOUT = 60_000;
+
+describe("the rtrain sidebar in code-server", () => {
+  let daemon: IsolatedDaemon;
+  let server: CodeServer | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let skip: string | undefined;
+
+  const sidebar = (): Locator => page.locator('[id="workbench.parts.sidebar"]');
+  const row = (text: string | RegExp): Locator => sidebar().locator(".monaco-list-row", { hasText: text });
+  // From outside, as a user at a terminal would: `rtrain start local ...`.
+  const startRun = (runId: string, steps: number, sleep: number, ...command: string[]): Promise<string> =>
+    daemon.rtrain(
+      "start", "local",
+      "-c", demoConfig(join(daemon.dir, "ws"), runId, steps, sleep),
+      "-d", exampleDataset(),
+      "--run-id", runId,
+      "--gpus", "0",
+      "--workdir", daemon.workdir,
+      "--no-follow",
+      ...(command.length > 0 ? ["--", ...command] : []),
+    );
+
+  before(async () => {
+    const { tools, missing } = findTools();
+    if (!(await rtrainAvailable())) missing.push(RTRAIN_MISSING);
+    if (missing.length > 0) {
+      skip = `missing: ${missing.join("; ")}`;
+      if (process.env.CI === "true") throw new Error(skip);
+      return;
+    }
+    rmSync(OUTPUT, { recursive: true, force: true });
+    mkdirSync(OUTPUT, { recursive: true });
+    daemon = isolatedDaemon();
+    const workspace = join(daemon.dir, "ws");
+    mkdirSync(workspace, { recursive: true });
+    // code-server writes under HOME and the XDG folders: keep it all in the temp dir.
+    const env = { ...daemon.env, HOME: join(daemon.dir, "home") };
+    // The extension host gets its PATH from a login shell, which may not know where
+    // `rtrain` is (a virtualenv, pyenv): name it, as a user would in the settings.
+    const settings = {
+      "rtrain.executable": onPath(RTRAIN),
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "chat.disableAIFeatures": true,
+      "workbench.secondarySideBar.defaultVisibility": "hidden",
+    };
+    server = await CodeServer.start(tools, daemon.dir, workspace, env, settings);
+    browser = await chromium.launch({
+      executablePath: tools.chromium,
+      args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(UI_TIMEOUT);
+    await page.goto(server.url);
+    await page.locator(".monaco-workbench").waitFor();
+  });
+
+  // A failed step leaves a picture of the workbench behind.
+  afterEach(async (t) => {
+    const failed = (t as TestContext & { passed?: boolean }).passed === false;
+    if (failed && page && !page.isClosed()) {
+      await page.screenshot({ path: join(OUTPUT, `failed-${t.name.replace(/\W+/g, "-")}.png`) }).catch(() => undefined);
+    }
+  });
+
+  after(async () => {
+    if (page && !page.isClosed()) await page.screenshot({ path: join(OUTPUT, "workbench-final.png") }).catch(() => undefined);
+    await browser?.close();
+    server?.stop();
+    if (daemon) {
+      for (const log of ["code-server.log", join("state", "rtrain", "daemon.log")]) {
+        const path = join(daemon.dir, log);
+        if (existsSync(path)) copyFileSync(path, join(OUTPUT, log.replace(/\W+/g, "-")));
+      }
+      // VS Code's own logs, the extension's "rtrain" output channel among them.
+      const logs = join(daemon.dir, "code-user", "logs");
+      if (existsSync(logs)) cpSync(logs, join(OUTPUT, "vscode-logs"), { recursive: true });
+      await daemon.cleanup();
+    }
+  });
+
+  it("shows the local host, started by the extension itself", async (t) => {
+    if (skip) return t.skip(skip);
+    await page.locator('.activitybar a.action-label[aria-label="rtrain"]').click();
+    const host = sidebar().locator('.monaco-list-row[aria-level="1"]', { hasText: "local" });
+    await host.waitFor();
+    await assertText(host, /connected · local/);
+    await widenSidebar(page, 160); // room for the run descriptions in the screenshot
+
+    // Preflight from the host's inline button: the daemon's verdict, whichever it is here.
+    await host.hover();
+    await host.locator('.action-label[aria-label="Preflight Host"]').click();
+    await page.locator(".notification-toast", { hasText: /rtrain: local (can train|is not ready)/ }).waitFor();
+  });
+
+  it("shows a run started from outside as running, then completed, without Refresh", async (t) => {
+    if (skip) return t.skip(skip);
+    await startRun("e2e-completes", 60, 0.1);
+    await row(/e2e-completes.*running/s).waitFor();
+    await page.locator(".statusbar-item", { hasText: "1 running" }).waitFor();
+    await row(/e2e-completes.*completed/s).waitFor({ timeout: 90_000 });
+  });
+
+  it("fetches the completed run's adapter into a folder picked in VS Code's dialog", async (t) => {
+    if (skip) return t.skip(skip);
+    const dest = join(daemon.dir, "ws", "fetched");
+    mkdirSync(dest, { recursive: true });
+    await row(/e2e-completes/).click({ button: "right" });
+    // The menu acts on the item under the pointer when Enter is pressed.
+    await page.locator(".context-view .action-label", { hasText: /^Fetch Files/ }).hover();
+    await page.keyboard.press("Enter");
+    const input = page.locator(".quick-input-widget input.input");
+    await assertValue(input, "lora_model");
+    await input.press("Enter");
+    // VS Code's own folder dialog (a quick input in the browser): type the folder, accept.
+    await input.fill(`${dest}/`);
+    await page.locator(".quick-input-widget .monaco-button", { hasText: "Fetch Here" }).click();
+    const toast = page.locator(".notification-toast", { hasText: /rtrain: fetched \d+ files/ });
+    await assertText(toast, /into .*fetched; all verified by sha256/);
+    assert.ok(existsSync(join(dest, "lora_model", "adapter_config.json")), "the adapter is on disk");
+  });
+
+  it("shows a failed run with its exit code", async (t) => {
+    if (skip) return t.skip(skip);
+    await startRun("e2e-fails", 1, 0, "{python}", "-c", "raise SystemExit(3)");
+    await row(/e2e-fails.*failed \(exit 3\)/s).waitFor();
+  });
+
+  it("stops a second run from the sidebar after a confirmation, and shows it stopped", async (t) => {
+    if (skip) return t.skip(skip);
+    await startRun("e2e-stopped", 100_000, 0.1);
+    const running = row(/e2e-stopped.*running/s);
+    await running.waitFor();
+    await page.mouse.move(700, 500); // no tooltip over the view
+    await page.screenshot({ path: join(OUTPUT, "sidebar.png"), clip: await sidebarTop(page) });
+    if (process.env.RTRAIN_E2E_UPDATE_SCREENSHOT === "1") {
+      copyFileSync(join(OUTPUT, "sidebar.png"), join(EXTENSION_ROOT, "media", "sidebar.png"));
+    }
+
+    // Clicking a run tails it into its own output channel.
+    await running.locator(".label-name", { hasText: "e2e-stopped" }).click();
+    const output = page.locator(".part.panel"); // Monaco draws spaces as U+00A0: match \s
+    await output.locator(".view-lines", { hasText: /step\s\d+\s\|/ }).waitFor();
+
+    await running.hover();
+    await running.locator('.action-label[aria-label="Stop Run"]').click();
+    const dialog = page.locator(".monaco-dialog-box");
+    await assertText(dialog, /Stop run e2e-stopped on local\?/);
+    await dialog.locator(".monaco-button", { hasText: /^Stop$/ }).click();
+
+    await row(/e2e-stopped.*stopped/s).waitFor();
+    await page.locator(".notification-toast", { hasText: "stopped e2e-stopped on local" }).waitFor();
+    await page.locator(".statusbar-item", { hasText: "0 running" }).waitFor();
+    await output.locator(".view-lines", { hasText: /e2e-stopped\sis\sstopped;\sthe\slog\sends\shere/ }).waitFor();
+    await page.screenshot({ path: join(OUTPUT, "sidebar-stopped.png"), clip: await sidebarTop(page) });
+    assert.match(await daemon.rtrain("status", "local", "e2e-stopped", "--workdir", daemon.workdir), /stopped/);
+  });
+});
+
+async function widenSidebar(page: Page, pixels: number): Promise<void> {
+  // Drag the sash on the sidebar's right edge.
+  const box = await page.locator('[id="workbench.parts.sidebar"]').boundingBox();
+  if (!box) return;
+  const x = box.x + box.width + 2;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(x + pixels / 2, y, { steps: 5 });
+  await page.mouse.move(x + pixels, y, { steps: 5 });
+  await page.mouse.up();
+}
+
+/** The activity bar and the top of the sidebar, where the tree is: the README's picture. */
+async function sidebarTop(page: Page): Promise<{ x: number; y: number; width: number; height: number }> {
+  const box = await page.locator('[id="workbench.parts.sidebar"]').boundingBox();
+  assert.ok(box, "the sidebar is visible");
+  return { x: 0, y: 0, width: Math.ceil(box.x + box.width), height: 200 };
+}
+
+async function assertValue(input: Locator, expected: string): Promise<void> {
+  await input.waitFor();
+  assert.equal(await input.inputValue(), expected);
+}
+
+async function assertText(locator: Locator, pattern: RegExp): Promise<void> {
+  await locator.first().waitFor();
+  assert.match(await locator.first().innerText(), pattern);
+}

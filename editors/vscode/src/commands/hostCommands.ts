@@ -1,0 +1,82 @@
+// Preflight a host, and start a run on one (pick config, dataset, host).
+
+import * as vscode from "vscode";
+import type { PreflightResult } from "../protocol/generated";
+import { formatBytes } from "../tree/presentation";
+import type { CommandContext } from "./context";
+import type { LogTails } from "./logTails";
+import { askHost, pickHost } from "./pickTarget";
+import { progressReporter } from "./progress";
+
+export async function preflightHost(ctx: CommandContext, arg: unknown): Promise<void> {
+  const host = await pickHost(ctx, arg, "check");
+  if (!host) return;
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Checking ${host}…` },
+    () => ctx.connection.request("host/preflight", { host }),
+  );
+  ctx.log.appendLine(`preflight ${host}: ${JSON.stringify(result)}`);
+  const summary = preflightSummary(result);
+  if (result.ok) void vscode.window.showInformationMessage(`rtrain: ${host} can train: ${summary}.`);
+  else void vscode.window.showWarningMessage(`rtrain: ${host} is not ready: ${result.reasons.join("; ")}.`);
+}
+
+export function preflightSummary(result: PreflightResult): string {
+  const parts: string[] = [];
+  if (result.transport) parts.push(result.transport);
+  if (result.pythonVersion) parts.push(`python ${result.pythonVersion}`);
+  const gpus = result.gpus ?? [];
+  parts.push(gpus.length === 0 ? "no GPU" : `${gpus.length} GPU${gpus.length === 1 ? "" : "s"} (${gpus.map((g) => g.name).join(", ")})`);
+  if (result.torchVersion) parts.push(`torch ${result.torchVersion}`);
+  if (result.freeDiskBytes !== undefined && result.freeDiskBytes !== null) parts.push(`${formatBytes(result.freeDiskBytes)} free`);
+  return parts.join(", ");
+}
+
+export async function startRun(ctx: CommandContext, tails: LogTails, arg: unknown): Promise<void> {
+  const config = await pickFile("Training config (YAML)", "**/*.{yaml,yml}", { YAML: ["yaml", "yml"] }, false);
+  if (!config) return;
+  const dataset = await pickFile("Dataset", "**/*.{jsonl,json,csv,parquet,txt}", { Data: ["jsonl", "json", "csv", "parquet", "txt"] }, true);
+  if (dataset === undefined) return;
+  const host = (arg ? await pickHost(ctx, arg, "train on") : undefined) ?? (await askHost(ctx, "train on"));
+  if (!host) return;
+  const token = `start-${host}-${Date.now()}`;
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Starting a run on ${host}`, cancellable: true },
+    (progress, cancel) =>
+      progressReporter(ctx.connection, token, progress, cancel, (signal) =>
+        ctx.connection.request(
+          "run/start",
+          { host, config: config.fsPath, ...(dataset ? { dataset: dataset.fsPath } : {}), progressToken: token },
+          { signal },
+        ),
+      ),
+  );
+  ctx.model.applyRun(result.run);
+  ctx.log.appendLine(`started: ${JSON.stringify(result)}`);
+  const tail = "Tail Log";
+  const answer = await vscode.window.showInformationMessage(`rtrain: started ${result.run.runId} on ${host}.`, tail);
+  if (answer === tail) await tails.tail(result.run);
+}
+
+/** A workspace file matching `glob`, or one browsed to; null when `optional` and skipped. */
+async function pickFile(
+  title: string,
+  glob: string,
+  filters: Record<string, string[]>,
+  optional: boolean,
+): Promise<vscode.Uri | null | undefined> {
+  const found = await vscode.workspace.findFiles(glob, "**/{node_modules,.git,.venv}/**", 200);
+  const browse = "Browse…";
+  const none = "No dataset";
+  const items: Array<vscode.QuickPickItem & { uri?: vscode.Uri }> = found
+    .sort((a, b) => a.fsPath.localeCompare(b.fsPath))
+    .map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri }));
+  items.push({ label: browse });
+  if (optional) items.unshift({ label: none });
+  const picked = await vscode.window.showQuickPick(items, { title, placeHolder: title });
+  if (!picked) return undefined;
+  if (picked.label === none) return null;
+  if (picked.uri) return picked.uri;
+  const chosen = await vscode.window.showOpenDialog({ title, canSelectMany: false, filters });
+  return chosen?.[0];
+}

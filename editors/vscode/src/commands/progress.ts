@@ -1,0 +1,43 @@
+// A request with a `progressToken`, shown in a VS Code progress notification: `$/progress`
+// reports move the bar, and the notification's Cancel button sends `$/cancelRequest`.
+
+import type * as vscode from "vscode";
+import type { DaemonConnection } from "../daemon/daemonConnection";
+import type { ProgressParams } from "../protocol/generated";
+import { formatBytes } from "../tree/presentation";
+
+export async function progressReporter<T>(
+  connection: DaemonConnection,
+  token: string,
+  progress: vscode.Progress<{ message?: string; increment?: number }>,
+  cancel: vscode.CancellationToken | undefined,
+  send: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const abort = new AbortController();
+  const cancelled = cancel?.onCancellationRequested(() => abort.abort());
+  let shownPercent = 0;
+  const stop = connection.onNotification((n) => {
+    if (n.method !== "$/progress" || n.params.token !== token) return;
+    const report = describe(n.params);
+    const percent = n.params.totalBytes ? Math.floor((100 * (n.params.doneBytes ?? 0)) / n.params.totalBytes) : undefined;
+    const increment = percent === undefined ? undefined : Math.max(0, percent - shownPercent);
+    if (percent !== undefined) shownPercent = Math.max(shownPercent, percent);
+    progress.report({ message: report, increment });
+  });
+  try {
+    return await send(abort.signal);
+  } finally {
+    stop();
+    cancelled?.dispose();
+  }
+}
+
+function describe(p: ProgressParams): string | undefined {
+  const bytes =
+    p.doneBytes !== undefined && p.doneBytes !== null
+      ? p.totalBytes
+        ? `${formatBytes(p.doneBytes)} of ${formatBytes(p.totalBytes)}`
+        : formatBytes(p.doneBytes)
+      : undefined;
+  return [p.message ?? p.title, bytes].filter(Boolean).join(" — ") || undefined;
+}

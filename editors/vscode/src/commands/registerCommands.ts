@@ -1,0 +1,57 @@
+// Every command the extension contributes (package.json lists their titles and menus).
+
+import * as vscode from "vscode";
+import { daemonLogPath } from "../daemon/locations";
+import { describeError } from "../protocol/rpcError";
+import { showError } from "../ui/showError";
+import type { CommandContext } from "./context";
+import { preflightHost, startRun } from "./hostCommands";
+import { LogTails } from "./logTails";
+import { pickRun } from "./pickTarget";
+import { fetchFiles, showStatus, stopRun } from "./runCommands";
+
+export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
+  const tails = new LogTails(ctx.connection);
+  const command = (id: string, run: (arg: unknown) => Promise<void>): vscode.Disposable =>
+    vscode.commands.registerCommand(id, async (arg: unknown) => {
+      try {
+        await run(arg);
+      } catch (error) {
+        showError(error, ctx.log);
+      }
+    });
+  return [
+    tails,
+    command("rtrain.refresh", () => refresh(ctx)),
+    command("rtrain.startRun", (arg) => startRun(ctx, tails, arg)),
+    command("rtrain.tail", async (arg) => {
+      const run = await pickRun(ctx, arg, "tail");
+      if (run) await tails.tail(run);
+    }),
+    command("rtrain.status", (arg) => showStatus(ctx, arg)),
+    command("rtrain.fetch", (arg) => fetchFiles(ctx, arg)),
+    command("rtrain.stop", (arg) => stopRun(ctx, arg)),
+    command("rtrain.preflight", (arg) => preflightHost(ctx, arg)),
+    command("rtrain.openDaemonLog", () => openDaemonLog(ctx)),
+  ];
+}
+
+/** Reconnect (starting the daemon if needed) and reload the tree. */
+async function refresh(ctx: CommandContext): Promise<void> {
+  const wasConnected = ctx.connection.state.status === "connected";
+  await ctx.connection.connect(true);
+  // A fresh connection reloads by itself; an existing one is asked again.
+  if (wasConnected) await ctx.sync.reload();
+}
+
+async function openDaemonLog(ctx: CommandContext): Promise<void> {
+  let path: string;
+  try {
+    path = (await ctx.connection.request("daemon/info")).logPath;
+  } catch (error) {
+    path = daemonLogPath(ctx.env());
+    ctx.log.appendLine(`daemon/info failed (${describeError(error)}); opening ${path}`);
+  }
+  const document = await vscode.workspace.openTextDocument(vscode.Uri.file(path));
+  await vscode.window.showTextDocument(document, { preview: false });
+}

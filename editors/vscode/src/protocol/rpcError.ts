@@ -1,0 +1,61 @@
+// Errors as the user sees them: one sentence and a stable kind, never a stack trace.
+
+export const ErrorCode = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  serverNotInitialized: -32002,
+  requestCancelled: -32800,
+  applicationError: -32000,
+} as const;
+
+// Kinds for errors that carry no `data.kind` (the JSON-RPC standard ones) or never reached the daemon.
+const KIND_OF_CODE: Record<number, string> = {
+  [ErrorCode.parseError]: "parse_error",
+  [ErrorCode.invalidRequest]: "invalid_request",
+  [ErrorCode.methodNotFound]: "method_not_found",
+  [ErrorCode.invalidParams]: "invalid_params",
+  [ErrorCode.internalError]: "internal_error",
+  [ErrorCode.serverNotInitialized]: "not_initialized",
+  [ErrorCode.requestCancelled]: "cancelled",
+};
+
+/** An error answer from the daemon, or a failure to reach it (`code` 0, a local `kind`). */
+export class RpcError extends Error {
+  override name = "RpcError";
+  readonly kind: string;
+
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: Record<string, unknown>,
+    kind?: string,
+  ) {
+    super(message);
+    const dataKind = typeof data?.kind === "string" ? data.kind : undefined;
+    this.kind = kind ?? dataKind ?? KIND_OF_CODE[code] ?? "error";
+  }
+
+  get cancelled(): boolean {
+    return this.code === ErrorCode.requestCancelled;
+  }
+}
+
+/** The daemon could not be reached, or the connection to it ended. */
+export function daemonUnavailable(message: string): RpcError {
+  return new RpcError(0, message, undefined, "daemon_unavailable");
+}
+
+/** One line for a notification: "Run x is not on host y (run_not_found)." */
+export function describeError(error: unknown): string {
+  if (error instanceof RpcError) return withKind(error.message, error.kind);
+  if (error instanceof Error) return withKind(error.message, "error");
+  return withKind(String(error), "error");
+}
+
+function withKind(message: string, kind: string): string {
+  const sentence = message.replace(/\s+/g, " ").trim().replace(/[.\s]+$/, "") || "Unknown error";
+  return `${sentence} (${kind}).`;
+}

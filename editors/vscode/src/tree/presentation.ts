@@ -1,0 +1,95 @@
+// How a host or a run reads in the tree: text, icon and colour per state. No VS Code here,
+// so the words are unit-tested; runsTreeProvider turns them into TreeItems.
+
+import type { HostInfo, RunInfo } from "../protocol/generated";
+
+export interface Look {
+  label: string;
+  description: string;
+  tooltip: string;
+  /** A codicon id, and a theme colour id for it. */
+  icon: string;
+  color?: string;
+  /** `viewItem` for menus: rtrainHost, rtrainRun.<state>. */
+  contextValue: string;
+}
+
+const RUN_ICONS: Record<RunInfo["state"], { icon: string; color?: string }> = {
+  running: { icon: "sync~spin", color: "charts.blue" },
+  completed: { icon: "pass", color: "testing.iconPassed" },
+  failed: { icon: "error", color: "testing.iconFailed" },
+  stopped: { icon: "debug-stop", color: "charts.yellow" },
+  lost: { icon: "question", color: "charts.orange" },
+  unknown: { icon: "circle-slash", color: "disabledForeground" },
+};
+
+const HOST_ICONS: Record<HostInfo["connection"], { icon: string; color?: string }> = {
+  connected: { icon: "vm-active", color: "charts.green" },
+  connecting: { icon: "loading~spin" },
+  disconnected: { icon: "vm-outline" },
+  failed: { icon: "vm-outline", color: "errorForeground" },
+};
+
+/** "failed (exit 3)", "stopped", ... as the CLI says it. */
+export function stateText(run: RunInfo): string {
+  if (run.state === "failed") {
+    if (run.exitCode !== undefined && run.exitCode !== null) return `failed (exit ${run.exitCode})`;
+    if (run.signal !== undefined && run.signal !== null) return `failed (signal ${run.signal})`;
+  }
+  return run.state;
+}
+
+/** Local time: "14:03:27" today, "2026-05-01 14:03" otherwise. */
+export function formatTime(epochSeconds: number | null | undefined, now: Date = new Date()): string {
+  if (epochSeconds === undefined || epochSeconds === null) return "";
+  const t = new Date(epochSeconds * 1000);
+  const two = (n: number): string => String(n).padStart(2, "0");
+  const day = `${t.getFullYear()}-${two(t.getMonth() + 1)}-${two(t.getDate())}`;
+  const today = `${now.getFullYear()}-${two(now.getMonth() + 1)}-${two(now.getDate())}`;
+  return day === today
+    ? `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`
+    : `${day} ${two(t.getHours())}:${two(t.getMinutes())}`;
+}
+
+export function runLook(run: RunInfo, now?: Date): Look {
+  const started = formatTime(run.startedAt ?? run.createdAt, now);
+  const state = stateText(run);
+  const lines = [`${run.runId} on ${run.host}: ${state}`];
+  if (started) lines.push(`started ${started}`);
+  if (run.reason) lines.push(run.reason);
+  if (run.remoteDir) lines.push(run.remoteDir);
+  return {
+    label: run.runId,
+    description: started ? `${state} · ${started}` : state,
+    tooltip: lines.join("\n"),
+    ...RUN_ICONS[run.state],
+    contextValue: `rtrainRun.${run.state}`,
+  };
+}
+
+export function hostLook(host: HostInfo, running: number): Look {
+  const parts: string[] = [host.connection];
+  if (host.transport) parts.push(host.transport);
+  if (running > 0) parts.push(`${running} running`);
+  const lines = [`${host.alias}: ${parts.join(", ")}`];
+  if (host.lastError) lines.push(host.lastError);
+  return {
+    label: host.alias,
+    description: parts.join(" · "),
+    tooltip: lines.join("\n"),
+    ...HOST_ICONS[host.connection],
+    contextValue: "rtrainHost",
+  };
+}
+
+/** 1536 -> "1.5 KB". */
+export function formatBytes(bytes: number): string {
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}

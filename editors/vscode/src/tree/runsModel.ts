@@ -1,0 +1,120 @@
+// What the sidebar shows, without VS Code: hosts and their runs, kept current from a
+// `runs/list` + `hosts/list` snapshot and the `run/changed` notifications that follow it.
+
+import type { HostInfo, RunInfo } from "../protocol/generated";
+
+export type RunKey = `${string}/${string}`;
+
+export function runKey(run: { host: string; runId: string }): RunKey {
+  return `${run.host}/${run.runId}`;
+}
+
+export class RunsModel {
+  private readonly hostInfo = new Map<string, HostInfo>();
+  private readonly runs = new Map<RunKey, RunInfo>();
+  private readonly listeners = new Set<() => void>();
+  // Notifications that arrived while a snapshot was being fetched; applied on top of it.
+  private held: RunInfo[] | null = null;
+
+  onDidChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Call before asking for a snapshot: changes from now on are kept until `applySnapshot`. */
+  beginSnapshot(): void {
+    this.held ??= [];
+  }
+
+  /** Replace everything with the daemon's answer, then replay the changes it did not include. */
+  applySnapshot(hosts: HostInfo[], runs: RunInfo[]): void {
+    this.hostInfo.clear();
+    this.runs.clear();
+    for (const host of hosts) this.hostInfo.set(host.alias, host);
+    for (const run of runs) this.runs.set(runKey(run), run);
+    const held = this.held ?? [];
+    this.held = null;
+    for (const run of held) this.runs.set(runKey(run), run);
+    this.changed();
+  }
+
+  /** A snapshot will not come (the request failed): stop holding changes back. */
+  abandonSnapshot(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const run of held) this.runs.set(runKey(run), run);
+    if (held.length > 0) this.changed();
+  }
+
+  /** Update the host list alone (e.g. after a run appeared on a host we did not know). */
+  applyHosts(hosts: HostInfo[]): void {
+    this.hostInfo.clear();
+    for (const host of hosts) this.hostInfo.set(host.alias, host);
+    this.changed();
+  }
+
+  /** A `run/changed` (or a fresher answer about one run). Returns true for a host not seen before. */
+  applyRun(run: RunInfo): boolean {
+    if (this.held) {
+      this.held.push(run);
+      return false;
+    }
+    const newHost = !this.hostInfo.has(run.host) && !this.hasRunsOn(run.host);
+    this.runs.set(runKey(run), run);
+    this.changed();
+    return newHost;
+  }
+
+  clear(): void {
+    this.hostInfo.clear();
+    this.runs.clear();
+    this.held = null;
+    this.changed();
+  }
+
+  /** Hosts the daemon knows plus any that only appear in runs, `local` last, the rest by name. */
+  hosts(): HostInfo[] {
+    const aliases = new Set([...this.hostInfo.keys(), ...[...this.runs.values()].map((r) => r.host)]);
+    return [...aliases]
+      .sort((a, b) => Number(a === "local") - Number(b === "local") || a.localeCompare(b))
+      .map((alias) => this.hostInfo.get(alias) ?? { alias, connection: "disconnected" });
+  }
+
+  host(alias: string): HostInfo | undefined {
+    return this.hosts().find((h) => h.alias === alias);
+  }
+
+  /** A host's runs, newest first. */
+  runsOf(alias: string): RunInfo[] {
+    return [...this.runs.values()].filter((r) => r.host === alias).sort(newestFirst);
+  }
+
+  run(host: string, runId: string): RunInfo | undefined {
+    return this.runs.get(runKey({ host, runId }));
+  }
+
+  allRuns(): RunInfo[] {
+    return [...this.runs.values()].sort(newestFirst);
+  }
+
+  runningCount(alias?: string): number {
+    return [...this.runs.values()].filter((r) => r.state === "running" && (alias === undefined || r.host === alias))
+      .length;
+  }
+
+  private hasRunsOn(alias: string): boolean {
+    return [...this.runs.values()].some((r) => r.host === alias);
+  }
+
+  private changed(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+function startTime(run: RunInfo): number {
+  return run.createdAt ?? run.startedAt ?? 0;
+}
+
+function newestFirst(a: RunInfo, b: RunInfo): number {
+  return startTime(b) - startTime(a) || b.runId.localeCompare(a.runId);
+}

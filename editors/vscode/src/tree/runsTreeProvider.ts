@@ -1,0 +1,74 @@
+// The "rtrain" view: hosts at the top level, their runs (newest first) under each.
+
+import * as vscode from "vscode";
+import { hostLook, runLook, type Look } from "./presentation";
+import type { RunsModel } from "./runsModel";
+
+export type HostNode = { kind: "host"; alias: string };
+export type RunNode = { kind: "run"; host: string; runId: string };
+export type TreeNode = HostNode | RunNode;
+
+export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
+  private readonly changeEmitter = new vscode.EventEmitter<TreeNode | undefined>();
+  readonly onDidChangeTreeData = this.changeEmitter.event;
+  // One node object per id, so VS Code keeps selection and expansion across refreshes.
+  private readonly nodes = new Map<string, TreeNode>();
+  private readonly stopListening: () => void;
+
+  constructor(private readonly model: RunsModel) {
+    this.stopListening = model.onDidChange(() => this.changeEmitter.fire(undefined));
+  }
+
+  getChildren(node?: TreeNode): TreeNode[] {
+    if (node === undefined) return this.model.hosts().map((h) => this.hostNode(h.alias));
+    if (node.kind === "host") return this.model.runsOf(node.alias).map((r) => this.runNode(r.host, r.runId));
+    return [];
+  }
+
+  getParent(node: TreeNode): TreeNode | undefined {
+    return node.kind === "run" ? this.hostNode(node.host) : undefined;
+  }
+
+  getTreeItem(node: TreeNode): vscode.TreeItem {
+    if (node.kind === "host") {
+      const host = this.model.host(node.alias) ?? { alias: node.alias, connection: "disconnected" as const };
+      const item = toItem(hostLook(host, this.model.runningCount(node.alias)), `host:${node.alias}`);
+      item.collapsibleState = vscode.TreeItemCollapsibleState.Expanded;
+      return item;
+    }
+    const run = this.model.run(node.host, node.runId);
+    if (run === undefined) return new vscode.TreeItem(node.runId);
+    const item = toItem(runLook(run), `run:${node.host}/${node.runId}`);
+    item.command = { command: "rtrain.tail", title: "Tail Log", arguments: [node] };
+    return item;
+  }
+
+  dispose(): void {
+    this.stopListening();
+    this.changeEmitter.dispose();
+  }
+
+  private hostNode(alias: string): HostNode {
+    return this.cached(`host:${alias}`, () => ({ kind: "host", alias })) as HostNode;
+  }
+
+  private runNode(host: string, runId: string): RunNode {
+    return this.cached(`run:${host}/${runId}`, () => ({ kind: "run", host, runId })) as RunNode;
+  }
+
+  private cached(id: string, make: () => TreeNode): TreeNode {
+    let node = this.nodes.get(id);
+    if (node === undefined) this.nodes.set(id, (node = make()));
+    return node;
+  }
+}
+
+function toItem(look: Look, id: string): vscode.TreeItem {
+  const item = new vscode.TreeItem(look.label, vscode.TreeItemCollapsibleState.None);
+  item.id = id;
+  item.description = look.description;
+  item.tooltip = look.tooltip;
+  item.contextValue = look.contextValue;
+  item.iconPath = new vscode.ThemeIcon(look.icon, look.color ? new vscode.ThemeColor(look.color) : undefined);
+  return item;
+}

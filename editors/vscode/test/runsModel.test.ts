@@ -1,0 +1,107 @@
+import * as assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { HostInfo, RunInfo } from "../src/protocol/generated";
+import { formatBytes, formatTime, hostLook, runLook, stateText } from "../src/tree/presentation";
+import { RunsModel } from "../src/tree/runsModel";
+
+const run = (runId: string, state: RunInfo["state"], createdAt: number, extra: Partial<RunInfo> = {}): RunInfo => ({
+  host: "local",
+  runId,
+  state,
+  createdAt,
+  startedAt: createdAt,
+  ...extra,
+});
+const local: HostInfo = { alias: "local", connection: "connected", transport: "local" };
+
+describe("runs model", () => {
+  it("lists each host's runs newest first, local after the named hosts", () => {
+    const model = new RunsModel();
+    model.applySnapshot(
+      [local, { alias: "gpu-box", connection: "disconnected" }],
+      [run("old", "completed", 100), run("new", "running", 300), run("mid", "failed", 200, { exitCode: 3 })],
+    );
+    assert.deepEqual(model.hosts().map((h) => h.alias), ["gpu-box", "local"]);
+    assert.deepEqual(model.runsOf("local").map((r) => r.runId), ["new", "mid", "old"]);
+    assert.equal(model.runningCount(), 1);
+    assert.deepEqual(model.runsOf("gpu-box"), []);
+  });
+
+  it("applies run/changed: a run's new state replaces the old, a new run appears", () => {
+    const model = new RunsModel();
+    model.applySnapshot([local], [run("a", "running", 100)]);
+    let changes = 0;
+    model.onDidChange(() => changes++);
+    assert.equal(model.applyRun(run("a", "completed", 100, { exitCode: 0 })), false);
+    assert.equal(model.applyRun(run("b", "running", 200)), false);
+    assert.deepEqual(model.runsOf("local").map((r) => [r.runId, r.state]), [["b", "running"], ["a", "completed"]]);
+    assert.equal(changes, 2);
+    assert.equal(model.runningCount("local"), 1);
+  });
+
+  it("says when a run is on a host it did not know, and shows that host", () => {
+    const model = new RunsModel();
+    model.applySnapshot([local], []);
+    assert.equal(model.applyRun({ ...run("x", "running", 1), host: "gpu-box" }), true);
+    assert.deepEqual(model.hosts().map((h) => [h.alias, h.connection]), [["gpu-box", "disconnected"], ["local", "connected"]]);
+    assert.equal(model.applyRun({ ...run("y", "running", 2), host: "gpu-box" }), false);
+  });
+
+  it("keeps changes that arrive while a snapshot is on its way, and applies them on top", () => {
+    const model = new RunsModel();
+    model.beginSnapshot();
+    model.applyRun(run("a", "stopped", 100));
+    model.applyRun(run("c", "running", 300));
+    assert.deepEqual(model.allRuns(), [], "nothing shown before the snapshot");
+    model.applySnapshot([local], [run("a", "running", 100), run("b", "completed", 200)]);
+    assert.deepEqual(model.runsOf("local").map((r) => [r.runId, r.state]), [
+      ["c", "running"],
+      ["b", "completed"],
+      ["a", "stopped"],
+    ]);
+  });
+
+  it("clears everything when the daemon goes away", () => {
+    const model = new RunsModel();
+    model.applySnapshot([local], [run("a", "running", 1)]);
+    model.clear();
+    assert.deepEqual(model.hosts(), []);
+    assert.equal(model.runningCount(), 0);
+  });
+});
+
+describe("presentation", () => {
+  it("names every state as the CLI does, with the exit code of a failure", () => {
+    assert.equal(stateText(run("a", "failed", 1, { exitCode: 137 })), "failed (exit 137)");
+    assert.equal(stateText(run("a", "failed", 1, { signal: 9 })), "failed (signal 9)");
+    for (const state of ["running", "completed", "stopped", "lost", "unknown"] as const) {
+      assert.equal(stateText(run("a", state, 1)), state);
+    }
+  });
+
+  it("gives each state its own icon and a menu context", () => {
+    const states = ["running", "completed", "failed", "stopped", "lost", "unknown"] as const;
+    const icons = new Set(states.map((s) => runLook(run("a", s, 1)).icon));
+    assert.equal(icons.size, states.length);
+    assert.equal(runLook(run("a", "running", 1)).contextValue, "rtrainRun.running");
+  });
+
+  it("shows state and local start time in a run's description", () => {
+    const now = new Date(2026, 4, 1, 15, 0, 0);
+    const started = new Date(2026, 4, 1, 14, 3, 7).getTime() / 1000;
+    assert.equal(runLook(run("r1", "running", started), now).description, "running · 14:03:07");
+    assert.equal(formatTime(new Date(2026, 3, 30, 9, 5).getTime() / 1000, now), "2026-04-30 09:05");
+    assert.equal(formatTime(undefined, now), "");
+  });
+
+  it("shows a host's connection, transport and running count", () => {
+    assert.equal(hostLook(local, 2).description, "connected · local · 2 running");
+    assert.equal(hostLook({ alias: "gpu", connection: "failed", lastError: "timed out" }, 0).tooltip, "gpu: failed\ntimed out");
+  });
+
+  it("formats sizes", () => {
+    assert.equal(formatBytes(512), "512 B");
+    assert.equal(formatBytes(1536), "1.5 KB");
+    assert.equal(formatBytes(3 * 1024 ** 3), "3.0 GB");
+  });
+});
