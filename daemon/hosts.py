@@ -7,10 +7,10 @@ import logging
 from pathlib import Path
 
 from rtrain.protocol import validation
-from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import HostInfo
 
 from .registry import Registry
+from .ssh.console_transport import ConsoleTransport
 from .ssh.exec_transport import ExecTransport
 from .ssh.local_transport import LOCAL_ALIAS, LocalTransport
 from .ssh.options import ssh_config_file
@@ -78,15 +78,13 @@ class HostPool:
         return b"rtrain-exec-ok" in out
 
     async def _console(self, alias: str, ssh_config: Path | None) -> Transport:
-        try:
-            from .ssh.console_transport import ConsoleTransport
-        except ImportError:
-            raise app_error(
-                Kind.REMOTE_FAILED,
-                f"{alias} only offers an interactive console, which this daemon cannot drive yet.",
-            ) from None
         transport = ConsoleTransport(alias, self.runtime_dir, ssh_config)
-        await transport.connect()
+        try:
+            await transport.connect()
+        except Exception as error:
+            self.registry.set_host(alias, None, getattr(error, "message", str(error)))
+            await transport.close()
+            raise
         self.registry.set_host(alias, "console", None)
         return transport
 

@@ -107,6 +107,11 @@ class ControlMaster:
             f"ControlPath={self.path}",
             "-o",
             "ControlMaster=no",
+            # When the master dies under it, ssh would quietly connect on its own: a command
+            # outside the supervised connection, and on a dead route another ConnectTimeout
+            # before the failure shows. A command fails with its master instead.
+            "-o",
+            "ProxyCommand=false",
             "-tt" if tty else "-T",
             self.alias,
             remote_command,
@@ -195,6 +200,9 @@ class ControlMaster:
     async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
         while chunk := await proc.stderr.read(4096):
+            # Each console session opened through the master logs this; it is no error.
+            chunk = b"".join(line for line in chunk.splitlines(keepends=True)
+                             if b"tcgetattr: Inappropriate ioctl" not in line)
             if len(self._stderr) < 64 * 1024:
                 self._stderr += chunk
         await proc.wait()
