@@ -56,7 +56,8 @@ class Monitor:
     async def poll_once(self) -> None:
         by_host: dict[str, list[RunInfo]] = defaultdict(list)
         for run in self.ops.registry.active():
-            by_host[run.host].append(run)
+            if (run.host, run.run_id) not in self.ops.starting:
+                by_host[run.host].append(run)
         await asyncio.gather(*(self._poll_host(host, runs) for host, runs in by_host.items()))
 
     async def _poll_host(self, host: str, runs: list[RunInfo]) -> None:

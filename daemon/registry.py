@@ -79,6 +79,10 @@ class Registry:
             values,
         )
 
+    def delete(self, host: str, run_id: str) -> None:
+        """Forget a run that never was (a start that failed before its launch)."""
+        self._db.execute("DELETE FROM runs WHERE host = ? AND run_id = ?", (host, run_id))
+
     def get(self, host: str, run_id: str) -> RunInfo | None:
         rows = self._select("WHERE host = ? AND run_id = ?", (host, run_id))
         return rows[0] if rows else None

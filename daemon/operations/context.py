@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.registry import Registry
@@ -19,6 +19,9 @@ class Ops:
     registry: Registry
     hosts: HostPool
     publish: Callable[[RunInfo], None]
+    # (host, run_id) of starts in progress: their inputs are still being shipped, so the far
+    # side would call them "never launched"; nobody but the start itself decides their state.
+    starting: set[tuple[str, str]] = field(default_factory=set)
 
     def record(self, run: RunInfo) -> RunInfo:
         """Store `run`; tell subscribers when anything they show changed."""

@@ -5,21 +5,26 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import logging
 import os
 import re
 import secrets
 import time
 from pathlib import Path
 
+import msgspec
+
 from rtrain.daemon.client_session import RequestContext
 from rtrain.daemon.remote import demo_trainer_source
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.ssh.transport import Completed, Transport
 from rtrain.protocol import validation
-from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import ProgressParams, RunInfo, StartParams, StartResult
 
 from .context import Ops, now
+from .status import refresh
 
+log = logging.getLogger(__name__)
 CONFIG_NAME = "config.yaml"
 DEMO_TRAINER = "demo_trainer.py"
 # Names the run dir already uses; a dataset may not take them.
@@ -33,6 +38,12 @@ RESERVED = {
     "stop_requested",
     "launch.sh",
 }
+# The registry's word for a run whose inputs are still being shipped.
+BEING_STARTED = "being started"
+# Errors after which a command's answer may be lost while the command itself ran.
+ANSWER_LOST = (Kind.HOST_UNREACHABLE, Kind.TIMEOUT)
+# How long a launch that got there first may take to show its trainer (launch.sh waits 10 s).
+LAUNCH_SETTLES = 12.0
 PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}")
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
@@ -75,8 +86,11 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
             runId=run_id,
         )
 
-    transport = await ops.transport(p.host)
-    prepared = await transport.run("prepare", [workdir, run_id], timeout=60)
+    try:
+        transport = await ops.transport(p.host)
+        prepared = await transport.run("prepare", [workdir, run_id], timeout=60)
+    except RpcError as error:
+        raise _nothing_started(error, p.host) from None
     if prepared.returncode == 17 or prepared.fields().get("error") == ["run_exists"]:
         raise app_error(
             Kind.RUN_EXISTS,
@@ -87,15 +101,9 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
     if prepared.returncode != 0 or not run_dir:
         raise app_error(
             Kind.REMOTE_FAILED,
-            f"{p.host}: could not create the run directory: {prepared.error_text}",
+            f"{p.host}: could not create the run directory: {prepared.error_text}; "
+            "nothing was started.",
         )
-
-    shipments: list[tuple[Path | bytes, str]] = [(config, CONFIG_NAME)]
-    if dataset is not None:
-        shipments.append((dataset, dataset.name))
-    if template is None:
-        shipments.append((demo_trainer_source(), DEMO_TRAINER))
-    uploaded = await _ship(ops, transport, run_dir, shipments, p, ctx)
 
     command = _expand(
         template or _demo_command(dataset),
@@ -104,36 +112,68 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
         run_dir=run_dir,
         gpus=p.gpus,
     )
+    # From here the run id is taken on the host, so the registry knows the run at once
+    # (silently: subscribers hear of it once it runs). A daemon killed mid-start then finds
+    # it again and the monitor settles it: running if launched, lost (never launched) if not.
+    pending = RunInfo(
+        host=p.host,
+        run_id=run_id,
+        state="unknown",
+        remote_dir=run_dir,
+        log_path=f"{run_dir}/train.log",
+        workdir=workdir,
+        command=command,
+        created_at=now(),
+        reason=BEING_STARTED,
+    )
+    ops.registry.upsert(pending)
+    ops.starting.add((p.host, run_id))
+    shipments: list[tuple[Path | bytes, str]] = [(config, CONFIG_NAME)]
+    if dataset is not None:
+        shipments.append((dataset, dataset.name))
+    if template is None:
+        shipments.append((demo_trainer_source(), DEMO_TRAINER))
+    try:
+        return await _ship_and_launch(
+            ops, transport, p, ctx, pending, shipments, [run_dir, run_id, python, *command]
+        )
+    finally:
+        ops.starting.discard((p.host, run_id))
+
+
+async def _ship_and_launch(
+    ops: Ops,
+    transport: Transport,
+    p: StartParams,
+    ctx: RequestContext,
+    pending: RunInfo,
+    shipments: list[tuple[Path | bytes, str]],
+    argv: list[str],
+) -> StartResult:
+    run_dir, run_id = pending.remote_dir or "", pending.run_id
+    try:
+        uploaded = await _ship(ops, transport, run_dir, shipments, p, ctx)
+    except RpcError as error:
+        ops.registry.delete(p.host, run_id)
+        raise _nothing_started(error, p.host) from None
+    except BaseException:
+        ops.registry.delete(p.host, run_id)
+        raise
     secret_lines = "".join(
         f"{name}\t{base64.b64encode(value.encode()).decode()}\n"
         for name, value in p.secrets.items()
-    )
+    ).encode()
 
     async def launch() -> StartResult:
-        launched = await transport.run(
-            "launch", [run_dir, run_id, python, *command], stdin=secret_lines.encode(), timeout=60
-        )
-        fields = launched.fields()
-        if launched.returncode != 0 or "pid" not in fields:
-            # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
-            why = " ".join(fields.get("error", [])) or launched.error_text
-            raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
-        started_at = float(fields.get("started_at", [now()])[0])
-        run = ops.record(
-            RunInfo(
-                host=p.host,
-                run_id=run_id,
-                state="running",
-                remote_dir=run_dir,
-                log_path=f"{run_dir}/train.log",
-                workdir=workdir,
-                command=command,
-                created_at=now(),
-                started_at=started_at,
-                last_seen=now(),
-            )
-        )
-        return StartResult(run=run, pid=int(fields["pid"][0]), uploaded_bytes=uploaded)
+        try:
+            launched = await transport.run("launch", argv, stdin=secret_lines, timeout=60)
+        except RpcError as error:
+            if error.kind not in ANSWER_LOST:
+                ops.registry.delete(p.host, run_id)
+                raise
+            log.info("start %s/%s: %s; asking again", p.host, run_id, error.message)
+            return await _launch_again(ops, p, pending, argv, secret_lines, uploaded)
+        return _launched(ops, p, pending, launched, uploaded)
 
     # Once the launch has begun it is finished and recorded even if the client cancels:
     # the answer then says the run started, so a start never leaves an untold trainer.
@@ -142,6 +182,85 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
         return await asyncio.shield(launching)
     except asyncio.CancelledError:
         return await launching
+
+
+def _launched(
+    ops: Ops, p: StartParams, pending: RunInfo, launched: Completed, uploaded: int
+) -> StartResult:
+    fields = launched.fields()
+    if launched.returncode != 0 or "pid" not in fields:
+        ops.registry.delete(p.host, pending.run_id)
+        # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
+        why = " ".join(fields.get("error", [])) or launched.error_text
+        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
+    started_at = float(fields.get("started_at", [now()])[0])
+    run = ops.record(
+        msgspec.structs.replace(
+            pending, state="running", started_at=started_at, last_seen=now(), reason=None
+        )
+    )
+    return StartResult(run=run, pid=int(fields["pid"][0]), uploaded_bytes=uploaded)
+
+
+async def _launch_again(
+    ops: Ops,
+    p: StartParams,
+    pending: RunInfo,
+    argv: list[str],
+    secret_lines: bytes,
+    uploaded: int,
+) -> StartResult:
+    """The launch's answer was lost with the connection: the trainer may or may not run.
+    A second launch settles it, through a fresh connection: the far side's atomic claim
+    (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
+    try:
+        transport = await ops.transport(p.host)
+        launched = await transport.run("launch", argv, stdin=secret_lines, timeout=60)
+        if launched.fields().get("error") != ["already_launched"]:
+            return _launched(ops, p, pending, launched, uploaded)
+        # The first launch got there. Its trainer may still be on its way up: ask until the
+        # host says more than "launched, nothing alive yet" (launch.sh allows 10 s).
+        deadline = time.monotonic() + LAUNCH_SETTLES
+        while True:
+            [fresh] = await refresh(ops, p.host, [pending])
+            settled = fresh is not None and fresh.state != "lost"
+            if settled or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+    except RpcError as error:
+        if error.kind not in ANSWER_LOST:
+            raise
+        why = (
+            f"the connection to {p.host} dropped while launching {pending.run_id}, and the "
+            "host has not answered since; whether it started is not known yet"
+        )
+        ops.record(msgspec.structs.replace(pending, reason=why))
+        raise app_error(
+            error.kind or Kind.HOST_UNREACHABLE,
+            f"{why}: `rtrain status {p.host} {pending.run_id}` tells once it answers "
+            f"({error.message}).",
+            runId=pending.run_id,
+        ) from None
+    if fresh is None:
+        ops.registry.delete(p.host, pending.run_id)
+        raise app_error(
+            Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: the run directory is gone"
+        )
+    run = ops.record(fresh)
+    if run.state == "lost":
+        raise app_error(
+            Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {run.reason or 'lost'}"
+        )
+    return StartResult(run=run, pid=None, uploaded_bytes=uploaded)
+
+
+def _nothing_started(error: RpcError, host: str) -> RpcError:
+    """`error`, saying that the start launched nothing (a user must not wonder)."""
+    if error.kind == Kind.RUN_EXISTS:
+        return error
+    return RpcError(
+        error.code, f"{error.message.rstrip('.')}; nothing was started on {host}.", error.data
+    )
 
 
 def _local_file(path: str, what: str) -> Path:

@@ -20,6 +20,8 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
     known = ops.known(p.host, p.run_id)
     if known is not None and known.state in FINAL_STATES and p.workdir is None:
         return StatusResult(run=known)
+    if known is not None and (p.host, p.run_id) in ops.starting:
+        return StatusResult(run=known)  # its start decides; the far side would say "lost"
     base = known or RunInfo(
         host=p.host,
         run_id=p.run_id,

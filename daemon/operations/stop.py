@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
 
 from .context import Ops
@@ -15,10 +15,29 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     if not 0 <= p.grace <= 3600:
         raise app_error(Kind.INVALID_COMMAND, "grace must be between 0 and 3600 seconds.")
+    args = [run_dir, p.run_id, f"{p.grace:.1f}", "1" if p.force else "0"]
+    retried = False
     transport = await ops.transport(p.host)
-    done = await transport.run(
-        "stop", [run_dir, p.run_id, f"{p.grace:.1f}", "1" if p.force else "0"], timeout=p.grace + 60
-    )
+    try:
+        done = await transport.run("stop", args, timeout=p.grace + 60)
+    except RpcError as error:
+        if error.kind not in (Kind.HOST_UNREACHABLE, Kind.TIMEOUT):
+            raise
+        # The answer was lost with the connection, perhaps after signals went out. A stop is
+        # safe to repeat, and the repeat tells how the run stands now.
+        retried = True
+        try:
+            transport = await ops.transport(p.host)
+            done = await transport.run("stop", args, timeout=p.grace + 60)
+        except RpcError as again:
+            if again.kind not in (Kind.HOST_UNREACHABLE, Kind.TIMEOUT):
+                raise
+            raise app_error(
+                again.kind or Kind.HOST_UNREACHABLE,
+                f"the connection to {p.host} dropped during the stop of {p.run_id}, perhaps "
+                "after the run was signalled; whether it stopped is not known until the host "
+                f"answers: `rtrain status {p.host} {p.run_id}` tells ({again.message}).",
+            ) from None
     fields = done.fields()
     outcome = (fields.get("outcome") or [""])[0]
     if outcome == "refused":
@@ -38,6 +57,8 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: stop failed: {done.error_text}")
     killed = [int(x) for x in (fields.get("killed") or [""])[0].split() if x.isdigit()]
     run = (await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))).run
+    if retried and outcome == "not_running" and run.state == "stopped":
+        outcome = "stopped"  # by this request's first attempt, whose answer was lost
     if outcome == "stopped" and run.state == "running":
         # The far side saw nothing alive a moment ago; trust the later look, but say it.
         run = msgspec.structs.replace(run, reason="still running after stop")

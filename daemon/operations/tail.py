@@ -54,7 +54,7 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
             raise app_error(
                 Kind.REMOTE_FAILED, f"{p.host}: reading the log failed: {done.error_text}"
             )
-        _, inode, _size, start, count, state, _exit_code = fields[:7]
+        _, inode, size, start, count, state, _exit_code = fields[:7]
         start_offset = int(start)
         rotated = start_offset == 0 and offset > 0
         data = body[: int(count)]
@@ -62,8 +62,13 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
         keep = len(data)
         if running:
             # Hand over whole lines only while the run goes on, so no line (and no UTF-8
-            # character) is split between chunks; a line longer than a chunk goes as is.
+            # character) is split between chunks; a line longer than a chunk goes in pieces.
             keep = data.rfind(b"\n") + 1 or (len(data) if len(data) >= MAX_CHUNK else 0)
+        more_waiting = start_offset + len(data) < int(size)
+        if keep == len(data) and (running or more_waiting) and not data.endswith(b"\n"):
+            # A piece of a long line ends between characters: text cut inside one would
+            # arrive as replacement characters, its bytes lost.
+            keep = _whole_characters(data)
         if keep or rotated:
             ctx.notify(
                 "run/log",
@@ -77,7 +82,7 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
                 ),
             )
         offset = start_offset + keep
-        if keep >= MAX_CHUNK:
+        if len(data) >= MAX_CHUNK:
             continue  # more is waiting: read on at once
         if not running and not data:
             break  # ended and drained
@@ -87,3 +92,17 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
         await asyncio.sleep(0 if not running else delay)
     final = (await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))).run
     return TailResult(run=final, offset=offset)
+
+
+def _whole_characters(data: bytes) -> int:
+    """How many bytes of `data` hold whole UTF-8 characters: all of it, or all but the start
+    of a character its end cut off."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:
+            continue  # a continuation byte: the character began further back
+        length = (
+            2 if 0xC0 <= byte < 0xE0 else 3 if 0xE0 <= byte < 0xF0 else 4 if byte >= 0xF0 else 1
+        )
+        return len(data) - back if length > back else len(data)
+    return len(data)

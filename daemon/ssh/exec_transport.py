@@ -6,9 +6,16 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from rtrain.protocol.errors import Kind, app_error
+
 from .control_master import ControlMaster
 from .failures import classify
 from .transport import ProcessTransport
+
+# What a command's ssh says when its master went away under it, and when it then refuses to
+# connect on its own (ProxyCommand=false, see ControlMaster.command_argv).
+MASTER_GONE = "read from master failed"
+NO_FALLBACK = "Connection closed by UNKNOWN port 65535"
 
 
 class ExecTransport(ProcessTransport):
@@ -27,8 +34,19 @@ class ExecTransport(ProcessTransport):
         return self.master.command_argv(shlex.join(["sh", "-c", text, "rtrain", *args]))
 
     def _check_transport_failure(self, returncode: int, stderr: bytes) -> None:
-        if returncode == 255:
-            raise classify(self.alias, stderr.decode(errors="replace"), returncode)
+        if returncode != 255:
+            return
+        text = stderr.decode(errors="replace")
+        if not text.strip() or MASTER_GONE in text or NO_FALLBACK in text:
+            # The master died under the command (the link was cut or timed out); its own
+            # last words say why better than the command's empty stderr.
+            why = self.master.last_error or "the ssh connection dropped"
+            raise app_error(
+                Kind.HOST_UNREACHABLE,
+                f"host unreachable: {self.alias}: the connection dropped ({why.strip()})",
+                detail=text.strip()[-300:] or None,
+            )
+        raise classify(self.alias, text, returncode)
 
     async def close(self) -> None:
         await self.master.close()

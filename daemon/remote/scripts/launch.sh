@@ -31,6 +31,9 @@ trap "forward TERM" TERM
 trap "forward INT" INT
 trap "forward HUP" HUP
 printf "%s\n" "$$" >train.pid.tmp && "$mv_bin" -f train.pid.tmp train.pid || exit 125
+# status.tmp holds a block from the start, so the exit status still lands when the trainer
+# filled the disk: rewriting the file reuses the block its truncation frees.
+printf "%s\n" - >status.tmp 2>/dev/null
 (umask "$trainer_umask" && exec "$@") </dev/null &
 child=$!
 # The trainer keeps train.log; the shell'"'"'s own job reports ("Terminated") stay out of it.
@@ -52,7 +55,14 @@ while :; do
 	[ "$again" = 127 ] || code=$again
 	break
 done
-printf "%s\n" "$code" >status.tmp && "$mv_bin" -f status.tmp status
+tries=0
+until printf "%s\n" "$code" >status.tmp; do
+	# A journaling file system hands a freed block out again only once it commits.
+	tries=$((tries + 1))
+	[ "$tries" -lt 15 ] || exit "$code"
+	sleep 1
+done
+"$mv_bin" -f status.tmp status
 exit "$code"
 '
 
