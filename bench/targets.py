@@ -1,0 +1,107 @@
+"""The issue's targets, checked against one run's figures: which hold, with the figure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.command_start import STATUS_HOST, STATUS_LOCAL, VERSION
+from bench.operation_latency import CLI, CLIENT, FLOOR, PER_STEP, LinkLatency
+from bench.results import Results
+from bench.rpc_core import PYGLS, RTRAIN
+from bench.sample import ratio
+from bench.transfer import DOWN_RTRAIN, DOWN_SCP, UP_RTRAIN, UP_SCP
+
+STARTUP_LIMIT_S = 0.15
+RSS_LIMIT_MB = 100.0
+
+
+@dataclass
+class Verdict:
+    target: str
+    figure: str
+    holds: bool | None  # None: not measured in this run
+
+
+def farthest(latency: list[LinkLatency]) -> LinkLatency | None:
+    delayed = [entry for entry in latency if entry.link.delay_ms is not None]
+    return max(delayed, key=lambda entry: entry.link.delay_ms or 0.0, default=None)
+
+
+def verdicts(results: Results) -> list[Verdict]:
+    found: list[Verdict] = []
+    far = farthest(results.latency or [])
+    if far is None:
+        found.append(Verdict("status and tail >= 4x faster than ssh per step", "-", None))
+    else:
+        delay = f"+{far.link.delay_ms:g} ms"
+        for operation in ("status", "tail"):
+            ways = far.samples[operation]
+            for way in (CLIENT, CLI):
+                times = ratio(ways[PER_STEP], ways[way])
+                found.append(
+                    Verdict(
+                        f"{operation} >= 4x faster than ssh per step at {delay} ({way})",
+                        f"{times:.1f}x",
+                        times >= 4.0,
+                    )
+                )
+        status = far.samples["status"]
+        round_trip_ms = 2 * (far.link.delay_ms or 0.0)
+        for way in (CLIENT, CLI):
+            above = (status[way].median - status[FLOOR].median) * 1000
+            found.append(
+                Verdict(
+                    f"status within one round trip ({round_trip_ms:g} ms) of the floor "
+                    f"at {delay} ({way})",
+                    f"{above:+.0f} ms",
+                    above <= round_trip_ms,
+                )
+            )
+    for entry in results.transfer or []:
+        pairs = (("upload", UP_RTRAIN, UP_SCP), ("fetch", DOWN_RTRAIN, DOWN_SCP))
+        for label, mine, theirs in pairs:
+            share = ratio(entry.mb_per_s[mine], entry.mb_per_s[theirs])
+            found.append(
+                Verdict(
+                    f"{label} >= 80% of scp's throughput, {entry.link.label}",
+                    f"{share:.0%}",
+                    share >= 0.8,
+                )
+            )
+    if results.rpc:
+        by_key = {(figures.server, figures.clients): figures for figures in results.rpc}
+        for clients in sorted({figures.clients for figures in results.rpc}):
+            times = ratio(by_key[(RTRAIN, clients)].per_second, by_key[(PYGLS, clients)].per_second)
+            found.append(
+                Verdict(f"RPC ahead of pygls, {clients} client(s)", f"{times:.1f}x", times > 1.0)
+            )
+    if results.start:
+        for name in (VERSION, STATUS_LOCAL, STATUS_HOST):
+            sample = results.start.seconds.get(name)
+            if sample is not None:
+                found.append(
+                    Verdict(
+                        f"`{name.split(' (')[0]}` under {STARTUP_LIMIT_S} s"
+                        + (f" ({name.split(' (')[1]}" if " (" in name else ""),
+                        f"{sample.median * 1000:.0f} ms",
+                        sample.median < STARTUP_LIMIT_S,
+                    )
+                )
+    if results.scale:
+        scale = results.scale
+        found.append(
+            Verdict(
+                "one remote command per host per poll",
+                f"{scale.commands_per_host_round:.2f}",
+                abs(scale.commands_per_host_round - 1.0) < 0.01,
+            )
+        )
+        found.append(
+            Verdict(
+                f"daemon resident memory under {RSS_LIMIT_MB:g} MB "
+                f"({scale.runs} runs, {scale.hosts} hosts)",
+                f"{scale.rss_mb:.0f} MB",
+                scale.rss_mb < RSS_LIMIT_MB,
+            )
+        )
+    return found
