@@ -11,6 +11,10 @@ def main() -> None:
 
         print(f"rtrain {RTRAIN_VERSION}")
         return
+    from .fast_path import try_fast_path
+
+    if try_fast_path(sys.argv[1:]):
+        return
     from .cli.app import run
 
     run()

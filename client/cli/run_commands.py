@@ -17,8 +17,10 @@ from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
 
 from .completion import complete_host, complete_run_id
 from .describe import outcome_exit_code, state_text, table, when
+from .input_checks import check
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar, human_bytes
+from .status_view import show_status
 from .terminal_text import safe_for_terminal
 
 HostArg = typer.Argument(
@@ -40,22 +42,6 @@ def _existing(value: Path | None) -> Path | None:
     return value
 
 
-def _check(**values: Any) -> None:
-    """Refuse bad input with one sentence before the daemon (or any ssh) is involved."""
-    checks = {
-        "host": validation.host,
-        "run_id": validation.run_id,
-        "workdir": validation.workdir,
-        "python": validation.python,
-    }
-    try:
-        for name, value in values.items():
-            if value is not None:
-                checks[name](value)
-    except RpcError as error:
-        fail(error.message, 2)
-
-
 def _builtins(value: Any) -> Any:
     import msgspec
 
@@ -73,7 +59,7 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Check that HOST can train: reachable, python, GPUs, a writable workdir."""
-        _check(host=host, workdir=workdir, python=python)
+        check(host=host, workdir=workdir, python=python)
         with DaemonClient.connect() as client:
             verdict = client.request(
                 "host/preflight", {"host": host, "gpus": gpus, "python": python, "workdir": workdir}
@@ -147,7 +133,7 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Ship the config (and dataset) to HOST and start a run that outlives this shell."""
-        _check(host=host, run_id=run_id, workdir=workdir, python=python)
+        check(host=host, run_id=run_id, workdir=workdir, python=python)
         secrets = {}
         for name in secret:
             try:
@@ -218,7 +204,7 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Stream the log of a run (reattaching from anywhere); end with its final state."""
-        _check(host=host, run_id=run_id, workdir=workdir)
+        check(host=host, run_id=run_id, workdir=workdir)
         with DaemonClient.connect() as client:
             _follow(client, host, run_id, workdir, offset, json, follow)
 
@@ -231,16 +217,7 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Say how a run stands: running, completed, failed (exit N), stopped, lost, unknown."""
-        _check(host=host, run_id=run_id, workdir=workdir)
-        with DaemonClient.connect() as client:
-            params = {"host": host, "runId": run_id}
-            if workdir:
-                params["workdir"] = workdir
-            run = client.request("run/status", params).run
-        if json:
-            print_json(run)
-        else:
-            print(state_text(run))
+        show_status(host, run_id, workdir, json)
 
     @app.command()
     @friendly_errors
@@ -255,7 +232,7 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Copy a file or directory of a run home; every file's sha256 is checked."""
-        _check(host=host, run_id=run_id, workdir=workdir)
+        check(host=host, run_id=run_id, workdir=workdir)
         try:
             validation.fetch_path(path)
         except RpcError as error:
@@ -303,7 +280,7 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Stop every process of a run and confirm they are gone."""
-        _check(host=host, run_id=run_id, workdir=workdir)
+        check(host=host, run_id=run_id, workdir=workdir)
         params: dict[str, Any] = {"host": host, "runId": run_id, "force": force, "grace": grace}
         if workdir:
             params["workdir"] = workdir

@@ -1,0 +1,25 @@
+"""Refusing bad input in the CLI itself, before the daemon (or any ssh) is involved."""
+
+from __future__ import annotations
+
+from rtrain.protocol import validation
+from rtrain.protocol.errors import RpcError
+
+from .output import fail
+
+_CHECKS = {
+    "host": validation.host,
+    "run_id": validation.run_id,
+    "workdir": validation.workdir,
+    "python": validation.python,
+}
+
+
+def check(**values: str | None) -> None:
+    """One sentence on stderr and exit 2 for the first value that is not usable."""
+    try:
+        for name, value in values.items():
+            if value is not None:
+                _CHECKS[name](value)
+    except RpcError as error:
+        fail(error.message, 2)
