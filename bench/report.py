@@ -276,9 +276,9 @@ def render(results: Results, plots: dict[str, str], commentary: dict[str, str]) 
         table(["", ""], [[key, value] for key, value in machine.items() if key != "load"]),
         "",
         f"Load average (1 / 5 / 15 min) at the start: {machine['load']}; at the end: "
-        f"{results.load_after}. The machine was shared with other engineers' test suites "
-        "while this ran, so absolute figures are noisier than on an idle machine; the "
-        "comparisons are not, because both sides of each one were measured interleaved.",
+        f"{results.load_after}. Other work on the machine makes absolute figures noisier "
+        "than on an idle one; the comparisons much less so, because both sides of each one "
+        "were measured interleaved.",
         "",
         "## Method",
         "",
