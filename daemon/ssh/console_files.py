@@ -19,11 +19,10 @@ import contextlib
 import hashlib
 import logging
 from collections import deque
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+from rtrain.daemon.remote import script
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .console_framing import Request
@@ -41,100 +40,17 @@ CHUNK_TIMEOUT = 60.0
 # The last chunk waits for the far side to hash the whole file; allow it this many bytes/s.
 HASH_RATE = 20e6
 
-# put: DEST OFFSET SHA256|-, the chunk on stdin (already verified by the agent). OFFSET 0
-# starts the part file afresh; others are written in place. With SHA256 the part is checked
-# and renamed into place (answer `ok`, `mismatch` or `error`, as receive.sh), else the answer
-# is `written<TAB>OFFSET`.
-_PUT = r"""
-need_args "$#" 3
-dest=$(expand_workdir "$1") || fail "$E_USAGE" bad_dest
-offset=$2
-expected=$(printf '%s' "$3" | tr 'A-F' 'a-f')
-part=$dest.part
-is_uint "$offset" || fail "$E_USAGE" usage
-[ "$((offset % 65536))" = 0 ] || fail "$E_USAGE" usage
-if [ -d "$dest" ]; then
-	say "$dest is a directory"
-	fail "$E_WRITE" write "destination is a directory"
-fi
-if [ "$offset" = 0 ]; then
-	msg=$({ cat >"$part"; } 2>&1)
-elif [ -f "$part" ]; then
-	msg=$(dd of="$part" bs=65536 seek="$((offset / 65536))" conv=notrunc 2>&1)
-else
-	fail "$E_WRITE" write "the partial file $part is gone"
-fi
-# shellcheck disable=SC2181 # the status of the assignment above is the copy's
-if [ "$?" != 0 ]; then
-	rm -f -- "$part"
-	say "$msg"
-	fail "$E_WRITE" write "$(flat "$msg")"
-fi
-if [ "$expected" = - ]; then
-	emit written "$offset"
-	exit 0
-fi
-if ! digest=$(sha256_of "$part"); then
-	rm -f -- "$part"
-	fail "$E_WRITE" write "cannot hash the received file"
-fi
-size=$(size_of "$part")
-if [ "$digest" != "$expected" ]; then
-	rm -f -- "$part"
-	say "sha256 mismatch for $dest: got $digest, expected $expected"
-	emit mismatch "$digest" "$size"
-	exit "$E_MISMATCH"
-fi
-if ! msg=$(mv -f -- "$part" "$dest" 2>&1); then
-	rm -f -- "$part"
-	fail "$E_WRITE" write "$(flat "$msg")"
-fi
-emit ok "$digest" "$size"
-exit 0
-"""
 
-# get: RUN_DIR REL OFFSET LENGTH -> those bytes of the file, after send.sh's checks.
-_GET = r"""
-need_args "$#" 4
-take_run_dir "$1"
-[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
-REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
-normalize_rel "$2"
-target=$RUN_DIR${REL:+/$REL}
-inside_run "$target"
-case $? in
-1) fail "$E_OUTSIDE" path_outside_run "$(flat "$2")" ;;
-2) fail "$E_NOT_FOUND" not_found "$(flat "$2")" ;;
-esac
-[ -e "$target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
-[ -f "$target" ] || fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
-is_uint "$3" && is_uint "$4" || fail "$E_USAGE" usage
-# tail seeks in a regular file; the resolved path, so a swapped link cannot lead outside.
-tail -c "+$(($3 + 1))" -- "$REAL_PATH" | head -c "$4"
-"""
-
-
-# drop: DEST -> DEST.part removed (an upload that failed leaves nothing behind).
-_DROP = r"""
-dest=$(expand_workdir "$1") || fail "$E_USAGE" bad_dest
-rm -f -- "$dest.part"
-"""
 # After these, asking the host to clean up would only wait for the same failure again.
 _UNREACHABLE = (Kind.HOST_UNREACHABLE, Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED)
 
 
-@cache
-def _far_script(body: str) -> str:
-    common = (resources.files("rtrain.daemon.remote") / "scripts" / "common.sh").read_text()
-    return common + "\n" + body
-
-
 def put_script() -> str:
-    return _far_script(_PUT)
+    return script("put_chunk")
 
 
 def get_script() -> str:
-    return _far_script(_GET)
+    return script("get_range")
 
 
 class Channel(Protocol):
@@ -171,7 +87,7 @@ async def upload(
         if error.kind not in _UNREACHABLE:
             with contextlib.suppress(RpcError):
                 await channel.execute(
-                    Request.of(_far_script(_DROP), [remote_path], None),
+                    Request.of(script("drop_part"), [remote_path], None),
                     CHUNK_TIMEOUT,
                     f"removing {local.name}.part",
                     idempotent=True,
