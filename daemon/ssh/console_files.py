@@ -26,7 +26,7 @@ from rtrain.daemon.remote import script
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .console_framing import Request
-from .transport import Completed, Progress
+from .transport import Completed, Progress, raise_for_failed_upload
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ async def _upload_chunks(
             log.info("%s: chunks arrive damaged; now %d bytes each", channel.alias, chunk_size)
         fields = done.fields()
         if not ("ok" in fields if final else fields.get("written") == [str(offset)]):
-            _raise_for_failure(channel.alias, local, done)
+            raise_for_failed_upload(channel.alias, local, done)
         if progress and length:
             progress(length)
 
@@ -153,28 +153,6 @@ def _read_at(path: Path, offset: int, length: int) -> bytes:
     with open(path, "rb") as source:
         source.seek(offset)
         return source.read(length)
-
-
-def _raise_for_failure(alias: str, local: Path, done: Completed) -> None:
-    """The same errors as the exec transport's upload, from put's answer."""
-    fields = done.fields()
-    if "mismatch" in fields:
-        raise app_error(
-            Kind.TRANSFER_FAILED,
-            f"{alias}: {local.name} arrived damaged (sha256 mismatch); nothing was kept. "
-            "Try again.",
-        )
-    if "error" in fields and "No space" in " ".join(fields["error"]):
-        raise app_error(
-            Kind.DISK_FULL,
-            f"{alias}: the disk is full; {local.name} was not shipped "
-            f"({' '.join(fields['error'][1:])}).",
-        )
-    raise app_error(
-        Kind.TRANSFER_FAILED,
-        f"{alias}: shipping {local.name} failed: "
-        f"{' '.join(fields.get('error', [])) or done.error_text}",
-    )
 
 
 async def download(

@@ -201,8 +201,11 @@ class ControlMaster:
         assert proc.stderr is not None
         while chunk := await proc.stderr.read(4096):
             # Each console session opened through the master logs this; it is no error.
-            chunk = b"".join(line for line in chunk.splitlines(keepends=True)
-                             if b"tcgetattr: Inappropriate ioctl" not in line)
+            chunk = b"".join(
+                line
+                for line in chunk.splitlines(keepends=True)
+                if b"tcgetattr: Inappropriate ioctl" not in line
+            )
             if len(self._stderr) < 64 * 1024:
                 self._stderr += chunk
         await proc.wait()

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from rtrain.daemon.remote import script
 from rtrain.protocol.errors import Kind, app_error
@@ -173,26 +174,8 @@ class ProcessTransport(Transport):
         assert proc.returncode is not None
         self._check_transport_failure(proc.returncode, err)
         done = Completed(proc.returncode, out, err)
-        fields = done.fields()
-        if "ok" in fields:
-            return
-        if "mismatch" in fields:
-            raise app_error(
-                Kind.TRANSFER_FAILED,
-                f"{self.alias}: {local.name} arrived damaged (sha256 mismatch); "
-                "nothing was kept. Try again.",
-            )
-        if "error" in fields and "No space" in " ".join(fields["error"]):
-            raise app_error(
-                Kind.DISK_FULL,
-                f"{self.alias}: the disk is full; {local.name} "
-                f"was not shipped ({' '.join(fields['error'][1:])}).",
-            )
-        raise app_error(
-            Kind.TRANSFER_FAILED,
-            f"{self.alias}: shipping {local.name} failed: "
-            f"{' '.join(fields.get('error', [])) or done.error_text}",
-        )
+        if "ok" not in done.fields():
+            raise_for_failed_upload(self.alias, local, done)
 
     async def download(
         self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
@@ -238,3 +221,25 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
         proc.kill()
     with contextlib.suppress(Exception):
         await proc.wait()
+
+
+def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoReturn:
+    """The error for a receive (or put_chunk) answer that is not `ok`; every transport's."""
+    fields = done.fields()
+    if "mismatch" in fields:
+        raise app_error(
+            Kind.TRANSFER_FAILED,
+            f"{alias}: {local.name} arrived damaged (sha256 mismatch); nothing was kept. "
+            "Try again.",
+        )
+    if "error" in fields and "No space" in " ".join(fields["error"]):
+        raise app_error(
+            Kind.DISK_FULL,
+            f"{alias}: the disk is full; {local.name} was not shipped "
+            f"({' '.join(fields['error'][1:])}).",
+        )
+    raise app_error(
+        Kind.TRANSFER_FAILED,
+        f"{alias}: shipping {local.name} failed: "
+        f"{' '.join(fields.get('error', [])) or done.error_text}",
+    )
