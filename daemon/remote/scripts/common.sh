@@ -466,3 +466,42 @@ inside_run() {
 	esac
 	return 1
 }
+
+# keep_part PART DEST EXPECTED_SHA256: rename PART to DEST only if its sha256 matches, then
+# answer `ok SHA SIZE` and exit 0; on a mismatch PART is removed, `mismatch SHA SIZE`, exit 3.
+keep_part() {
+	if ! kp_digest=$(sha256_of "$1"); then
+		rm -f -- "$1"
+		fail "$E_WRITE" write "cannot hash the received file"
+	fi
+	kp_size=$(size_of "$1")
+	if [ "$kp_digest" != "$3" ]; then
+		rm -f -- "$1"
+		say "sha256 mismatch for $2: got $kp_digest, expected $3"
+		emit mismatch "$kp_digest" "$kp_size"
+		exit "$E_MISMATCH"
+	fi
+	if ! kp_msg=$(mv -f -- "$1" "$2" 2>&1); then
+		rm -f -- "$1"
+		fail "$E_WRITE" write "$(flat "$kp_msg")"
+	fi
+	emit ok "$kp_digest" "$kp_size"
+	exit 0
+}
+
+# run_file RUN_DIR REL: set REAL_PATH to the regular file REL of the run, or fail
+# (run_not_found, path_outside_run, not_found, not_a_file) without touching anything.
+run_file() {
+	take_run_dir "$1"
+	[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
+	REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
+	normalize_rel "$2"
+	rf_target=$RUN_DIR${REL:+/$REL}
+	inside_run "$rf_target"
+	case $? in
+	1) fail "$E_OUTSIDE" path_outside_run "$(flat "$2")" ;;
+	2) fail "$E_NOT_FOUND" not_found "$(flat "$2")" ;;
+	esac
+	[ -e "$rf_target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
+	[ -f "$rf_target" ] || fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
+}

@@ -30,20 +30,4 @@ if [ "$expected" = - ]; then
 	emit written "$offset"
 	exit 0
 fi
-if ! digest=$(sha256_of "$part"); then
-	rm -f -- "$part"
-	fail "$E_WRITE" write "cannot hash the received file"
-fi
-size=$(size_of "$part")
-if [ "$digest" != "$expected" ]; then
-	rm -f -- "$part"
-	say "sha256 mismatch for $dest: got $digest, expected $expected"
-	emit mismatch "$digest" "$size"
-	exit "$E_MISMATCH"
-fi
-if ! msg=$(mv -f -- "$part" "$dest" 2>&1); then
-	rm -f -- "$part"
-	fail "$E_WRITE" write "$(flat "$msg")"
-fi
-emit ok "$digest" "$size"
-exit 0
+keep_part "$part" "$dest" "$expected"
