@@ -48,18 +48,22 @@ class HostPool:
         if known == "console":
             return await self._console(alias, ssh_config)
         transport = ExecTransport(alias, self.runtime_dir, ssh_config)
-        try:
-            await transport.connect()
-        except Exception as error:
-            self.registry.set_host(alias, None, getattr(error, "message", str(error)))
-            await transport.close()
-            raise
+        await self._connect(alias, transport)
         if known == "exec" or await self._exec_works(transport):
             self.registry.set_host(alias, "exec", None)
             return transport
         log.info("%s refuses exec channels; using the console transport", alias)
         await transport.close()
         return await self._console(alias, ssh_config)
+
+    async def _connect(self, alias: str, transport: Transport) -> None:
+        """Connect, or record why not (for `hosts/list`) and let nothing linger."""
+        try:
+            await transport.connect()
+        except Exception as error:
+            self.registry.set_host(alias, None, getattr(error, "message", str(error)))
+            await transport.close()
+            raise
 
     @staticmethod
     async def _exec_works(transport: ExecTransport) -> bool:
@@ -79,12 +83,7 @@ class HostPool:
 
     async def _console(self, alias: str, ssh_config: Path | None) -> Transport:
         transport = ConsoleTransport(alias, self.runtime_dir, ssh_config)
-        try:
-            await transport.connect()
-        except Exception as error:
-            self.registry.set_host(alias, None, getattr(error, "message", str(error)))
-            await transport.close()
-            raise
+        await self._connect(alias, transport)
         self.registry.set_host(alias, "console", None)
         return transport
 

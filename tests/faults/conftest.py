@@ -161,3 +161,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for kind, count in sorted(counts.items()):
             write(f"  {count:6d}  {kind}")
     write(f"lost: {len(LEDGER.lost)}" + "".join(f"\n  {what}" for what in LEDGER.lost))
+
+
+def stranger_process() -> subprocess.Popen[bytes]:
+    """A process of the remote user that has nothing to do with any run."""
+    return subprocess.Popen(
+        ["sleep", "300"],
+        user=GPU_USER,
+        group=GPU_USER,
+        extra_groups=[],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )

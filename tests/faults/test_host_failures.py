@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 from typing import Any
 
 from rtrain.client.errors import RemoteError
-from tests.faults.conftest import PROXY_ALIAS, Campaign
-from tests.hosts import GPU_USER
+from tests.faults.conftest import PROXY_ALIAS, Campaign, stranger_process
 from tests.operations import trainers
 from tests.operations.harness import LogCollector
 from tests.operations.processes import pid_alive, run_pids
@@ -176,16 +174,7 @@ def test_after_a_reboot_a_recycled_pid_does_not_revive_the_run(campaign: Campaig
     reboot(campaign, [run_id])
     # After the "reboot" the host has another boot id, and the run's old pid now belongs
     # to some other process of the same user.
-    stranger = subprocess.Popen(
-        ["sleep", "300"],
-        user=GPU_USER,
-        group=GPU_USER,
-        extra_groups=[],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    stranger = stranger_process()
     try:
         (run_dir / "train.pid").write_text(f"{stranger.pid}\n")
         meta = run_dir / "meta.json"

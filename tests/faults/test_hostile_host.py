@@ -12,8 +12,7 @@ import time
 import pytest
 
 from tests.cli.rtrain_command import rtrain_executable
-from tests.faults.conftest import Campaign
-from tests.hosts import GPU_USER
+from tests.faults.conftest import Campaign, stranger_process
 from tests.operations import trainers
 from tests.operations.processes import pid_alive, run_pids
 
@@ -129,20 +128,6 @@ def test_terminal_escapes_in_a_log_never_reach_the_terminal_raw(campaign: Campai
         timeout=WAIT_S,
     )
     assert piped.stdout == far
-
-
-def stranger_process() -> subprocess.Popen[bytes]:
-    """A process of the remote user that has nothing to do with any run."""
-    return subprocess.Popen(
-        ["sleep", "300"],
-        user=GPU_USER,
-        group=GPU_USER,
-        extra_groups=[],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 # What the rewritten pid file says, and whether stop must refuse (else it stops the run by
