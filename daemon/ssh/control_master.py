@@ -67,6 +67,10 @@ class ControlMaster:
                 return  # another caller replaced it meanwhile
             await self._start()
 
+    async def answers(self) -> bool:
+        """True when the master runs and greets clients: the connection is there."""
+        return self.alive and await self._answers(self._proc)
+
     async def _answers(self, proc: asyncio.subprocess.Process | None) -> bool:
         """True when the master greets a client on its socket.
 

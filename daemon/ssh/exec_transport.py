@@ -1,4 +1,6 @@
-"""The `exec` transport: each script is `ssh host sh -c SCRIPT rtrain ARGS...` via the master."""
+"""The `exec` transport: each script is `sh -c SCRIPT rtrain ARGS...` on the far side, run by
+a long-lived shell on the master when one is free (one round trip), else on a channel of its
+own (`ssh host sh -c ...` through the master: two round trips)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,13 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from rtrain.daemon.remote import script
 from rtrain.protocol.errors import Kind, app_error
 
+from .command_shell import ShellLost, ShellPool
 from .control_master import ControlMaster
 from .failures import classify
-from .transport import ProcessTransport
+from .transport import Completed, ProcessTransport
 
 # What a command's ssh says when its master went away under it, and when it then refuses to
 # connect on its own (ProxyCommand=false, see ControlMaster.command_argv).
@@ -24,14 +28,48 @@ class ExecTransport(ProcessTransport):
     def __init__(self, alias: str, runtime_dir: Path, config: Path | None) -> None:
         self.alias = alias
         self.master = ControlMaster(alias, runtime_dir, config)
+        self.shells = ShellPool(lambda: self.master.command_argv("exec sh"))
 
     async def connect(self) -> None:
         await self.master.ensure()
+
+    async def run(
+        self, name: str, args: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60
+    ) -> Completed:
+        if stdin:  # a shell's stdin carries its scripts; this one needs its own channel
+            return await super().run(name, args, stdin=stdin, timeout=timeout)
+        await self.connect()
+        shell = self.shells.take()
+        if shell is None:
+            return await super().run(name, args, timeout=timeout)
+        try:
+            return await shell.run(script(name), args, timeout)
+        except TimeoutError:
+            raise self._timed_out(name, timeout) from None
+        except ShellLost as lost:
+            raise await self._shell_failure(name, lost) from None
+        finally:
+            self.shells.give_back(shell)
 
     def _argv(self, text: str, args: Sequence[str]) -> list[str]:
         # Every word is quoted for the remote login shell; the script itself reads its
         # arguments as "$1"... so no value is ever parsed as shell syntax.
         return self.master.command_argv(shlex.join(["sh", "-c", text, "rtrain", *args]))
+
+    async def _shell_failure(self, name: str, lost: ShellLost) -> Exception:
+        # ssh exits 255 both when the connection failed and when the far shell was killed
+        # by a signal; only the master can tell which.
+        if lost.returncode == 255 and not await self.master.answers():
+            try:
+                self._check_transport_failure(255, lost.stderr)
+            except Exception as error:
+                return error
+        return app_error(
+            Kind.REMOTE_FAILED,
+            f"{self.alias}: the far-side shell running {name} ended before its answer "
+            f"was whole (exit status {lost.returncode}); try again.",
+            detail=lost.stderr.decode(errors="replace").strip()[-300:] or None,
+        )
 
     def _check_transport_failure(self, returncode: int, stderr: bytes) -> None:
         if returncode != 255:
@@ -49,6 +87,7 @@ class ExecTransport(ProcessTransport):
         raise classify(self.alias, text, returncode)
 
     async def close(self) -> None:
+        await self.shells.close()
         await self.master.close()
 
     @property

@@ -120,17 +120,20 @@ class ProcessTransport(Transport):
             await _reap(proc)
             if isinstance(error, asyncio.CancelledError):
                 raise
-            raise app_error(
-                Kind.TIMEOUT,
-                f"{self.alias}: {name} took longer than {timeout:.0f} s "
-                "(is the host or the connection stalled?)",
-            ) from None
+            raise self._timed_out(name, timeout) from None
         assert proc.returncode is not None
         self._check_transport_failure(proc.returncode, err)
         return Completed(proc.returncode, out, err)
 
     def _check_transport_failure(self, returncode: int, stderr: bytes) -> None:
         """Hook for ssh: exit 255 means the connection failed, not the script."""
+
+    def _timed_out(self, name: str, timeout: float) -> Exception:
+        return app_error(
+            Kind.TIMEOUT,
+            f"{self.alias}: {name} took longer than {timeout:.0f} s "
+            "(is the host or the connection stalled?)",
+        )
 
     def _stalled(self, what: str) -> Exception:
         return app_error(

@@ -85,19 +85,29 @@ def test_the_monitor_pushes_run_changed_to_subscribers(ops: Ops) -> None:
 
 
 def test_one_remote_command_per_host_per_interval(ops: Ops) -> None:
-    runs = [ops.new_run_id() for _ in range(6)]
-    for run_id in runs:
-        ops.start(trainers.SLEEPER, run_id=run_id)
-    log = ops.hosts.plain_log
-
-    def sessions() -> int:
-        return log.read_text(errors="replace").count("Starting session:")
-
-    time.sleep(0.5)
-    first = sessions()
-    window = 2.0
-    time.sleep(window)
-    polled = sessions() - first
+    # Every far-side script is `sh -c SCRIPT rtrain ARGS...`, on a channel of its own or in a
+    # long-lived shell; an `sh` first on the far PATH counts them, whichever way they come.
+    # It is there before the daemon's first command, so every shell the daemon opens uses it.
+    counter = ops.home / ".test-hosts" / "bin" / "sh"
+    calls = ops.home / ".rtrain-test-sh-calls"
+    counter.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = -c ] && [ "$3" = rtrain ] && echo "$4" >>"$HOME/.rtrain-test-sh-calls"\n'
+        'exec /bin/sh "$@"\n'
+    )
+    counter.chmod(0o755)
+    try:
+        runs = [ops.new_run_id() for _ in range(6)]
+        for run_id in runs:
+            ops.start(trainers.SLEEPER, run_id=run_id)
+        time.sleep(0.5)
+        first = len(calls.read_text().splitlines())
+        window = 2.0
+        time.sleep(window)
+        polled = len(calls.read_text().splitlines()) - first
+    finally:
+        counter.unlink()
+        calls.unlink(missing_ok=True)
     # The monitor (every 0.5 s) sends one command for all six runs; one per run would be 24.
     assert 1 <= polled <= window / 0.5 + 3, polled
     # ...and it keeps every one of them fresh.

@@ -1,0 +1,210 @@
+"""Long-lived far-side shells on the master, each fed one script at a time.
+
+A new command on a ControlMaster costs two round trips before it runs: the master opens a
+channel, then asks it to run the command. A `sh` that already listens on an open channel
+runs the next script after one: the script goes out on its stdin and its output comes
+back. Status, tail and stop are one such script each, so this halves what they wait for
+on a long link.
+
+Each script still runs as `sh -c SCRIPT rtrain ARGS...` in a child of that shell, exactly
+as on its own channel: what it does to its environment, its options or its exit status
+stays in the child. Its stdin is /dev/null (the shell's stdin is the command stream), so
+scripts that read stdin never come here. After the script, the shell prints a marker with
+a fresh random nonce on stdout (with the exit status) and on stderr, which is how the
+daemon knows where the script's output ends without any escaping of the output itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shlex
+from collections.abc import Callable, Sequence
+
+from .transport import Completed
+
+# The most output one script may print: a tail chunk is 1 MiB, a fetch listing of a large
+# tree some more. A script that prints more loses its shell and fails instead.
+OUTPUT_LIMIT = 64 * 1024 * 1024
+# Shells per host. sshd allows ten sessions per connection (MaxSessions) and transfers need
+# theirs; two keep a poll and a tail (or a status) from waiting for each other.
+POOL_SIZE = 2
+HANDSHAKE_TIMEOUT = 30.0
+# After a shell failed to open, scripts take their own channels for this long before the
+# next attempt, so a host that is down does not get a doomed ssh client per script.
+RETRY_AFTER = 5.0
+# How long a shell whose answer broke off gets to exit and say why before it is killed.
+EXIT_WAIT = 1.0
+
+
+class ShellLost(Exception):
+    """The shell's channel ended before the script's answer was whole.
+
+    `returncode` is the ssh client's: 255 when the connection or the master failed, the far
+    shell's own status when only the shell ended.
+    """
+
+    def __init__(self, returncode: int | None, stderr: bytes) -> None:
+        super().__init__("the far-side shell ended")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class CommandShell:
+    """One far-side `sh` reading scripts from its stdin, through an ssh client process."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self.broken = False
+
+    @classmethod
+    async def open(cls, argv: Sequence[str]) -> CommandShell:
+        """Start `argv` (an ssh client running `exec sh`) and wait until the shell answers.
+
+        Whatever the login shell printed first (a chatty rc file) is read and dropped here,
+        so it can never be taken for a script's output.
+        """
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=OUTPUT_LIMIT,
+        )
+        shell = cls(proc)
+        try:
+            await asyncio.wait_for(shell._exchange("", ()), HANDSHAKE_TIMEOUT)
+        except BaseException:
+            await shell.close()
+            raise
+        return shell
+
+    @property
+    def usable(self) -> bool:
+        return not self.broken and self._proc.returncode is None
+
+    async def run(self, text: str, args: Sequence[str], timeout: float) -> Completed:
+        """Run script `text` with `args`; raises ShellLost, TimeoutError or CancelledError,
+        after each of which this shell is closed (a script may still be running in it)."""
+        try:
+            return await asyncio.wait_for(self._exchange(text, args), timeout)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _exchange(self, text: str, args: Sequence[str]) -> Completed:
+        stdin, stdout, stderr = self._proc.stdin, self._proc.stdout, self._proc.stderr
+        assert stdin is not None and stdout is not None and stderr is not None
+        nonce = f"rtrain-end-{secrets.token_hex(16)}"
+        # An empty text is the handshake: only the markers.
+        command = shlex.join(["sh", "-c", text, "rtrain", *args]) + " </dev/null; " if text else ""
+        stdin.write(
+            f'{command}rtrain_rc=$?; printf "\\n%s %s\\n" {nonce} "$rtrain_rc"; '
+            f'printf "\\n%s\\n" {nonce} >&2\n'.encode()
+        )
+        try:
+            await stdin.drain()
+            out = await stdout.readuntil(f"\n{nonce} ".encode())
+            code = await stdout.readuntil(b"\n")
+            err = await stderr.readuntil(f"\n{nonce}\n".encode())
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            raise await self._lost() from None
+        return Completed(
+            int(code),
+            out[: -len(nonce) - 2],
+            err[: -len(nonce) - 2],
+        )
+
+    async def _lost(self) -> ShellLost:
+        """Why the answer broke off: the ssh client's exit status and its last words."""
+        self.broken = True
+        proc = self._proc
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.close()
+        last_words = b""
+        with contextlib.suppress(Exception):
+            last_words = await asyncio.wait_for(proc.stderr.read(), EXIT_WAIT)
+            await asyncio.wait_for(proc.wait(), EXIT_WAIT)
+        await self.close()
+        return ShellLost(proc.returncode, last_words)
+
+    async def close(self) -> None:
+        self.broken = True
+        proc = self._proc
+        if proc.stdin is not None:
+            proc.stdin.close()
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(Exception):
+            await proc.wait()
+
+
+class ShellPool:
+    """Idle shells of one host, and one opening in the background when there are too few."""
+
+    def __init__(self, argv: Callable[[], Sequence[str]], size: int = POOL_SIZE) -> None:
+        self._argv = argv
+        self._size = size
+        self._idle: list[CommandShell] = []
+        self._busy = 0
+        self._opening: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
+        self._closed = False
+
+    def take(self) -> CommandShell | None:
+        """An idle, live shell (now busy), or None; then one more is opened for next time."""
+        while self._idle:
+            shell = self._idle.pop()
+            if shell.usable:
+                self._busy += 1
+                return shell
+        self._grow()
+        return None
+
+    def give_back(self, shell: CommandShell) -> None:
+        self._busy -= 1
+        if shell.usable and not self._closed:
+            self._idle.append(shell)
+        self._grow()
+
+    def warm(self) -> None:
+        """Have a shell ready before the first script asks for one."""
+        if not self._idle and not self._busy:
+            self._grow()
+
+    def _grow(self) -> None:
+        loop = asyncio.get_running_loop()
+        if (
+            self._closed
+            or self._opening is not None
+            or len(self._idle) + self._busy >= self._size
+            or loop.time() < self._retry_at
+        ):
+            return
+        self._opening = loop.create_task(self._open())
+
+    async def _open(self) -> None:
+        try:
+            shell = await CommandShell.open(self._argv())
+        except Exception:
+            # The host or its master is gone; scripts take their own channels meanwhile
+            # and report the failure themselves.
+            self._retry_at = asyncio.get_running_loop().time() + RETRY_AFTER
+            return
+        finally:
+            self._opening = None
+        if self._closed:
+            await shell.close()
+        else:
+            self._idle.append(shell)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._opening is not None:
+            self._opening.cancel()
+            with contextlib.suppress(BaseException):
+                await self._opening
+        idle, self._idle = self._idle, []
+        for shell in idle:
+            await shell.close()

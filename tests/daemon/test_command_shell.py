@@ -1,0 +1,258 @@
+"""The long-lived far-side shells that carry scripts over one round trip, against the real sshd.
+
+Whatever travels through a shell must come back exactly as it would on a channel of its own:
+every byte of stdout and stderr, the exit status, every argument untouched, and nothing a
+script does may leak into the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from rtrain.daemon.ssh.command_shell import CommandShell, ShellLost
+from rtrain.daemon.ssh.exec_transport import ExecTransport
+from rtrain.daemon.ssh.transport import Completed, ProcessTransport
+from rtrain.protocol.errors import Kind, RpcError
+from tests.hosts import GPU_USER, TestHosts
+
+T = TypeVar("T")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def far_shells() -> list[str]:
+    """The far shell that reads the scripts: /bin/sh always, others where installed."""
+    found = ["sh"]
+    for name, command in (("bash", "bash"), ("busybox", "busybox sh"), ("zsh", "zsh")):
+        if shutil.which(name):
+            found.append(command)
+        elif IN_CI:
+            found.append(command)  # CI installs them; a missing one must fail there
+    return found
+
+
+@pytest.fixture
+def runtime() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="rtcs-", dir="/tmp"))  # short: a socket lives here
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def on_plain(hosts: TestHosts, runtime: Path, body: Callable[[ExecTransport], Awaitable[T]]) -> T:
+    async def main() -> T:
+        transport = ExecTransport("plain", runtime, hosts.config_path)
+        try:
+            await transport.connect()
+            return await body(transport)
+        finally:
+            await transport.close()
+
+    return asyncio.run(main())
+
+
+async def open_shell(transport: ExecTransport, far_shell: str = "sh") -> CommandShell:
+    return await CommandShell.open(transport.master.command_argv(f"exec {far_shell}"))
+
+
+async def warm(transport: ExecTransport) -> None:
+    """Run scripts until one went through a shell (the first only opens one)."""
+    for _ in range(200):
+        shell = transport.shells.take()
+        if shell is not None:
+            transport.shells.give_back(shell)
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no shell opened")
+
+
+STRANGE_ARGS = ["", "two words", "$(touch pwned)", "`id`", "a'b\"c", "x\ny", "; exit 7", "*", "-e"]
+
+
+@pytest.mark.parametrize("far_shell", far_shells())
+def test_output_status_and_arguments_come_back_exactly(
+    ssh_hosts: TestHosts, runtime: Path, far_shell: str
+) -> None:
+    script = r"""
+for a in "$@"; do printf '<%s>' "$a"; done
+printf '\000binary\377'
+printf 'to stderr\n' >&2
+printf 'no newline at the end' >&2
+printf '\nrtrain-end-0000 0\n'
+exit 3
+"""
+
+    async def body(transport: ExecTransport) -> tuple[Completed, Completed]:
+        shell = await open_shell(transport, far_shell)
+        try:
+            first = await shell.run(script, STRANGE_ARGS, 30)
+            second = await shell.run("printf '%s' \"$#\"", [], 30)
+            return first, second
+        finally:
+            await shell.close()
+
+    first, second = on_plain(ssh_hosts, runtime, body)
+    expected = "".join(f"<{a}>" for a in STRANGE_ARGS).encode()
+    assert first.stdout == expected + b"\0binary\xff\nrtrain-end-0000 0\n"
+    assert first.stderr == b"to stderr\nno newline at the end"
+    assert first.returncode == 3
+    assert second == Completed(0, b"0", b"")
+    assert not (ssh_hosts.home(GPU_USER) / "pwned").exists()
+
+
+def test_a_script_changes_nothing_for_the_next_one(ssh_hosts: TestHosts, runtime: Path) -> None:
+    async def body(transport: ExecTransport) -> list[Completed]:
+        shell = await open_shell(transport)
+        try:
+            results = [
+                await shell.run(
+                    "cd /; export RTRAIN_LEAK=1; set -e; exec 2>/dev/null; cat; exit 9", [], 30
+                )
+            ]
+            for text in ('printf "%s|%s" "$PWD" "${RTRAIN_LEAK-unset}"', "false; echo $?"):
+                results.append(await shell.run(text, [], 30))
+            return results
+        finally:
+            await shell.close()
+
+    ended, where, errexit = on_plain(ssh_hosts, runtime, body)
+    # `cat` read an empty stdin: a script never eats the stream that carries the next.
+    assert ended == Completed(9, b"", b"")
+    assert where.stdout.decode() == f"{ssh_hosts.home(GPU_USER)}|unset"
+    assert errexit.stdout == b"1\n"
+
+
+def test_chatter_before_the_shell_is_not_taken_for_output(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    async def body(transport: ExecTransport) -> Completed:
+        argv = transport.master.command_argv("echo Welcome to the pod; echo oops >&2; exec sh")
+        shell = await CommandShell.open(argv)
+        try:
+            return await shell.run("echo hello", [], 30)
+        finally:
+            await shell.close()
+
+    assert on_plain(ssh_hosts, runtime, body) == Completed(0, b"hello\n", b"")
+
+
+def test_scripts_through_the_transport_match_their_own_channel(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    """The daemon's own scripts, many at once: the pool's shells and extra channels agree."""
+    args = ["~/.rtrain/runs", "no-such-run", "bad id;rm"]
+
+    async def body(transport: ExecTransport) -> tuple[Completed, list[Completed]]:
+        alone = await ProcessTransport.run(transport, "status", args)
+        await warm(transport)
+        together = await asyncio.gather(*(transport.run("status", args) for _ in range(12)))
+        return alone, list(together)
+
+    alone, together = on_plain(ssh_hosts, runtime, body)
+    assert b"no-such-run\tmissing" in alone.stdout
+    assert all(done == alone for done in together)
+
+
+def test_a_timed_out_script_loses_its_shell_and_the_next_script_still_answers(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    async def body(transport: ExecTransport) -> tuple[RpcError, Completed]:
+        await warm(transport)
+        shell = transport.shells.take()
+        assert shell is not None
+        transport.shells.give_back(shell)
+        with pytest.raises(RpcError) as raised:
+            await transport.run("status", ["~/.rtrain/runs", "r0"], timeout=0)
+        assert not shell.usable
+        return raised.value, await transport.run("status", ["~/.rtrain/runs", "r1"])
+
+    error, after = on_plain(ssh_hosts, runtime, body)
+    assert error.kind == Kind.TIMEOUT
+    assert "status took longer than 0 s" in error.message
+    assert b"r1\tmissing" in after.stdout
+
+
+def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    async def body(transport: ExecTransport) -> tuple[RpcError, Completed, Completed]:
+        await warm(transport)
+        shell = transport.shells.take()
+        assert shell is not None
+        pid = int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+        # Killed while a script runs in it (as an OOM killer would): that script fails in
+        # one sentence that says what happened, not as a lost host.
+        running = asyncio.ensure_future(shell.run("sleep 2", [], 30))
+        await asyncio.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(ShellLost) as lost:
+            await running
+        failure = await transport._shell_failure("status", lost.value)
+        assert isinstance(failure, RpcError)
+        transport.shells.give_back(shell)
+        assert not shell.usable
+        # Killed while idle: the pool notices before anyone asks it.
+        await warm(transport)
+        idle = transport.shells.take()
+        assert idle is not None
+        pid = int((await idle.run('printf "%s" "$PPID"', [], 30)).stdout)
+        transport.shells.give_back(idle)
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        after_idle = await transport.run("status", ["~/.rtrain/runs", "r1"])
+        return failure, after_idle, await transport.run("status", ["~/.rtrain/runs", "r1"])
+
+    failure, after_idle, after = on_plain(ssh_hosts, runtime, body)
+    assert failure.kind == Kind.REMOTE_FAILED
+    assert "far-side shell running status ended" in failure.message
+    assert b"r1\tmissing" in after_idle.stdout
+    assert b"r1\tmissing" in after.stdout
+
+
+def test_a_dead_master_makes_the_host_unreachable_not_a_script_failure(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    async def body(transport: ExecTransport) -> RpcError:
+        await warm(transport)
+        shell = transport.shells.take()
+        assert shell is not None
+        master = transport.master._proc
+        assert master is not None
+        master.kill()
+        with pytest.raises(ShellLost) as lost:
+            await shell.run("sleep 5", [], 30)
+        transport.shells.give_back(shell)
+        assert lost.value.returncode == 255
+        failure = await transport._shell_failure("status", lost.value)
+        assert isinstance(failure, RpcError)
+        return failure
+
+    error = on_plain(ssh_hosts, runtime, body)
+    assert error.kind == Kind.HOST_UNREACHABLE
+
+
+def test_far_side_processes_of_closed_shells_are_gone(ssh_hosts: TestHosts, runtime: Path) -> None:
+    async def body(transport: ExecTransport) -> int:
+        await warm(transport)
+        shell = transport.shells.take()
+        assert shell is not None
+        pid = int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+        transport.shells.give_back(shell)
+        return pid
+
+    pid = on_plain(ssh_hosts, runtime, body)
+    for _ in range(100):
+        if subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0:
+            return
+        asyncio.run(asyncio.sleep(0.05))
+    raise AssertionError(f"far shell {pid} outlived its transport")
