@@ -22,14 +22,7 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
         return StatusResult(run=known)
     if known is not None and (p.host, p.run_id) in ops.starting:
         return StatusResult(run=known)  # its start decides; the far side would say "lost"
-    base = known or RunInfo(
-        host=p.host,
-        run_id=p.run_id,
-        state="unknown",
-        remote_dir=run_dir,
-        log_path=f"{run_dir}/train.log",
-        workdir=posixpath.dirname(run_dir),
-    )
+    base = _base(ops, p, run_dir)
     try:
         [fresh] = await refresh(ops, p.host, [base])
     except RpcError as error:
@@ -41,6 +34,27 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
         ):
             return StatusResult(run=ops.mark_unknown(p.host, p.run_id, error))
         raise
+    return StatusResult(run=_settle(ops, p, run_dir, fresh))
+
+
+def from_row(ops: Ops, p: RunRef, row: list[str]) -> RunInfo:
+    """The run as a status.sh `run` row another script printed says it stands; recorded."""
+    run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
+    return _settle(ops, p, run_dir, apply_row(_base(ops, p, run_dir), row))
+
+
+def _base(ops: Ops, p: RunRef, run_dir: str) -> RunInfo:
+    return ops.known(p.host, p.run_id) or RunInfo(
+        host=p.host,
+        run_id=p.run_id,
+        state="unknown",
+        remote_dir=run_dir,
+        log_path=f"{run_dir}/train.log",
+        workdir=posixpath.dirname(run_dir),
+    )
+
+
+def _settle(ops: Ops, p: RunRef, run_dir: str, fresh: RunInfo | None) -> RunInfo:
     if fresh is None:
         raise app_error(
             Kind.RUN_NOT_FOUND,
@@ -49,7 +63,7 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
             "with another one.",
             runId=p.run_id,
         )
-    return StatusResult(run=ops.record(fresh))
+    return ops.record(fresh)
 
 
 async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | None]:

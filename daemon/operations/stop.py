@@ -8,6 +8,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
 
 from .context import Ops
+from .status import from_row
 from .status import status as run_status
 
 
@@ -56,7 +57,11 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
             raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host}.")
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: stop failed: {done.error_text}")
     killed = [int(x) for x in (fields.get("killed") or [""])[0].split() if x.isdigit()]
-    run = (await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))).run
+    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
+    # stop.sh says how the run stands once nothing of it is left (should its last line be
+    # missing, ask as status does).
+    rows = done.rows("run")
+    run = from_row(ops, ref, rows[0]) if rows else (await run_status(ops, ref)).run
     if retried and outcome == "not_running" and run.state == "stopped":
         outcome = "stopped"  # by this request's first attempt, whose answer was lost
     if outcome == "stopped" and run.state == "running":

@@ -1,5 +1,6 @@
 # stop.sh RUN_DIR RUN_ID GRACE_SECONDS FORCE(0|1): stop every process of the run and report
-# `stopped` only once none is left.
+# `stopped` only once none is left; then the run's state as status.sh words it (`run` line),
+# so the daemon needs no second command to know how the run stands now.
 need_args "$#" 4
 take_run_dir "$1" "$2"
 run_id=$2
@@ -138,6 +139,13 @@ signal_newcomers() {
 # Poll up to N naps until nothing of the run is left; newcomers get SIGNAL too.
 wait_gone() {
 	w_left=$1
+	# Most processes end within milliseconds of the signal: look again almost at once
+	# rather than a whole nap later.
+	if [ "$NAP_PER_SECOND" = 10 ]; then
+		sleep 0.02
+		collect
+		[ -z "$LIVE" ] && return 0
+	fi
 	while [ "$w_left" -gt 0 ]; do
 		nap
 		collect
@@ -149,9 +157,16 @@ wait_gone() {
 	[ -z "$LIVE" ]
 }
 
+# After the outcome: the `run` line of status.sh, now that nothing of the run is alive.
+emit_state() {
+	run_state "$RUN_DIR" "$run_id"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL"
+}
+
 collect
 if [ -z "$LIVE" ]; then
 	emit outcome not_running
+	emit_state
 	exit 0
 fi
 if [ -d "$RUN_DIR" ]; then
@@ -178,6 +193,8 @@ if [ -z "$LIVE" ]; then
 	# shellcheck disable=SC2086 # a list of pids, split on purpose
 	set -- $SIGNALLED
 	emit killed "$*"
+	set +f
+	emit_state
 	exit 0
 fi
 for s_pid in $LIVE; do
