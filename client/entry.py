@@ -1,4 +1,5 @@
-"""The `rtrain` console script. `--version` answers before typer is even imported."""
+"""The `rtrain` console script. `--version` answers before typer is even imported, and the
+plain forms of `status` and `tail` without it (fast_path.py)."""
 
 from __future__ import annotations
 

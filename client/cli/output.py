@@ -1,4 +1,7 @@
-"""How the CLI speaks: data to stdout, messages and errors to stderr, `--json` for scripts."""
+"""How the CLI speaks: data to stdout, messages and errors to stderr, `--json` for scripts.
+
+No msgspec at import: the start-up fast path speaks through this module too.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-import msgspec
-
 from rtrain.client.errors import RemoteError, RtrainError
 from rtrain.protocol.errors import INVALID_PARAMS
+
+from .json_text import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,8 +55,22 @@ def friendly_errors(func: F) -> F:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+    # A Struct (DaemonClient's answers) exists only once msgspec is loaded, and then msgspec
+    # writes. Otherwise the value is plain data from the quick client, and json_text writes
+    # the same bytes msgspec would.
+    msgspec = sys.modules.get("msgspec")
+    text = msgspec.json.encode(value).decode() if msgspec is not None else json_text(value)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def to_builtins(value: Any) -> Any:
+    """An answer as plain JSON data: the quick client's answers (WireObjects) already are."""
+    if isinstance(value, dict):
+        return value
+    import msgspec
+
+    return msgspec.to_builtins(value)
 
 
 def note(message: str) -> None:

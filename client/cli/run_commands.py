@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,12 @@ from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
 
 from .completion import complete_host, complete_run_id
-from .describe import outcome_exit_code, state_text, table, when
+from .describe import state_text, table, when
 from .input_checks import check
+from .log_follow import follow_log
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar, human_bytes
 from .status_view import show_status
-from .terminal_text import safe_for_terminal
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -40,12 +39,6 @@ def _existing(value: Path | None) -> Path | None:
     if value is not None and not value.exists():
         raise typer.BadParameter(f"Path {str(value)!r} does not exist.")
     return value
-
-
-def _builtins(value: Any) -> Any:
-    import msgspec
-
-    return msgspec.to_builtins(value)
 
 
 def register(app: typer.Typer) -> None:
@@ -189,7 +182,7 @@ def register(app: typer.Typer) -> None:
                 print(f"  tail:  rtrain tail {host} {run.run_id}")
                 print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
             if follow:
-                _follow(client, host, run.run_id, None, 0, json)
+                follow_log(client, host, run.run_id, None, 0, json)
 
     @app.command()
     @friendly_errors
@@ -206,7 +199,7 @@ def register(app: typer.Typer) -> None:
         """Stream the log of a run (reattaching from anywhere); end with its final state."""
         check(host=host, run_id=run_id, workdir=workdir)
         with DaemonClient.connect() as client:
-            _follow(client, host, run_id, workdir, offset, json, follow)
+            follow_log(client, host, run_id, workdir, offset, json, follow)
 
     @app.command()
     @friendly_errors
@@ -217,7 +210,9 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Say how a run stands: running, completed, failed (exit N), stopped, lost, unknown."""
-        show_status(host, run_id, workdir, json)
+        check(host=host, run_id=run_id, workdir=workdir)
+        with DaemonClient.connect() as client:
+            show_status(client, host, run_id, workdir, json)
 
     @app.command()
     @friendly_errors
@@ -341,46 +336,3 @@ def register(app: typer.Typer) -> None:
                 ],
             )
         )
-
-
-def _follow(
-    client: DaemonClient,
-    host: str,
-    run_id: str,
-    workdir: str | None,
-    offset: int,
-    json: bool,
-    follow: bool = True,
-) -> None:
-    """Stream the log; Ctrl-C detaches (the run goes on); exit with the run's outcome."""
-    tty = sys.stdout.isatty()
-
-    def on_log(method: str, params: Any) -> None:
-        if method != "run/log":
-            return
-        if json:
-            print_json({"type": "log", **_builtins(params)})
-        else:
-            text = safe_for_terminal(params.text) if tty else params.text
-            sys.stdout.write(text)
-            sys.stdout.flush()
-
-    params: dict[str, Any] = {"host": host, "runId": run_id, "offset": offset, "follow": follow}
-    if workdir:
-        params["workdir"] = workdir
-    try:
-        result = client.request("run/tail", params, on_notification=on_log)
-    except KeyboardInterrupt:
-        client.close()
-        note(
-            f"\ndetached; {run_id} keeps running on {host}.\n"
-            f"  reattach: rtrain tail {host} {run_id}\n  stop:     rtrain stop {host} {run_id}"
-        )
-        raise typer.Exit(130) from None
-    run = result.run
-    if json:
-        print_json({"type": "end", "offset": result.offset, "run": _builtins(run)})
-    else:
-        note(f"{run_id} on {host}: {state_text(run)}")
-    if run.state != "running":
-        raise typer.Exit(outcome_exit_code(run))

@@ -1,0 +1,58 @@
+"""Printing a run's log as it streams, then its final state: `tail`, `start` (which follows)
+and the start-up fast path share this (no typer here)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .describe import outcome_exit_code, state_text
+from .output import note, print_json, to_builtins
+from .terminal_text import safe_for_terminal
+
+if TYPE_CHECKING:
+    from rtrain.client.daemon_client import DaemonClient
+    from rtrain.client.quick_rpc import QuickClient
+
+
+def follow_log(
+    client: DaemonClient | QuickClient,
+    host: str,
+    run_id: str,
+    workdir: str | None,
+    offset: int,
+    json: bool,
+    follow: bool = True,
+) -> None:
+    """Stream the log; Ctrl-C detaches (the run goes on); exit with the run's outcome."""
+    tty = sys.stdout.isatty()
+
+    def on_log(method: str, params: Any) -> None:
+        if method != "run/log":
+            return
+        if json:
+            print_json({"type": "log", **to_builtins(params)})
+        else:
+            text = safe_for_terminal(params.text) if tty else params.text
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    params: dict[str, Any] = {"host": host, "runId": run_id, "offset": offset, "follow": follow}
+    if workdir:
+        params["workdir"] = workdir
+    try:
+        result = client.request("run/tail", params, on_notification=on_log)
+    except KeyboardInterrupt:
+        client.close()
+        note(
+            f"\ndetached; {run_id} keeps running on {host}.\n"
+            f"  reattach: rtrain tail {host} {run_id}\n  stop:     rtrain stop {host} {run_id}"
+        )
+        raise SystemExit(130) from None
+    run = result.run
+    if json:
+        print_json({"type": "end", "offset": result.offset, "run": to_builtins(run)})
+    else:
+        note(f"{run_id} on {host}: {state_text(run)}")
+    if run.state != "running":
+        raise SystemExit(outcome_exit_code(run))
