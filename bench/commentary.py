@@ -50,6 +50,8 @@ def _latency(latency: list[LinkLatency], results: Results) -> str:
     tail = far.samples["tail"]
     floor = status[FLOOR].median
     fresh = status[PER_STEP].median
+    client = status[CLIENT].median
+    below = client < floor
     lines = [
         f"**Reading the +{delay:g} ms rows.** A round trip costs {round_trip * 1000:.0f} ms. "
         f"The floor, `ssh true` on an open master, took {floor * 1000:.0f} ms, about "
@@ -57,31 +59,32 @@ def _latency(latency: list[LinkLatency], results: Results) -> str:
         "and then asks it to run the command, one round trip each. A fresh `ssh` took "
         f"{fresh * 1000:.0f} ms, about {fresh / round_trip:.1f} round trips: TCP, the "
         "version exchange, key exchange, authentication, then the same channel, plus the "
-        f"handshake's CPU. rtrain's status on an open client took "
-        f"{status[CLIENT].median * 1000:.0f} ms, {(status[CLIENT].median - floor) * 1000:.0f} ms "
-        "above the floor; its far-side script run by hand on a master took "
-        f"{status[SCRIPT].median * 1000:.0f} ms, so the daemon itself adds "
-        f"{_added(status[CLIENT], status[SCRIPT])} and the rest is the script's own work (a few "
-        "forks: the run's marker is checked with grep in its process's environment). Tail's "
-        f"first line took {tail[CLIENT].median * 1000:.0f} ms on an open client and its script "
-        f"(`read_log`) by hand {tail[SCRIPT].median * 1000:.0f} ms: the same state check, "
-        "then `stat` and a four-process pipeline that cuts exactly the bytes asked for.",
+        f"handshake's CPU. rtrain's status on an open client took {client * 1000:.0f} ms, "
+        f"about {client / round_trip:.1f} round trips, "
+        f"{abs(client - floor) * 1000:.0f} ms {'below' if below else 'above'} the floor: the "
+        "daemon keeps a far-side shell open on the master and types each script into it "
+        "([architecture](architecture.md), long-lived shells), so a script costs one round "
+        "trip plus its own work. The same script run by hand on a master, on a channel of "
+        f"its own, took {status[SCRIPT].median * 1000:.0f} ms. Tail's first line took "
+        f"{tail[CLIENT].median * 1000:.0f} ms on an open client and its script (`read_log`) "
+        f"by hand {tail[SCRIPT].median * 1000:.0f} ms.",
         "",
         "**The `rtrain` command** pays a fresh Python process on every call before it says "
         f"anything: status by command took {status[CLI].median * 1000:.0f} ms against "
-        f"{status[CLIENT].median * 1000:.0f} ms on an open client, the difference being "
-        "start-up (benchmark 4). Where the command misses a ratio and the open client holds "
-        "it, start-up is the whole gap.",
+        f"{client * 1000:.0f} ms on an open client, the difference being start-up "
+        "(benchmark 4): for `status` and `tail` that is the bare interpreter plus `json` and "
+        "a socket (client/quick_rpc.py); typer and msgspec are not loaded.",
         "",
         "**Start** ships the config and the dataset with their sha256 checked on the far side "
-        "and launches detached: four remote commands on the open master (make the run "
-        "directory, receive the config, receive the dataset, launch), where the per-step "
-        "way opens four fresh connections. **Stop** confirms the way rtrain promises: it "
-        "finds every process that carries the run's marker (even one that left the process "
-        "group), signals, re-checks in 0.1 s naps until none is left, and then refreshes the "
-        "run's state in a second remote command. On a near link a bare `kill` and a "
-        "`ps` loop on one pid is as fast or faster, because it checks less; the open "
-        "connection wins as the link gets longer.",
+        "and launches detached: four remote commands on the open master. Making the run "
+        "directory and launching go through the long-lived shell; the config and the dataset "
+        "each take a channel of their own, because their bytes travel on its stdin. The "
+        "per-step way opens four fresh connections. **Stop** confirms the way rtrain "
+        "promises, in one remote command: it finds every process that carries the run's "
+        "marker (even one that left the process group), signals, looks again 20 ms later and "
+        "then in 0.1 s naps until none is left, and answers with the run's state. On a near "
+        "link a bare `kill` and a `ps` loop on one pid is about as fast, because it checks "
+        "less; the open connection wins as the link gets longer.",
     ]
     return "\n".join(lines)
 
@@ -152,7 +155,14 @@ def _transfer(results: Results) -> str:
 def _scale(results: Results) -> str:
     scale = results.scale
     assert scale is not None
-    return (
+    sessions = ""
+    if scale.sshd_sessions_per_host_round < 0.5:
+        sessions = (
+            "Each host's one status command per round goes through a far-side shell the "
+            "daemon keeps open, so the far sshd starts no session for it: "
+            f"{scale.sshd_sessions_per_host_round:.2f} per host per round. "
+        )
+    return sessions + (
         "The far side of all 20 hosts is this same 2-core machine, so while a poll round "
         f"runs, {scale.hosts} far-side status scripts (each checking {scale.runs // scale.hosts} "
         "runs' processes) compete with the daemon for the same cores; the worst `daemon/info` "
@@ -174,26 +184,24 @@ def _limits(results: Results) -> str:
             items.append(
                 "**Start-up of the `rtrain` command.** `rtrain status` on the host `local` "
                 f"(no ssh) took {_ms(local)}, {(local.median - bare.median) * 1000:.0f} ms "
-                f"above the bare interpreter ({_ms(bare)}); on the ssh host {_ms(host)}. "
-                "That is importing the CLI (typer, click) and the protocol layer before the "
-                "first byte goes to the daemon. It decides every ratio of the command column; "
-                "bench/startup.py follows it alone."
+                f"above the bare interpreter ({_ms(bare)}); on the ssh host {_ms(host)}. The "
+                "interpreter itself is most of it (this Python's site start-up); what rtrain "
+                "adds is `json`, a socket and the daemon's answer. Other commands load typer "
+                "(`rtrain --help` in benchmark 4)."
             )
     far = farthest(results.latency or [])
     if far is not None:
         status = far.samples["status"]
-        floor = status[FLOOR].median
         round_trip = 2 * (far.link.delay_ms or 0.0) / 1000
-        one_trip = status[CLIENT].median - round_trip
         items.append(
-            "**Two round trips per remote command.** Every command on a ControlMaster "
-            f"opens a channel and then runs (the floor: {floor * 1000:.0f} ms at "
-            f"+{far.link.delay_ms:g} ms). A long-lived far-side shell per host, fed commands "
-            "over one open channel (as the console transport already does), would save one "
-            f"round trip ({round_trip * 1000:.0f} ms) per command: status would take about "
-            f"{one_trip * 1000:.0f} ms, {status[PER_STEP].median / one_trip:.0f}x faster than "
-            f"the per-step way instead of {status[PER_STEP].median / status[CLIENT].median:.1f}x "
-            "(an estimate from this run's figures, not a measurement)."
+            "**One round trip per script, two per transfer.** A script goes through a "
+            "long-lived far-side shell and waits one round trip "
+            f"({round_trip * 1000:.0f} ms at +{far.link.delay_ms:g} ms; status on an open "
+            f"client took {status[CLIENT].median * 1000:.0f} ms). Below that only an answer "
+            "the daemon already holds can go: a run that ended is answered from the "
+            "registry, but a running one is asked, because a state is only worth what its "
+            "last look is. An upload or a fetch opens a channel of its own (its bytes need "
+            "the channel's stdin or stdout) and pays two."
         )
     items += [
         "**Far-side script work.** `read_log` (tail) costs more than `status` on the far side: "
@@ -201,13 +209,8 @@ def _limits(results: Results) -> str:
         "regular file could be one `cat`-like pass. Both scripts start with a `grep -z` probe "
         "(a two-process pipeline) that could be replaced by trying the real grep and "
         "falling back on its error status.",
-        "**Start and stop in fewer commands.** Start runs four commands one after another; "
-        "the run directory could be made by the first receive, and the config and dataset "
-        "could travel side by side on two channels. Stop refreshes the state in a second "
-        "command; stop.sh could print the final state itself.",
-        "**Hashing beside the copy, not before or after it.** receive.sh could hash while it "
-        "writes (`tee` into the hasher) instead of reading the file again, and the daemon "
-        "could hash the upload as it sends it; fetch could stream the file while the far "
-        "side hashes it, instead of hashing everything first.",
+        "**Start in fewer commands.** Start runs four commands one after another; the run "
+        "directory could be made by the first receive, and the config and the dataset could "
+        "travel side by side on two channels.",
     ]
     return "\n\n".join(f"{index}. {item}" for index, item in enumerate(items, 1))
