@@ -57,6 +57,9 @@ class CommandShell:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc
         self.broken = False
+        # Which connection it was opened on (the pool's `generation`): a shell that ends
+        # with a replaced master went down with the old connection, not on its own.
+        self.generation: object = None
 
     @classmethod
     async def open(cls, argv: Sequence[str]) -> CommandShell:
@@ -143,8 +146,14 @@ class CommandShell:
 class ShellPool:
     """Idle shells of one host, and one opening in the background when there are too few."""
 
-    def __init__(self, argv: Callable[[], Sequence[str]], size: int = POOL_SIZE) -> None:
+    def __init__(
+        self,
+        argv: Callable[[], Sequence[str]],
+        generation: Callable[[], object] = lambda: None,
+        size: int = POOL_SIZE,
+    ) -> None:
         self._argv = argv
+        self._generation = generation
         self._size = size
         self._idle: list[CommandShell] = []
         self._busy = 0
@@ -185,8 +194,10 @@ class ShellPool:
         self._opening = loop.create_task(self._open())
 
     async def _open(self) -> None:
+        generation = self._generation()
         try:
             shell = await CommandShell.open(self._argv())
+            shell.generation = generation
         except Exception:
             # The host or its master is gone; scripts take their own channels meanwhile
             # and report the failure themselves.

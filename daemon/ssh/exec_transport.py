@@ -28,7 +28,9 @@ class ExecTransport(ProcessTransport):
     def __init__(self, alias: str, runtime_dir: Path, config: Path | None) -> None:
         self.alias = alias
         self.master = ControlMaster(alias, runtime_dir, config)
-        self.shells = ShellPool(lambda: self.master.command_argv("exec sh"))
+        self.shells = ShellPool(
+            lambda: self.master.command_argv("exec sh"), lambda: self.master.started_at
+        )
 
     async def connect(self) -> None:
         await self.master.ensure()
@@ -47,7 +49,7 @@ class ExecTransport(ProcessTransport):
         except TimeoutError:
             raise self._timed_out(name, timeout) from None
         except ShellLost as lost:
-            raise await self._shell_failure(name, lost) from None
+            raise await self._shell_failure(name, lost, shell.generation) from None
         finally:
             self.shells.give_back(shell)
 
@@ -56,10 +58,12 @@ class ExecTransport(ProcessTransport):
         # arguments as "$1"... so no value is ever parsed as shell syntax.
         return self.master.command_argv(shlex.join(["sh", "-c", text, "rtrain", *args]))
 
-    async def _shell_failure(self, name: str, lost: ShellLost) -> Exception:
+    async def _shell_failure(self, name: str, lost: ShellLost, generation: object) -> Exception:
         # ssh exits 255 both when the connection failed and when the far shell was killed
-        # by a signal; only the master can tell which.
-        if lost.returncode == 255 and not await self.master.answers():
+        # by a signal; only the master can tell which: still the same one, and answering.
+        if lost.returncode == 255 and (
+            generation != self.master.started_at or not await self.master.answers()
+        ):
             try:
                 self._check_transport_failure(255, lost.stderr)
             except Exception as error:

@@ -197,7 +197,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(ShellLost) as lost:
             await running
-        failure = await transport._shell_failure("status", lost.value)
+        failure = await transport._shell_failure("status", lost.value, shell.generation)
         assert isinstance(failure, RpcError)
         transport.shells.give_back(shell)
         assert not shell.usable
@@ -222,7 +222,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
 def test_a_dead_master_makes_the_host_unreachable_not_a_script_failure(
     ssh_hosts: TestHosts, runtime: Path
 ) -> None:
-    async def body(transport: ExecTransport) -> RpcError:
+    async def body(transport: ExecTransport) -> tuple[RpcError, RpcError, Completed]:
         await warm(transport)
         shell = transport.shells.take()
         assert shell is not None
@@ -233,12 +233,18 @@ def test_a_dead_master_makes_the_host_unreachable_not_a_script_failure(
             await shell.run("sleep 5", [], 30)
         transport.shells.give_back(shell)
         assert lost.value.returncode == 255
-        failure = await transport._shell_failure("status", lost.value)
-        assert isinstance(failure, RpcError)
-        return failure
+        gone = await transport._shell_failure("status", lost.value, shell.generation)
+        # The same loss, told only after a new master is up: still the connection's doing,
+        # so callers that retry on an unreachable host (tail, stop) retry.
+        await transport.connect()
+        replaced = await transport._shell_failure("status", lost.value, shell.generation)
+        assert isinstance(gone, RpcError) and isinstance(replaced, RpcError)
+        return gone, replaced, await transport.run("status", ["~/.rtrain/runs", "r1"])
 
-    error = on_plain(ssh_hosts, runtime, body)
-    assert error.kind == Kind.HOST_UNREACHABLE
+    gone, replaced, after = on_plain(ssh_hosts, runtime, body)
+    assert gone.kind == Kind.HOST_UNREACHABLE
+    assert replaced.kind == Kind.HOST_UNREACHABLE
+    assert b"r1\tmissing" in after.stdout
 
 
 def test_far_side_processes_of_closed_shells_are_gone(ssh_hosts: TestHosts, runtime: Path) -> None:
