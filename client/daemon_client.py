@@ -155,12 +155,9 @@ class DaemonClient:
             try:
                 data = self._sock.recv(256 * 1024)
             except OSError as error:
-                raise DaemonProtocolError(f"Lost the connection to the daemon: {error}.") from None
+                raise DaemonProtocolError.lost(error) from None
             if not data:
-                raise DaemonProtocolError(
-                    "The daemon closed the connection (it may have stopped or crashed; "
-                    "see `rtrain daemon logs`)."
-                )
+                raise DaemonProtocolError.closed()
             for event in self._conn.receive_data(data):
                 if isinstance(event, Response) and event.id == msg_id:
                     return event.result
@@ -169,7 +166,7 @@ class DaemonClient:
                 if isinstance(event, Notification) and on_notification is not None:
                     on_notification(event.method, event.params)
                 if isinstance(event, ConnectionBroken):
-                    raise DaemonProtocolError(f"The daemon sent garbage: {event.reason}.")
+                    raise DaemonProtocolError.garbage(event.reason)
 
     def close(self) -> None:
         try:
@@ -188,7 +185,7 @@ class DaemonClient:
         try:
             self._sock.sendall(data)
         except OSError as error:
-            raise DaemonProtocolError(f"Lost the connection to the daemon: {error}.") from None
+            raise DaemonProtocolError.lost(error) from None
 
 
 def _dial(path: Path, timeout: float | None) -> socket.socket:

@@ -20,6 +20,21 @@ class DaemonUnavailable(RtrainError):
 class DaemonProtocolError(RtrainError):
     """The daemon broke the protocol, or the connection to it broke mid-conversation."""
 
+    @classmethod
+    def lost(cls, error: OSError) -> DaemonProtocolError:
+        return cls(f"Lost the connection to the daemon: {error}.")
+
+    @classmethod
+    def closed(cls) -> DaemonProtocolError:
+        return cls(
+            "The daemon closed the connection (it may have stopped or crashed; "
+            "see `rtrain daemon logs`)."
+        )
+
+    @classmethod
+    def garbage(cls, reason: str) -> DaemonProtocolError:
+        return cls(f"The daemon sent garbage: {reason}.")
+
 
 class RemoteError(RtrainError):
     """The daemon refused or failed an operation; `kind` is the stable error kind."""

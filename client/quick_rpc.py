@@ -125,19 +125,16 @@ class QuickClient:
                 if isinstance(message, WireObject):
                     return message
             if self._garbage is not None:
-                raise DaemonProtocolError(f"The daemon sent garbage: {self._garbage}.")
+                raise DaemonProtocolError.garbage(self._garbage)
             self._receive()
 
     def _receive(self) -> None:
         try:
             data = self._sock.recv(RECEIVE_BYTES)
         except OSError as error:
-            raise DaemonProtocolError(f"Lost the connection to the daemon: {error}.") from None
+            raise DaemonProtocolError.lost(error) from None
         if not data:
-            raise DaemonProtocolError(
-                "The daemon closed the connection (it may have stopped or crashed; "
-                "see `rtrain daemon logs`)."
-            )
+            raise DaemonProtocolError.closed()
         try:
             self._frames += self._reader.feed(data)
         except FramingError as error:
@@ -149,7 +146,7 @@ class QuickClient:
         try:
             self._sock.sendall(encode_frame(body))
         except OSError as error:
-            raise DaemonProtocolError(f"Lost the connection to the daemon: {error}.") from None
+            raise DaemonProtocolError.lost(error) from None
 
 
 def _same_id(answer_id: Any, msg_id: int) -> bool:
