@@ -160,6 +160,7 @@ class ShellPool:
         self._opening: asyncio.Task[None] | None = None
         self._retry_at = 0.0
         self._closed = False
+        self._closing: set[asyncio.Future[None]] = set()  # shells given back beyond the size
 
     def take(self) -> CommandShell | None:
         """An idle, live shell (now busy), or None; then one more is opened for next time."""
@@ -173,9 +174,24 @@ class ShellPool:
 
     def give_back(self, shell: CommandShell) -> None:
         self._busy -= 1
-        if shell.usable and not self._closed:
+        if shell.usable and not self._closed and len(self._idle) + self._busy < self._size:
             self._idle.append(shell)
+        elif shell.usable:
+            self._closing.add(asyncio.ensure_future(shell.close()))
+            self._closing = {task for task in self._closing if not task.done()}
         self._grow()
+
+    async def give_up(self) -> None:
+        """No shells any more: the host needs every session it allows for other work.
+        The idle ones are closed (and their sessions free) when this returns."""
+        self._size = 0
+        if self._opening is not None:
+            self._opening.cancel()
+            with contextlib.suppress(BaseException):
+                await self._opening
+        idle, self._idle = self._idle, []
+        for shell in idle:
+            await shell.close()
 
     def warm(self) -> None:
         """Have a shell ready before the first script asks for one."""
@@ -212,10 +228,7 @@ class ShellPool:
 
     async def close(self) -> None:
         self._closed = True
-        if self._opening is not None:
-            self._opening.cancel()
+        await self.give_up()
+        for task in self._closing:
             with contextlib.suppress(BaseException):
-                await self._opening
-        idle, self._idle = self._idle, []
-        for shell in idle:
-            await shell.close()
+                await task

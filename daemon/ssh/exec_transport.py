@@ -4,22 +4,36 @@ own (`ssh host sh -c ...` through the master: two round trips)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import shlex
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from rtrain.daemon.remote import script
-from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 
 from .command_shell import ShellLost, ShellPool
 from .control_master import ControlMaster
 from .failures import classify
-from .transport import Completed, ProcessTransport
+from .transport import Completed, ProcessTransport, Progress
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # What a command's ssh says when its master went away under it, and when it then refuses to
 # connect on its own (ProxyCommand=false, see ControlMaster.command_argv).
 MASTER_GONE = "read from master failed"
 NO_FALLBACK = "Connection closed by UNKNOWN port 65535"
+# What it says when the host allows no more sessions on the connection (sshd's MaxSessions).
+SESSION_REFUSED = "Session open refused by peer"
+# Tries of a command whose session was refused: the first frees the shells' sessions.
+SESSION_TRIES = 3
+
+
+class SessionRefused(RpcError):
+    """The host refused one more session on the connection; nothing ran."""
 
 
 class ExecTransport(ProcessTransport):
@@ -39,11 +53,15 @@ class ExecTransport(ProcessTransport):
         self, name: str, args: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60
     ) -> Completed:
         if stdin:  # a shell's stdin carries its scripts; this one needs its own channel
-            return await super().run(name, args, stdin=stdin, timeout=timeout)
+            return await self._on_channel(
+                lambda: ProcessTransport.run(self, name, args, stdin=stdin, timeout=timeout)
+            )
         await self.connect()
         shell = self.shells.take()
         if shell is None:
-            return await super().run(name, args, timeout=timeout)
+            return await self._on_channel(
+                lambda: ProcessTransport.run(self, name, args, timeout=timeout)
+            )
         try:
             return await shell.run(script(name), args, timeout)
         except TimeoutError:
@@ -52,6 +70,36 @@ class ExecTransport(ProcessTransport):
             raise await self._shell_failure(name, lost, shell.generation) from None
         finally:
             self.shells.give_back(shell)
+
+    async def upload(
+        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
+    ) -> None:
+        await self._on_channel(
+            lambda: ProcessTransport.upload(self, local, remote_path, sha256, progress)
+        )
+
+    async def download(
+        self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
+    ) -> str:
+        return await self._on_channel(
+            lambda: ProcessTransport.download(self, run_dir, rel, dest, progress)
+        )
+
+    async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt` on a channel of its own. A host that allows few sessions per connection
+        (MaxSessions) refuses it while the shells hold theirs: then the host gets no shells
+        from now on, and the attempt is made again (nothing ran the first time)."""
+        for tries in range(1, SESSION_TRIES + 1):
+            try:
+                return await attempt()
+            except SessionRefused:
+                if tries == SESSION_TRIES:
+                    raise
+                if tries == 1:
+                    log.info("%s refuses another session; it gets no long-lived shells", self.alias)
+                await self.shells.give_up()
+                await asyncio.sleep(0.1 * (tries - 1))
+        raise AssertionError("unreachable")
 
     def _argv(self, text: str, args: Sequence[str]) -> list[str]:
         # Every word is quoted for the remote login shell; the script itself reads its
@@ -79,6 +127,14 @@ class ExecTransport(ProcessTransport):
         if returncode != 255:
             return
         text = stderr.decode(errors="replace")
+        if SESSION_REFUSED in text:
+            raise SessionRefused(
+                APPLICATION_ERROR,
+                f"{self.alias} refused another ssh session: its sshd allows fewer sessions per "
+                "connection (MaxSessions) than are in use now; try again once other commands "
+                "or transfers on it have finished.",
+                {"kind": Kind.REMOTE_FAILED},
+            )
         if not text.strip() or MASTER_GONE in text or NO_FALLBACK in text:
             # The master died under the command (the link was cut or timed out); its own
             # last words say why better than the command's empty stderr.

@@ -8,11 +8,13 @@ script does may leak into the next one.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -24,6 +26,7 @@ from rtrain.daemon.ssh.exec_transport import ExecTransport
 from rtrain.daemon.ssh.transport import Completed, ProcessTransport
 from rtrain.protocol.errors import Kind, RpcError
 from tests.hosts import GPU_USER, TestHosts
+from tests.hosts.sshd import Sshd
 
 T = TypeVar("T")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -262,3 +265,72 @@ def test_far_side_processes_of_closed_shells_are_gone(ssh_hosts: TestHosts, runt
             return
         asyncio.run(asyncio.sleep(0.05))
     raise AssertionError(f"far shell {pid} outlived its transport")
+
+
+@pytest.fixture
+def two_sessions(ssh_hosts: TestHosts) -> Iterator[str]:
+    """An alias to an sshd like plain's but allowing two sessions per connection (hardened
+    hosts set MaxSessions low): rtrain's shells must not take what transfers need."""
+    sshd = Sshd(
+        "maxsessions2",
+        ssh_hosts.base,
+        ssh_hosts.host_key,
+        [
+            f"AllowUsers {GPU_USER}",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "MaxSessions 2",
+        ],
+    )
+    sshd.start()
+    try:
+        ssh_hosts.add_alias("maxsessions2", sshd.port)
+        yield "maxsessions2"
+    finally:
+        sshd.close()
+
+
+def test_a_host_with_few_sessions_still_runs_everything(
+    ssh_hosts: TestHosts, runtime: Path, two_sessions: str
+) -> None:
+    """Both shells hold every session the host allows; a script that needs stdin, an upload
+    and a fetch each need one more. They get it: the host gives up its shells."""
+    home = ssh_hosts.home(GPU_USER)
+    name = f"rtcs-{uuid.uuid4().hex[:8]}"
+    far_dir = home / name
+    far_dir.mkdir()
+    shutil.chown(far_dir, GPU_USER, GPU_USER)
+    (far_dir / "model.bin").write_bytes(b"weights" * 1000)
+    local = runtime / "data.bin"
+    local.write_bytes(b"dataset" * 1000)
+    sha = hashlib.sha256(local.read_bytes()).hexdigest()
+
+    async def main() -> tuple[Completed, str]:
+        transport = ExecTransport(two_sessions, runtime, ssh_hosts.config_path)
+        try:
+            await transport.connect()
+            await warm(transport)
+            for _ in range(200):
+                if len(transport.shells._idle) == 2:
+                    break
+                transport.shells.give_back(transport.shells.take() or await open_shell(transport))
+                await asyncio.sleep(0.05)
+            assert len(transport.shells._idle) == 2, "both shells should be open"
+            done = await transport.run("status", ["~/.rtrain/runs", "r1"], stdin=b"\n")
+            await transport.upload(local, f"~/{name}/data.bin", sha)
+            got = await transport.download(f"~/{name}", "model.bin", runtime / "model.bin")
+            # ...and scripts still answer, each on a channel of its own now.
+            assert transport.shells.take() is None
+            await transport.run("status", ["~/.rtrain/runs", "r1"])
+            return done, got
+        finally:
+            await transport.close()
+
+    try:
+        done, got = asyncio.run(main())
+        assert b"r1\tmissing" in done.stdout
+        assert (far_dir / "data.bin").read_bytes() == local.read_bytes()
+        assert (runtime / "model.bin").read_bytes() == (far_dir / "model.bin").read_bytes()
+        assert got == hashlib.sha256((far_dir / "model.bin").read_bytes()).hexdigest()
+    finally:
+        shutil.rmtree(far_dir, ignore_errors=True)
