@@ -1,7 +1,10 @@
 """run/fetch: bring files of a run home, each checked against the far side's sha256.
 
-A file is written under a temporary name and renamed only once its hash matched, so an
-interrupted or damaged fetch never leaves a truncated file under the final name.
+The listing gives names and sizes only; each file's sha256 is taken by the far side as it
+sends the file (send.sh), so the far disk reads it once, and the transport compares it with
+its own hash of what arrived. A file is written under a temporary name and renamed only once
+both hashes and the listed size matched, so an interrupted, damaged or changing fetch never
+leaves a truncated file under the final name.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 from pathlib import Path
 
 from rtrain.daemon.client_session import RequestContext
+from rtrain.daemon.ssh.transport import fetch_unverified
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, ProgressParams
@@ -28,7 +32,7 @@ async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
     if dest.exists() and not dest.is_dir():
         raise app_error(Kind.INVALID_PATH, f"{p.dest} exists and is not a directory.")
     transport = await ops.transport(p.host)
-    listing = await transport.run("list_files", [run_dir, rel], timeout=300)
+    listing = await transport.run("list_files", [run_dir, rel, "none"], timeout=300)
     errors = listing.rows("error")
     if errors:
         kind, *rest = errors[0] + [""]
@@ -57,11 +61,11 @@ async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
     if listing.returncode != 0:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")
     files = [
-        (int(size), sha, path)
-        for size, sha, path in (row[:3] for row in listing.rows("file") if len(row) >= 3)
+        (int(size), path)
+        for size, _no_sha, path in (row[:3] for row in listing.rows("file") if len(row) >= 3)
     ]
     dirs = [row[0] for row in listing.rows("dir") if row]
-    total = sum(size for size, _, _ in files)
+    total = sum(size for size, _ in files)
     # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
     parent = posixpath.dirname(rel) if rel != "." else ""
     done = 0
@@ -92,20 +96,16 @@ async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
     fetched = []
     for directory in dirs:
         _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
-    for size, sha, path in files:
+    for size, path in files:
         target = _local_target(dest, path, parent)
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(f".{target.name}.rtrain-{secrets.token_hex(4)}")
         try:
-            got = await transport.download(run_dir, path, temporary, advance)
-            if got != sha:
-                raise app_error(
-                    Kind.TRANSFER_FAILED,
-                    f"{path} arrived with another sha256 than "
-                    "the host computed (it changed while fetching, or the copy was "
-                    "damaged); nothing was written under its name. Try again.",
-                    path=path,
-                )
+            # Verified by the transport against the far side's hash of the same bytes.
+            sha = await transport.download(run_dir, path, temporary, advance)
+            if temporary.stat().st_size != size:
+                # Whole and unchanged while sent, but not the file that was listed.
+                raise fetch_unverified(path)
             os.replace(temporary, target)
         finally:
             with contextlib.suppress(FileNotFoundError):

@@ -8,8 +8,9 @@ Uploads write `DEST.part` on the far side: the first chunk alone (it starts the 
 middle ones at their offsets in any order (writing one twice is harmless), then the last
 chunk alone with the whole file's sha256; the far side renames the part into place only when
 that matches, as receive.sh does. Downloads read the file at offsets, with send.sh's path
-checks, until a short chunk; the caller compares the sha256 computed here with the one the
-far side listed. Nothing is reported done that was not verified.
+checks, until a short chunk; then the far side hashes the whole file (hash_file.sh), and
+the download counts only if that matches the sha256 of the chunks, so a file that changed
+between chunks is refused. Nothing is reported done that was not verified.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from rtrain.daemon.remote import script
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .console_framing import Request
-from .transport import Completed, Progress, raise_for_failed_upload
+from .transport import Completed, Progress, fetch_unverified, raise_for_failed_upload
 
 log = logging.getLogger(__name__)
 
@@ -164,11 +165,39 @@ async def download(
     chunk_size: int = DOWNLOAD_CHUNK,
     window: int = WINDOW,
 ) -> str:
-    """Write far file `run_dir/rel` into `dest`; the sha256 of what arrived.
+    """Write far file `run_dir/rel` into `dest`; the sha256 of what arrived, once the far
+    side's hash of the whole file matched it (else TRANSFER_FAILED).
 
     `window` chunks are asked for at once (on as many consoles), so one console's transfer
     overlaps the far side's work on the next chunk; they are written in order.
     """
+    got, size = await _download_chunks(channel, run_dir, rel, dest, progress, chunk_size, window)
+    far = await channel.execute(
+        Request.of(script("hash_file"), [run_dir, rel], None),
+        CHUNK_TIMEOUT + size / HASH_RATE,
+        f"hashing {rel}",
+        idempotent=True,
+    )
+    rows = far.rows("file")
+    if far.returncode != 0 or len(rows) != 1 or len(rows[0]) != 2:
+        raise app_error(
+            Kind.TRANSFER_FAILED, f"{channel.alias}: hashing {rel} failed: {far.error_text}"
+        )
+    if rows[0] != [str(size), got]:
+        raise fetch_unverified(rel)
+    return got
+
+
+async def _download_chunks(
+    channel: Channel,
+    run_dir: str,
+    rel: str,
+    dest: Path,
+    progress: Progress | None,
+    chunk_size: int,
+    window: int,
+) -> tuple[str, int]:
+    """The chunks of the file into `dest`: the sha256 and size of what arrived."""
 
     async def chunk(offset: int) -> bytes:
         done = await channel.execute(
@@ -184,6 +213,7 @@ async def download(
         return done.stdout
 
     digest = hashlib.sha256()
+    size = 0
     asked = 0
     # The first chunk alone: most files fit in it, and then need one console only.
     in_flight = 1
@@ -198,10 +228,11 @@ async def download(
                 in_flight = max(1, window)
                 sink.write(data)
                 digest.update(data)
+                size += len(data)
                 if progress and data:
                     progress(len(data))
                 if len(data) < chunk_size:
-                    return digest.hexdigest()
+                    return digest.hexdigest(), size
     finally:
         for task in pending:
             task.cancel()

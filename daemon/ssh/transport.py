@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from rtrain.daemon.remote import script
-from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.errors import Kind, RpcError, app_error
 
 Progress = Callable[[int], None]
 CHUNK = 1024 * 1024
@@ -78,7 +78,9 @@ class Transport(ABC):
     async def download(
         self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
     ) -> str:
-        """Write far file `run_dir/rel` into `dest`; returns the sha256 of what arrived."""
+        """Write far file `run_dir/rel` into `dest`; returns the sha256 of what arrived, once
+        the far side vouched for the same bytes (it hashed what it read, and the file held
+        still meanwhile). Raises TRANSFER_FAILED (`fetch_unverified`) when it did not."""
 
     async def close(self) -> None:
         return None
@@ -210,13 +212,20 @@ class ProcessTransport(Transport):
             raise
         assert proc.returncode is not None
         self._check_transport_failure(proc.returncode, err)
+        # send.sh hashed the bytes as it sent them; its verdict is a machine line on stderr.
+        said = Completed(proc.returncode, err, b"").fields()
+        if "changed" in said:
+            raise fetch_unverified(rel)
         if proc.returncode != 0:
             raise app_error(
                 Kind.TRANSFER_FAILED,
                 f"{self.alias}: reading {rel} failed: "
                 f"{Completed(proc.returncode, b'', err).error_text}",
             )
-        return digest.hexdigest()
+        got = digest.hexdigest()
+        if said.get("sent") != [got]:
+            raise fetch_unverified(rel)
+        return got
 
 
 async def _reap(proc: asyncio.subprocess.Process) -> None:
@@ -224,6 +233,16 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
         proc.kill()
     with contextlib.suppress(Exception):
         await proc.wait()
+
+
+def fetch_unverified(rel: str) -> RpcError:
+    """The error for a fetched file whose bytes the far side did not vouch for."""
+    return app_error(
+        Kind.TRANSFER_FAILED,
+        f"{rel} arrived with another sha256 than the host computed (it changed while "
+        "fetching, or the copy was damaged); nothing was written under its name. Try again.",
+        path=rel,
+    )
 
 
 def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoReturn:

@@ -1,7 +1,13 @@
-# list_files.sh RUN_DIR REL_PATH: `file<TAB>SIZE<TAB>SHA256<TAB>RELPATH` for each regular file
-# at or below REL_PATH, `dir<TAB>RELPATH` for each empty directory. Nothing is printed before
-# the whole tree has been checked, so an error never comes after a partial listing.
+# list_files.sh RUN_DIR REL_PATH [HASHES]: `file<TAB>SIZE<TAB>SHA256<TAB>RELPATH` for each regular
+# file at or below REL_PATH, `dir<TAB>RELPATH` for each empty directory. Nothing is printed
+# before the whole tree has been checked, so an error never comes after a partial listing.
+# HASHES `none` leaves SHA256 `-` and reads no file (a fetch hashes as send.sh sends); `sha256`,
+# the default, hashes each file.
 need_args "$#" 2
+case ${3-sha256} in
+sha256 | none) hashes=${3-sha256} ;;
+*) fail "$E_USAGE" usage ;;
+esac
 take_run_dir "$1"
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
 REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
@@ -19,7 +25,10 @@ esac
 [ -e "$target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
 
 emit_file() {
-	ef_sha=$(sha256_of "$1") || fail "$E_IO" unreadable "$2"
+	ef_sha=-
+	if [ "$hashes" = sha256 ]; then
+		ef_sha=$(sha256_of "$1") || fail "$E_IO" unreadable "$2"
+	fi
 	ef_size=$(size_of "$1") || fail "$E_IO" unreadable "$2"
 	emit file "$ef_size" "$ef_sha" "$2"
 }
