@@ -60,11 +60,11 @@ def test_stop_without_setsid(remote: Remote, path_without: Callable[[set[str]], 
 @pytest.mark.parametrize(
     ("missing", "used"),
     [
-        ({"sha256sum"}, "shasum"),
-        ({"sha256sum", "shasum"}, "openssl"),
-        ({"sha256sum", "shasum", "openssl"}, "python3"),
+        ({"openssl"}, "sha256sum"),
+        ({"openssl", "sha256sum"}, "shasum"),
+        ({"openssl", "sha256sum", "shasum"}, "python3"),
     ],
-    ids=["shasum", "openssl", "python"],
+    ids=["sha256sum", "shasum", "python"],
 )
 def test_hashing_falls_back(
     remote: Remote, path_without: Callable[[set[str]], str], missing: set[str], used: str
@@ -74,6 +74,26 @@ def test_hashing_falls_back(
             pytest.fail(f"{used} is missing")
         pytest.skip(f"{used} is not installed")
     env = {**remote.env, "PATH": path_without(missing)}
+    _, run_dir = remote.prepare()
+    data = b"payload\n" * 100
+    digest = hashlib.sha256(data).hexdigest()
+
+    received = remote.run("receive", str(run_dir / "data.bin"), digest, stdin=data, env=env)
+    listed = remote.run("list_files", str(run_dir), "data.bin", env=env)
+
+    assert received.lines == [["ok", digest, str(len(data))]]
+    assert listed.lines == [["file", str(len(data)), digest, "data.bin"]]
+
+
+def test_an_openssl_that_refuses_sha256_is_passed_over(
+    remote: Remote, tmp_path: Path, path_without: Callable[[set[str]], str]
+) -> None:
+    # As a FIPS-restricted or broken build does: present, but it hashes nothing.
+    refusing = tmp_path / "refusing"
+    refusing.mkdir()
+    (refusing / "openssl").write_text("#!/bin/sh\necho 'dgst: unsupported' >&2\nexit 1\n")
+    (refusing / "openssl").chmod(0o755)
+    env = {**remote.env, "PATH": f"{refusing}:{path_without({'openssl'})}"}
     _, run_dir = remote.prepare()
     data = b"payload\n" * 100
     digest = hashlib.sha256(data).hexdigest()

@@ -5,30 +5,6 @@ dest=$(expand_workdir "$1") || fail "$E_USAGE" bad_dest
 expected=$(printf '%s' "$2" | tr 'A-F' 'a-f')
 part=$dest.part
 
-is_digest() {
-	case $1 in
-	*[!0-9a-f]*) return 1 ;;
-	esac
-	[ "${#1}" = 64 ]
-}
-
-# split_sums TEXT: the lines a hashing pipeline printed -> TH_DIGEST, TH_OK (how many of its
-# tools said `NAME 0`) and TH_NOTE (the tools' own words, for the daemon).
-split_sums() {
-	TH_DIGEST='' TH_OK=0 TH_NOTE=''
-	set -f
-	IFS=$NL
-	for th_line in $1; do
-		case $th_line in
-		'tee 0' | 'cat 0') TH_OK=$((TH_OK + 1)) ;;
-		'tee '* | 'cat '*) ;;
-		*) if is_digest "$th_line"; then TH_DIGEST=$th_line; else TH_NOTE="$TH_NOTE$th_line "; fi ;;
-		esac
-	done
-	unset IFS
-	set +f
-}
-
 write_failed() {
 	rm -f -- "$part"
 	say "$1"
@@ -59,13 +35,4 @@ sums=$({
 split_sums "$sums"
 [ "$TH_OK" = 2 ] || write_failed "${TH_NOTE:-the copy into $part failed}"
 [ -n "$TH_DIGEST" ] || write_failed "${TH_NOTE:+$TH_NOTE: }cannot hash the received file"
-size=$(size_of "$part") || write_failed "cannot measure the received file"
-if [ "$TH_DIGEST" != "$expected" ]; then
-	rm -f -- "$part"
-	say "sha256 mismatch for $dest: got $TH_DIGEST, expected $expected"
-	emit mismatch "$TH_DIGEST" "$size"
-	exit "$E_MISMATCH"
-fi
-msg=$(mv -f -- "$part" "$dest" 2>&1) || write_failed "$msg"
-emit ok "$TH_DIGEST" "$size"
-exit 0
+keep_part "$part" "$dest" "$expected" "$TH_DIGEST"

@@ -13,30 +13,6 @@ file_state() {
 	stat -c '%d %i %s %y' -- "$1" 2>/dev/null || ls -lnid -- "$1"
 }
 
-is_digest() {
-	case $1 in
-	*[!0-9a-f]*) return 1 ;;
-	esac
-	[ "${#1}" = 64 ]
-}
-
-# split_sums TEXT: the lines a hashing pipeline printed -> TH_DIGEST, TH_OK (how many of its
-# tools said `NAME 0`) and TH_NOTE (the tools' own words, for the daemon).
-split_sums() {
-	TH_DIGEST='' TH_OK=0 TH_NOTE=''
-	set -f
-	IFS=$NL
-	for th_line in $1; do
-		case $th_line in
-		'tee 0' | 'cat 0') TH_OK=$((TH_OK + 1)) ;;
-		'tee '* | 'cat '*) ;;
-		*) if is_digest "$th_line"; then TH_DIGEST=$th_line; else TH_NOTE="$TH_NOTE$th_line "; fi ;;
-		esac
-	done
-	unset IFS
-	set +f
-}
-
 # The machine line first: the daemon shows the last line of stderr, the human one.
 unreadable() {
 	emit error unreadable "$(flat "$1")" >&2
