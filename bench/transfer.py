@@ -149,7 +149,12 @@ class TransferBench:
             "command": ["true"],
         })  # fmt: skip
         remote_file = f"{self.world.workdir_abs}/{run_id}/{self.payload.name}"
-        hash_far = master.true()[:-1] + [f"sha256sum < {shlex.quote(remote_file)}"]
+        # The far side's hasher as its scripts pick it (common.sh sha256_of): openssl first.
+        hasher = (
+            "if openssl dgst -sha256 -r </dev/null >/dev/null 2>&1; "
+            "then openssl dgst -sha256 -r; else sha256sum; fi"
+        )
+        hash_far = master.true()[:-1] + [f"{{ {hasher}; }} < {shlex.quote(remote_file)}"]
         for _ in range(3):
             started = time.perf_counter()
             digest = hashlib.sha256()
