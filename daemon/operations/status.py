@@ -17,11 +17,9 @@ FINAL_STATES = ("completed", "failed", "stopped")
 
 async def status(ops: Ops, p: RunRef) -> StatusResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
-    known = ops.known(p.host, p.run_id)
-    if known is not None and known.state in FINAL_STATES and p.workdir is None:
-        return StatusResult(run=known)
-    if known is not None and (p.host, p.run_id) in ops.starting:
-        return StatusResult(run=known)  # its start decides; the far side would say "lost"
+    settled = _settled(ops, p)
+    if settled is not None:
+        return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
     try:
         [fresh] = await refresh(ops, p.host, [base])
@@ -39,8 +37,21 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
 
 def from_row(ops: Ops, p: RunRef, row: list[str]) -> RunInfo:
     """The run as a status.sh `run` row another script printed says it stands; recorded."""
+    settled = _settled(ops, p)
+    if settled is not None:
+        return settled
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     return _settle(ops, p, run_dir, apply_row(_base(ops, p, run_dir), row))
+
+
+def _settled(ops: Ops, p: RunRef) -> RunInfo | None:
+    """The registry's answer where the far side's is not needed, or would mislead."""
+    known = ops.known(p.host, p.run_id)
+    if known is not None and known.state in FINAL_STATES and p.workdir is None:
+        return known
+    if known is not None and (p.host, p.run_id) in ops.starting:
+        return known  # its start decides; the far side would say "lost"
+    return None
 
 
 def _base(ops: Ops, p: RunRef, run_dir: str) -> RunInfo:

@@ -9,9 +9,14 @@ on a long link.
 Each script still runs as `sh -c SCRIPT rtrain ARGS...` in a child of that shell, exactly
 as on its own channel: what it does to its environment, its options or its exit status
 stays in the child. Its stdin is /dev/null (the shell's stdin is the command stream), so
-scripts that read stdin never come here. After the script, the shell prints a marker with
-a fresh random nonce on stdout (with the exit status) and on stderr, which is how the
-daemon knows where the script's output ends without any escaping of the output itself.
+scripts that need stdin never come here. Around the script the shell prints markers with
+a fresh random nonce, on stdout (the end one with the exit status) and on stderr: that is
+how the daemon knows where the script's output begins and ends without escaping anything,
+and why stray bytes from before (a chatty rc file, a straggler) never count as output.
+
+A shell keeps the login environment it started with (PATH, tokens, what `.bashrc` set), so
+it retires after MAX_AGE, and scripts whose answer depends on that environment (preflight,
+launch) take a fresh channel anyway; see ExecTransport.
 """
 
 from __future__ import annotations
@@ -34,21 +39,26 @@ HANDSHAKE_TIMEOUT = 30.0
 # After a shell failed to open, scripts take their own channels for this long before the
 # next attempt, so a host that is down does not get a doomed ssh client per script.
 RETRY_AFTER = 5.0
+# A shell older than this is closed rather than used: the login environment it carries is
+# then at most this stale.
+MAX_AGE = 600.0
 # How long a shell whose answer broke off gets to exit and say why before it is killed.
 EXIT_WAIT = 1.0
 
 
 class ShellLost(Exception):
-    """The shell's channel ended before the script's answer was whole.
+    """The script's answer broke off, and its shell is closed.
 
-    `returncode` is the ssh client's: 255 when the connection or the master failed, the far
-    shell's own status when only the shell ended.
+    `returncode` is the ssh client's: 255 when the connection or the master failed (or the
+    far shell was killed by a signal), -9 when the shell had to be killed. `overflowed`: the
+    script printed more than OUTPUT_LIMIT, so the shell was given up while it still ran.
     """
 
-    def __init__(self, returncode: int | None, stderr: bytes) -> None:
+    def __init__(self, returncode: int | None, stderr: bytes, overflowed: bool = False) -> None:
         super().__init__("the far-side shell ended")
         self.returncode = returncode
         self.stderr = stderr
+        self.overflowed = overflowed
 
 
 class CommandShell:
@@ -57,6 +67,7 @@ class CommandShell:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc
         self.broken = False
+        self.opened_at = asyncio.get_running_loop().time()
         # Which connection it was opened on (the pool's `generation`): a shell that ends
         # with a replaced master went down with the old connection, not on its own.
         self.generation: object = None
@@ -65,8 +76,8 @@ class CommandShell:
     async def open(cls, argv: Sequence[str]) -> CommandShell:
         """Start `argv` (an ssh client running `exec sh`) and wait until the shell answers.
 
-        Whatever the login shell printed first (a chatty rc file) is read and dropped here,
-        so it can never be taken for a script's output.
+        Whatever the login shell printed first (a chatty rc file) comes before the first
+        start markers, so it is dropped here.
         """
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -87,6 +98,10 @@ class CommandShell:
     def usable(self) -> bool:
         return not self.broken and self._proc.returncode is None
 
+    @property
+    def expired(self) -> bool:
+        return asyncio.get_running_loop().time() - self.opened_at > MAX_AGE
+
     async def run(self, text: str, args: Sequence[str], timeout: float) -> Completed:
         """Run script `text` with `args`; raises ShellLost, TimeoutError or CancelledError,
         after each of which this shell is closed (a script may still be running in it)."""
@@ -99,27 +114,29 @@ class CommandShell:
     async def _exchange(self, text: str, args: Sequence[str]) -> Completed:
         stdin, stdout, stderr = self._proc.stdin, self._proc.stdout, self._proc.stderr
         assert stdin is not None and stdout is not None and stderr is not None
-        nonce = f"rtrain-end-{secrets.token_hex(16)}"
+        nonce = f"rtrain-{secrets.token_hex(16)}"
         # An empty text is the handshake: only the markers.
         command = shlex.join(["sh", "-c", text, "rtrain", *args]) + " </dev/null; " if text else ""
         stdin.write(
-            f'{command}rtrain_rc=$?; printf "\\n%s %s\\n" {nonce} "$rtrain_rc"; '
-            f'printf "\\n%s\\n" {nonce} >&2\n'.encode()
+            f'printf "%s\\n" {nonce}-start; printf "%s\\n" {nonce}-start >&2; '
+            f'{command}rtrain_rc=$?; printf "\\n%s %s\\n" {nonce}-end "$rtrain_rc"; '
+            f'printf "\\n%s\\n" {nonce}-end >&2\n'.encode()
         )
+        end = f"\n{nonce}-end"
         try:
             await stdin.drain()
-            out = await stdout.readuntil(f"\n{nonce} ".encode())
+            await stdout.readuntil(f"{nonce}-start\n".encode())
+            out = await stdout.readuntil(f"{end} ".encode())
             code = await stdout.readuntil(b"\n")
-            err = await stderr.readuntil(f"\n{nonce}\n".encode())
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            await stderr.readuntil(f"{nonce}-start\n".encode())
+            err = await stderr.readuntil(f"{end}\n".encode())
+        except asyncio.LimitOverrunError:
+            raise await self._lost(overflowed=True) from None
+        except (OSError, asyncio.IncompleteReadError):
             raise await self._lost() from None
-        return Completed(
-            int(code),
-            out[: -len(nonce) - 2],
-            err[: -len(nonce) - 2],
-        )
+        return Completed(int(code), out[: -len(end) - 1], err[: -len(end) - 1])
 
-    async def _lost(self) -> ShellLost:
+    async def _lost(self, overflowed: bool = False) -> ShellLost:
         """Why the answer broke off: the ssh client's exit status and its last words."""
         self.broken = True
         proc = self._proc
@@ -130,7 +147,7 @@ class CommandShell:
             last_words = await asyncio.wait_for(proc.stderr.read(), EXIT_WAIT)
             await asyncio.wait_for(proc.wait(), EXIT_WAIT)
         await self.close()
-        return ShellLost(proc.returncode, last_words)
+        return ShellLost(proc.returncode, last_words, overflowed)
 
     async def close(self) -> None:
         self.broken = True
@@ -160,30 +177,35 @@ class ShellPool:
         self._opening: asyncio.Task[None] | None = None
         self._retry_at = 0.0
         self._closed = False
-        self._closing: set[asyncio.Future[None]] = set()  # shells given back beyond the size
+        self._closing: set[asyncio.Future[None]] = set()  # shells being retired
+        self._all_back = asyncio.Event()  # set when no shell is busy
 
     def take(self) -> CommandShell | None:
-        """An idle, live shell (now busy), or None; then one more is opened for next time."""
+        """An idle shell that is live, young and on the current master (now busy), or None,
+        and then one opens in the background for the next script."""
         while self._idle:
             shell = self._idle.pop()
-            if shell.usable:
+            if shell.usable and not shell.expired and shell.generation == self._generation():
                 self._busy += 1
                 return shell
+            self._retire(shell)
         self._grow()
         return None
 
     def give_back(self, shell: CommandShell) -> None:
         self._busy -= 1
+        if self._busy == 0:
+            self._all_back.set()
         if shell.usable and not self._closed and len(self._idle) + self._busy < self._size:
             self._idle.append(shell)
-        elif shell.usable:
-            self._closing.add(asyncio.ensure_future(shell.close()))
-            self._closing = {task for task in self._closing if not task.done()}
+        else:
+            self._retire(shell)
         self._grow()
 
-    async def give_up(self) -> None:
+    async def give_up(self, wait_for_busy: float = 0.0) -> None:
         """No shells any more: the host needs every session it allows for other work.
-        The idle ones are closed (and their sessions free) when this returns."""
+        When this returns the idle shells are closed and their sessions free, and so are the
+        busy ones, if they came back within `wait_for_busy` seconds."""
         self._size = 0
         if self._opening is not None:
             self._opening.cancel()
@@ -192,11 +214,17 @@ class ShellPool:
         idle, self._idle = self._idle, []
         for shell in idle:
             await shell.close()
+        if self._busy and wait_for_busy > 0:
+            self._all_back.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_back.wait(), wait_for_busy)
+        for task in list(self._closing):
+            with contextlib.suppress(BaseException):
+                await task
 
-    def warm(self) -> None:
-        """Have a shell ready before the first script asks for one."""
-        if not self._idle and not self._busy:
-            self._grow()
+    def _retire(self, shell: CommandShell) -> None:
+        self._closing = {task for task in self._closing if not task.done()}
+        self._closing.add(asyncio.ensure_future(shell.close()))
 
     def _grow(self) -> None:
         loop = asyncio.get_running_loop()
@@ -229,6 +257,3 @@ class ShellPool:
     async def close(self) -> None:
         self._closed = True
         await self.give_up()
-        for task in self._closing:
-            with contextlib.suppress(BaseException):
-                await task

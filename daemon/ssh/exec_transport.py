@@ -14,7 +14,7 @@ from typing import TypeVar
 from rtrain.daemon.remote import script
 from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 
-from .command_shell import ShellLost, ShellPool
+from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool
 from .control_master import ControlMaster
 from .failures import classify
 from .transport import Completed, ProcessTransport, Progress
@@ -30,6 +30,15 @@ NO_FALLBACK = "Connection closed by UNKNOWN port 65535"
 SESSION_REFUSED = "Session open refused by peer"
 # Tries of a command whose session was refused: the first frees the shells' sessions.
 SESSION_TRIES = 3
+# How long a refused command waits for busy shells to come back and free their sessions.
+SESSION_WAIT = 30.0
+# Scripts whose answer depends on the login environment (PATH, CUDA, tokens): they get a
+# fresh login on a channel of their own, never a shell's older one. The trainer inherits
+# launch's environment.
+FRESH_LOGIN = frozenset({"preflight", "launch"})
+# Scripts that are safe to run twice: when a shell is lost under one, it runs again on a
+# channel of its own instead of failing.
+REPEATABLE = frozenset({"status", "read_log", "list_files", "hash_file", "stop"})
 
 
 class SessionRefused(RpcError):
@@ -52,22 +61,26 @@ class ExecTransport(ProcessTransport):
     async def run(
         self, name: str, args: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60
     ) -> Completed:
-        if stdin:  # a shell's stdin carries its scripts; this one needs its own channel
-            return await self._on_channel(
-                lambda: ProcessTransport.run(self, name, args, stdin=stdin, timeout=timeout)
-            )
+        def on_channel() -> Awaitable[Completed]:
+            return ProcessTransport.run(self, name, args, stdin=stdin, timeout=timeout)
+
+        # A shell's stdin carries its scripts, so one that needs stdin takes its own channel.
+        if stdin or name in FRESH_LOGIN:
+            return await self._on_channel(on_channel)
         await self.connect()
         shell = self.shells.take()
         if shell is None:
-            return await self._on_channel(
-                lambda: ProcessTransport.run(self, name, args, timeout=timeout)
-            )
+            return await self._on_channel(on_channel)
         try:
             return await shell.run(script(name), args, timeout)
         except TimeoutError:
             raise self._timed_out(name, timeout) from None
         except ShellLost as lost:
-            raise await self._shell_failure(name, lost, shell.generation) from None
+            failure = await self._shell_failure(name, lost, shell.generation)
+            if failure.kind != Kind.HOST_UNREACHABLE and name in REPEATABLE:
+                log.info("%s: %s; running %s on a channel of its own", self.alias, failure, name)
+                return await self._on_channel(on_channel)
+            raise failure from None
         finally:
             self.shells.give_back(shell)
 
@@ -97,7 +110,7 @@ class ExecTransport(ProcessTransport):
                     raise
                 if tries == 1:
                     log.info("%s refuses another session; it gets no long-lived shells", self.alias)
-                await self.shells.give_up()
+                await self.shells.give_up(wait_for_busy=SESSION_WAIT)
                 await asyncio.sleep(0.1 * (tries - 1))
         raise AssertionError("unreachable")
 
@@ -106,7 +119,13 @@ class ExecTransport(ProcessTransport):
         # arguments as "$1"... so no value is ever parsed as shell syntax.
         return self.master.command_argv(shlex.join(["sh", "-c", text, "rtrain", *args]))
 
-    async def _shell_failure(self, name: str, lost: ShellLost, generation: object) -> Exception:
+    async def _shell_failure(self, name: str, lost: ShellLost, generation: object) -> RpcError:
+        if lost.overflowed:
+            return app_error(
+                Kind.REMOTE_FAILED,
+                f"{self.alias}: {name} printed more than {OUTPUT_LIMIT // 2**20} MiB; "
+                "rtrain reads no more than that from one script.",
+            )
         # ssh exits 255 both when the connection failed and when the far shell was killed
         # by a signal; only the master can tell which: still the same one, and answering.
         if lost.returncode == 255 and (
@@ -114,7 +133,7 @@ class ExecTransport(ProcessTransport):
         ):
             try:
                 self._check_transport_failure(255, lost.stderr)
-            except Exception as error:
+            except RpcError as error:
                 return error
         return app_error(
             Kind.REMOTE_FAILED,

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import pytest
 
-from rtrain.daemon.ssh.command_shell import CommandShell, ShellLost
+from rtrain.daemon.ssh.command_shell import OUTPUT_LIMIT, CommandShell, ShellLost
 from rtrain.daemon.ssh.exec_transport import ExecTransport
 from rtrain.daemon.ssh.transport import Completed, ProcessTransport
 from rtrain.protocol.errors import Kind, RpcError
@@ -147,6 +147,70 @@ def test_chatter_before_the_shell_is_not_taken_for_output(
             await shell.close()
 
     assert on_plain(ssh_hosts, runtime, body) == Completed(0, b"hello\n", b"")
+
+
+def test_output_a_straggler_printed_between_scripts_is_not_taken_for_an_answer(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    async def body(transport: ExecTransport) -> tuple[Completed, Completed]:
+        shell = await open_shell(transport)
+        try:
+            # A background process that keeps the shell's stdout and stderr and speaks later.
+            first = await shell.run("(sleep 0.3; echo late; echo late >&2) & echo first", [], 30)
+            await asyncio.sleep(1.0)
+            return first, await shell.run("echo second", [], 30)
+        finally:
+            await shell.close()
+
+    first, second = on_plain(ssh_hosts, runtime, body)
+    assert first == Completed(0, b"first\n", b"")
+    assert second == Completed(0, b"second\n", b"")
+
+
+def test_a_script_that_prints_too_much_loses_its_shell_not_the_daemon(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    async def body(transport: ExecTransport) -> tuple[ShellLost, RpcError]:
+        shell = await open_shell(transport)
+        with pytest.raises(ShellLost) as lost:
+            await shell.run(f"head -c {OUTPUT_LIMIT + 1} /dev/zero", [], 60)
+        assert not shell.usable
+        failure = await transport._shell_failure("list_files", lost.value, shell.generation)
+        return lost.value, failure
+
+    lost, failure = on_plain(ssh_hosts, runtime, body)
+    assert lost.overflowed
+    assert failure.kind == Kind.REMOTE_FAILED
+    assert "list_files printed more than 64 MiB" in failure.message
+
+
+def test_a_repeatable_script_whose_shell_is_killed_runs_again_on_its_own_channel(
+    ssh_hosts: TestHosts, runtime: Path
+) -> None:
+    """status is safe to run twice: losing its shell costs time, not an error."""
+    # Every far `sh -c` now waits a second first, so the shell can be killed mid-script.
+    slow_sh = ssh_hosts.home(GPU_USER) / ".test-hosts" / "bin" / "sh"
+    slow_sh.write_text('#!/bin/sh\n[ "$1" = -c ] && sleep 1\nexec /bin/sh "$@"\n')
+    slow_sh.chmod(0o755)
+
+    async def body(transport: ExecTransport) -> Completed:
+        await warm(transport)
+        shell = transport.shells.take()
+        assert shell is not None
+        pid = int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+        transport.shells.give_back(shell)
+        answer = asyncio.ensure_future(transport.run("status", ["~/.rtrain/runs", "r1"]))
+        await asyncio.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        done = await answer
+        assert not shell.usable
+        return done
+
+    try:
+        done = on_plain(ssh_hosts, runtime, body)
+    finally:
+        slow_sh.unlink()
+    assert b"r1\tmissing" in done.stdout
 
 
 def test_scripts_through_the_transport_match_their_own_channel(
@@ -313,7 +377,9 @@ def test_a_host_with_few_sessions_still_runs_everything(
             for _ in range(200):
                 if len(transport.shells._idle) == 2:
                     break
-                transport.shells.give_back(transport.shells.take() or await open_shell(transport))
+                shell = transport.shells.take()  # taking and giving back opens the second
+                if shell is not None:
+                    transport.shells.give_back(shell)
                 await asyncio.sleep(0.05)
             assert len(transport.shells._idle) == 2, "both shells should be open"
             done = await transport.run("status", ["~/.rtrain/runs", "r1"], stdin=b"\n")

@@ -68,6 +68,13 @@ have() {
 	command -v "$1" >/dev/null 2>&1
 }
 
+# True when an open descriptor can be opened again by its name /dev/fd/N (Linux, a BSD with
+# fdescfs), as send.sh and receive.sh reach their hasher. `true`, not `:`: a failed
+# redirection of a special built-in would end the whole script.
+fd_by_name() {
+	{ true >/dev/fd/4; } 4>/dev/null 2>/dev/null
+}
+
 have_proc() {
 	[ -r /proc/self/stat ]
 }

@@ -15,7 +15,7 @@ if [ -d "$dest" ]; then
 	say "$dest is a directory"
 	fail "$E_WRITE" write "destination is a directory"
 fi
-if ! have tee || [ ! -d /dev/fd ]; then
+if ! have tee || ! fd_by_name; then
 	# No tee, or no /dev/stdin for the hasher: write, then hash a second read (keep_part).
 	# cat reports a full disk or a missing directory on stderr; keep its words for the daemon.
 	msg=$({ cat >"$part"; } 2>&1) || write_failed "$msg"

@@ -8,9 +8,12 @@ need_args "$#" 2
 run_file "$1" "$2"
 
 # One line that moves whenever the content may have: device, inode, size, mtime (to the
-# nanosecond where stat(1) tells it). Without stat -c, `ls` gives the same to the minute.
+# nanosecond where stat(1) tells it: GNU and busybox `-c`, BSD `-f`). Without either, `ls`
+# gives the same with the mtime to the minute.
 file_state() {
-	stat -c '%d %i %s %y' -- "$1" 2>/dev/null || ls -lnid -- "$1"
+	stat -c '%d %i %s %y' -- "$1" 2>/dev/null ||
+		stat -f '%d %i %z %Fm' -- "$1" 2>/dev/null ||
+		ls -lnid -- "$1"
 }
 
 # The machine line first: the daemon shows the last line of stderr, the human one.
@@ -23,7 +26,7 @@ unreadable() {
 TH_NOTE=''
 before=$(file_state "$REAL_PATH") || unreadable "$2"
 # The resolved path, so a link swapped after the check still cannot lead outside.
-if have tee && [ -d /dev/fd ]; then
+if have tee && fd_by_name; then
 	# tee copies the file to our stdout (fd 3 here) and to the hasher (/dev/fd/4).
 	exec 3>&1
 	sums=$({
