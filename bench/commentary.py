@@ -77,9 +77,10 @@ def _latency(latency: list[LinkLatency], results: Results) -> str:
         "",
         "**Start** ships the config and the dataset with their sha256 checked on the far side "
         "and launches detached: four remote commands on the open master. Making the run "
-        "directory and launching go through the long-lived shell; the config and the dataset "
-        "each take a channel of their own, because their bytes travel on its stdin. The "
-        "per-step way opens four fresh connections. **Stop** confirms the way rtrain "
+        "directory goes through the long-lived shell; the config and the dataset each take "
+        "a channel of their own, because their bytes travel on its stdin, and so does the "
+        "launch, so the trainer gets a fresh login environment. The per-step way opens four "
+        "fresh connections. **Stop** confirms the way rtrain "
         "promises, in one remote command: it finds every process that carries the run's "
         "marker (even one that left the process group), signals, looks again 20 ms later and "
         "then in 0.1 s naps until none is left, and answers with the run's state. On a near "
