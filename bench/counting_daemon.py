@@ -1,8 +1,10 @@
 """The real rtrain daemon, plus counters the scale benchmark reads from a file.
 
 After every monitor poll it writes, to $RTRAIN_BENCH_COUNTS: the monitor's own `polls`
-(remote status commands it sent), every remote command by host and script, the number of
-poll rounds and how long the last one took. Nothing else of the daemon changes.
+(remote status commands it sent), every remote command by host and script (as an exec
+host's transport takes it, whether a long-lived shell or a channel of its own carries it),
+the number of poll rounds and how long the last one took. Nothing else of the daemon
+changes.
 
     python -m bench.counting_daemon        # in the environment of an isolated daemon
 """
@@ -19,18 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from rtrain.daemon.monitor import Monitor
-from rtrain.daemon.ssh.transport import Completed, ProcessTransport
+from rtrain.daemon.ssh.exec_transport import ExecTransport
+from rtrain.daemon.ssh.transport import Completed
 
 COUNTS = Path(os.environ["RTRAIN_BENCH_COUNTS"])
 commands: Counter[str] = Counter()
 rounds = {"count": 0, "last_s": 0.0}
 
-_original_run = ProcessTransport.run
+_original_run = ExecTransport.run
 _original_poll_once = Monitor.poll_once
 
 
 async def _counting_run(
-    self: ProcessTransport, name: str, args: Sequence[str], **options: Any
+    self: ExecTransport, name: str, args: Sequence[str], **options: Any
 ) -> Completed:
     commands[f"{self.alias} {name}"] += 1
     return await _original_run(self, name, args, **options)
@@ -48,7 +51,7 @@ async def _counting_poll_once(self: Monitor) -> None:
     os.replace(temporary, COUNTS)
 
 
-ProcessTransport.run = _counting_run  # type: ignore[method-assign,unused-ignore]
+ExecTransport.run = _counting_run  # type: ignore[method-assign,unused-ignore]
 Monitor.poll_once = _counting_poll_once  # type: ignore[method-assign,unused-ignore]
 
 if __name__ == "__main__":

@@ -210,8 +210,16 @@ def scale_table(scale: ScaleFigures) -> str:
         ],
         ["one poll round, all hosts at once (last round)", f"{scale.last_round_s:.2f} s", "-"],
         ["daemon CPU while idle-polling", f"{scale.daemon_cpu_percent:.1f}% of one core", "-"],
-        ["its ssh clients (one per command)", f"{scale.ssh_clients_cpu_percent:.1f}%", "-"],
-        ["its ControlMasters (one per host)", f"{scale.masters_cpu_percent:.1f}%", "-"],
+        [
+            "its ssh clients that ended (one per command on a channel of its own)",
+            f"{scale.ssh_clients_cpu_percent:.1f}%",
+            "-",
+        ],
+        [
+            "its lasting ssh clients (per host: the ControlMaster and its shells)",
+            f"{scale.masters_cpu_percent:.1f}%",
+            "-",
+        ],
         ["daemon resident memory", f"{scale.rss_mb:.0f} MB (peak {scale.peak_rss_mb:.0f} MB)", "-"],
         [
             "`daemon/info` every 20 ms through a poll period: median / p99 / worst",
