@@ -384,8 +384,9 @@ def _transfer_body(results: Results, plots: dict[str, str]) -> str:
     lines = [
         f"{size} MB of random bytes. rtrain's upload is the whole `run/start` that ships "
         "it as the dataset (run directory, config, launch included), hashed before it "
-        "leaves and again on the far side before it is kept; its fetch is `run/fetch`, "
-        "checked against the far side's sha256. scp checks nothing. MB/s, "
+        "leaves and again by the far side as it writes, kept only when the two agree; its "
+        "fetch is `run/fetch`, hashed by the far side as it sends and here as it arrives. "
+        "scp checks nothing. MB/s, "
         f"{SPREAD_NOTE.lower()}; the ratios are rtrain against plain scp as a user types it.",
         "",
         transfer_table(results.transfer),
