@@ -10,17 +10,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import shutil
 import sys
 from pathlib import Path
-
-import pytest
 
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_session import ConsoleSession
 from rtrain.daemon.ssh.transport import Completed
+from tests.required_tools import need
 
-IN_CI = os.environ.get("CI") == "true"
 # A terminal for the login shell given as arguments, relayed to our pipes (what sshd does).
 PTY_RELAY = "import pty, sys; pty.spawn(sys.argv[1:])"
 BUSYBOX_TOOLS = ("sh", "head", "base64", "sha256sum", "dd", "mktemp", "stty", "cat", "rm", "mv")
@@ -32,16 +29,6 @@ head -c 200000 /dev/zero | tr '\\0' 'z'
 echo "to stderr" >&2
 exit 5
 """
-
-
-def need(tool: str) -> str:
-    found = shutil.which(tool)
-    if found is None:
-        message = f"{tool} is not installed (apt-get install {tool})"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return found
 
 
 def tool_dir(tmp_path: Path, name: str, links: dict[str, str]) -> Path:

@@ -68,6 +68,14 @@ async def open_shell(transport: ExecTransport, far_shell: str = "sh") -> Command
     return await CommandShell.open(transport.master.command_argv(f"exec {far_shell}"))
 
 
+async def pooled_shell(transport: ExecTransport) -> tuple[CommandShell, int]:
+    """A shell of the transport's pool (taken: give it back) and its far `sh`'s pid."""
+    await warm(transport)
+    shell = transport.shells.take()
+    assert shell is not None
+    return shell, int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+
+
 async def warm(transport: ExecTransport) -> None:
     """Run scripts until one went through a shell (the first only opens one)."""
     for _ in range(200):
@@ -194,10 +202,7 @@ def test_a_repeatable_script_whose_shell_is_killed_runs_again_on_its_own_channel
     slow_sh.chmod(0o755)
 
     async def body(transport: ExecTransport) -> Completed:
-        await warm(transport)
-        shell = transport.shells.take()
-        assert shell is not None
-        pid = int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+        shell, pid = await pooled_shell(transport)
         transport.shells.give_back(shell)
         answer = asyncio.ensure_future(transport.run("status", ["~/.rtrain/runs", "r1"]))
         await asyncio.sleep(0.5)
@@ -253,10 +258,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
     ssh_hosts: TestHosts, runtime: Path
 ) -> None:
     async def body(transport: ExecTransport) -> tuple[RpcError, Completed, Completed]:
-        await warm(transport)
-        shell = transport.shells.take()
-        assert shell is not None
-        pid = int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+        shell, pid = await pooled_shell(transport)
         # Killed while a script runs in it (as an OOM killer would): that script fails in
         # one sentence that says what happened, not as a lost host.
         running = asyncio.ensure_future(shell.run("sleep 2", [], 30))
@@ -269,10 +271,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
         transport.shells.give_back(shell)
         assert not shell.usable
         # Killed while idle: the pool notices before anyone asks it.
-        await warm(transport)
-        idle = transport.shells.take()
-        assert idle is not None
-        pid = int((await idle.run('printf "%s" "$PPID"', [], 30)).stdout)
+        idle, pid = await pooled_shell(transport)
         transport.shells.give_back(idle)
         os.kill(pid, signal.SIGKILL)
         await asyncio.sleep(0.5)
@@ -316,10 +315,7 @@ def test_a_dead_master_makes_the_host_unreachable_not_a_script_failure(
 
 def test_far_side_processes_of_closed_shells_are_gone(ssh_hosts: TestHosts, runtime: Path) -> None:
     async def body(transport: ExecTransport) -> int:
-        await warm(transport)
-        shell = transport.shells.take()
-        assert shell is not None
-        pid = int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
+        shell, pid = await pooled_shell(transport)
         transport.shells.give_back(shell)
         return pid
 

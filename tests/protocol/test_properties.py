@@ -10,7 +10,6 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtrain.protocol import messages
 from rtrain.protocol.connection import Connection, Role
 from rtrain.protocol.events import ConnectionBroken
 from rtrain.protocol.methods import METHODS

@@ -57,6 +57,19 @@ def test_stop_without_setsid(remote: Remote, path_without: Callable[[set[str]], 
     assert marked_pids(launched.run_id) == []
 
 
+def assert_hashes_right(remote: Remote, env: dict[str, str]) -> None:
+    """receive keeps, and list_files lists, a file with its true sha256 under `env`."""
+    _, run_dir = remote.prepare()
+    data = b"payload\n" * 100
+    digest = hashlib.sha256(data).hexdigest()
+
+    received = remote.run("receive", str(run_dir / "data.bin"), digest, stdin=data, env=env)
+    listed = remote.run("list_files", str(run_dir), "data.bin", env=env)
+
+    assert received.lines == [["ok", digest, str(len(data))]]
+    assert listed.lines == [["file", str(len(data)), digest, "data.bin"]]
+
+
 @pytest.mark.parametrize(
     ("missing", "used"),
     [
@@ -74,15 +87,7 @@ def test_hashing_falls_back(
             pytest.fail(f"{used} is missing")
         pytest.skip(f"{used} is not installed")
     env = {**remote.env, "PATH": path_without(missing)}
-    _, run_dir = remote.prepare()
-    data = b"payload\n" * 100
-    digest = hashlib.sha256(data).hexdigest()
-
-    received = remote.run("receive", str(run_dir / "data.bin"), digest, stdin=data, env=env)
-    listed = remote.run("list_files", str(run_dir), "data.bin", env=env)
-
-    assert received.lines == [["ok", digest, str(len(data))]]
-    assert listed.lines == [["file", str(len(data)), digest, "data.bin"]]
+    assert_hashes_right(remote, env)
 
 
 def test_an_openssl_that_refuses_sha256_is_passed_over(
@@ -94,15 +99,7 @@ def test_an_openssl_that_refuses_sha256_is_passed_over(
     (refusing / "openssl").write_text("#!/bin/sh\necho 'dgst: unsupported' >&2\nexit 1\n")
     (refusing / "openssl").chmod(0o755)
     env = {**remote.env, "PATH": f"{refusing}:{path_without({'openssl'})}"}
-    _, run_dir = remote.prepare()
-    data = b"payload\n" * 100
-    digest = hashlib.sha256(data).hexdigest()
-
-    received = remote.run("receive", str(run_dir / "data.bin"), digest, stdin=data, env=env)
-    listed = remote.run("list_files", str(run_dir), "data.bin", env=env)
-
-    assert received.lines == [["ok", digest, str(len(data))]]
-    assert listed.lines == [["file", str(len(data)), digest, "data.bin"]]
+    assert_hashes_right(remote, env)
 
 
 def test_setsid_without_fork_option_and_no_python(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -21,8 +20,9 @@ import pytest
 from rtrain.daemon.ssh.local_transport import LocalTransport
 from rtrain.daemon.ssh.transport import Progress
 from rtrain.protocol.errors import Kind, RpcError
+from tests.required_tools import need
 
-from .conftest import IN_CI, Remote
+from .conftest import Remote
 
 T = TypeVar("T")
 
@@ -59,12 +59,7 @@ class ShellTransport(LocalTransport):
 def far_shell(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     """A directory holding `sh` (the shell under test) and, for busybox, its tools."""
     name: str = request.param
-    found = shutil.which(name)
-    if found is None:
-        message = f"{name} is not installed (apt-get install {name})"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    found = need(name)
     front = tmp_path / f"{name}-bin"
     front.mkdir()
     (front / "sh").symlink_to(found)
