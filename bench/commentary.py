@@ -77,11 +77,11 @@ def _latency(latency: list[LinkLatency], results: Results) -> str:
         "",
         "**Start** ships the config and the dataset with their sha256 checked on the far side "
         "and launches detached: four remote commands on the open master. Making the run "
-        "directory goes through the long-lived shell; the config and the dataset each take "
-        "a channel of their own, because their bytes travel on its stdin, and so does the "
-        "launch, so the trainer gets a fresh login environment. The per-step way opens four "
-        "fresh connections. **Stop** confirms the way rtrain "
-        "promises, in one remote command: it finds every process that carries the run's "
+        "directory goes through the long-lived shell; the config and the dataset travel side "
+        "by side, each on a channel of its own, because their bytes go on its stdin; and "
+        "the launch takes a channel too, so the trainer gets a fresh login environment. The "
+        "per-step way opens four fresh connections one after another. **Stop** confirms the "
+        "way rtrain promises, in one remote command: it finds every process that carries the run's "
         "marker (even one that left the process group), signals, looks again 20 ms later and "
         "then in 0.1 s naps until none is left, and answers with the run's state. On a near "
         "link a bare `kill` and a `ps` loop on one pid is about as fast, because it checks "
@@ -209,9 +209,9 @@ def _limits(results: Results) -> str:
         "regular file could be one `cat`-like pass. Both scripts start with a `grep -z` probe "
         "(a two-process pipeline) that could be replaced by trying the real grep and "
         "falling back on its error status.",
-        "**Start in fewer commands.** Start runs four commands one after another; the run "
-        "directory could be made by the first receive, and the config and the dataset could "
-        "travel side by side on two channels.",
+        "**Start in fewer commands.** Start makes the run directory, ships the files (side "
+        "by side) and launches: three steps one after another, each at least a round trip; "
+        "the first receive could make the run directory.",
         "**The upload's hash pass here.** The daemon hashes a file before it ships it, "
         "because receive.sh takes the expected sha256 as an argument; sending the sha256 "
         "after the bytes would let this pass overlap the copy too.",

@@ -350,8 +350,7 @@ async def _ship(
             last = time.monotonic()
             report("report")
 
-    report("begin")
-    for source, name in shipments:
+    async def ship(source: Path | bytes, name: str) -> None:
         if isinstance(source, bytes):
             path, temporary = _bytes_file(source), True
         else:
@@ -362,6 +361,17 @@ async def _ship(
         finally:
             if temporary:
                 os.unlink(path)
+
+    report("begin")
+    # Side by side, each on a channel of its own: the config does not wait for the dataset,
+    # and on a long link the round trips that open each channel overlap.
+    try:
+        async with asyncio.TaskGroup() as group:
+            for source, name in shipments:
+                group.create_task(ship(source, name))
+    except BaseExceptionGroup as failed:
+        # The first failure stopped the others; it is the one to tell, as for one file.
+        raise failed.exceptions[0] from None
     report("end", f"{total} bytes verified")
     return total
 
