@@ -160,17 +160,29 @@ def test_chatter_before_the_shell_is_not_taken_for_output(
 def test_output_a_straggler_printed_between_scripts_is_not_taken_for_an_answer(
     ssh_hosts: TestHosts, runtime: Path
 ) -> None:
+    spoke = ssh_hosts.home(GPU_USER) / f"rtcs-spoke-{uuid.uuid4().hex[:8]}"
+
     async def body(transport: ExecTransport) -> tuple[Completed, Completed]:
         shell = await open_shell(transport)
         try:
-            # A background process that keeps the shell's stdout and stderr and speaks later.
-            first = await shell.run("(sleep 0.3; echo late; echo late >&2) & echo first", [], 30)
-            await asyncio.sleep(1.0)
+            # A background process that keeps the shell's stdout and stderr and speaks
+            # later; once `spoke` exists its words are in the pipes, ahead of the next script.
+            first = await shell.run(
+                '(sleep 0.3; echo late; echo late >&2; : >"$1") & echo first', [str(spoke)], 30
+            )
+            for _ in range(200):
+                if spoke.exists():
+                    break
+                await asyncio.sleep(0.05)
+            assert spoke.exists(), "the straggler never spoke"
             return first, await shell.run("echo second", [], 30)
         finally:
             await shell.close()
 
-    first, second = on_plain(ssh_hosts, runtime, body)
+    try:
+        first, second = on_plain(ssh_hosts, runtime, body)
+    finally:
+        spoke.unlink(missing_ok=True)
     assert first == Completed(0, b"first\n", b"")
     assert second == Completed(0, b"second\n", b"")
 
