@@ -27,6 +27,15 @@ STALL_TIMEOUT = 120.0
 HASH_RATE = 20e6
 
 
+def machine_lines(data: bytes) -> dict[str, list[str]]:
+    """The tab-separated `key<TAB>value...` lines a far-side script printed; last wins."""
+    result: dict[str, list[str]] = {}
+    for line in data.decode(errors="replace").splitlines():
+        key, *values = line.split("\t")
+        result[key] = values
+    return result
+
+
 @dataclass(frozen=True)
 class Completed:
     returncode: int
@@ -35,11 +44,7 @@ class Completed:
 
     def fields(self) -> dict[str, list[str]]:
         """The tab-separated `key<TAB>value...` lines of a script's output; last wins."""
-        result: dict[str, list[str]] = {}
-        for line in self.stdout.decode(errors="replace").splitlines():
-            key, *values = line.split("\t")
-            result[key] = values
-        return result
+        return machine_lines(self.stdout)
 
     def rows(self, key: str) -> list[list[str]]:
         return [
@@ -213,7 +218,7 @@ class ProcessTransport(Transport):
         assert proc.returncode is not None
         self._check_transport_failure(proc.returncode, err)
         # send.sh hashed the bytes as it sent them; its verdict is a machine line on stderr.
-        said = Completed(proc.returncode, err, b"").fields()
+        said = machine_lines(err)
         if "changed" in said:
             raise fetch_unverified(rel)
         if proc.returncode != 0:

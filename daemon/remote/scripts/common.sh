@@ -12,7 +12,7 @@ ST_STATE='' ST_PPID='' ST_PGRP='' ST_SID=''
 META_STARTED='' META_BOOT=''
 PF_PID=
 NAP_PER_SECOND=
-REAL_RUN='' REAL_PATH='' REL=''
+REAL_RUN='' REAL_PATH='' REL='' TARGET=''
 RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED=''
 TAB=$(printf '\t')
 NL='
@@ -526,19 +526,31 @@ keep_part() {
 	exit 0
 }
 
-# run_file RUN_DIR REL: set REAL_PATH to the regular file REL of the run, or fail
-# (run_not_found, path_outside_run, not_found, not_a_file) without touching anything.
-run_file() {
+# run_rel RUN_DIR REL: RUN_DIR, REAL_RUN (its real path), REL (normalized) and TARGET (the
+# path REL names in the run), or fail with run_not_found. Nothing is touched.
+run_rel() {
 	take_run_dir "$1"
 	[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
 	REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
 	normalize_rel "$2"
-	rf_target=$RUN_DIR${REL:+/$REL}
-	inside_run "$rf_target"
+	TARGET=$RUN_DIR${REL:+/$REL}
+}
+
+# target_in_run SHOWN: TARGET exists and its real path (REAL_PATH) is inside the run, or fail
+# (path_outside_run, not_found: naming SHOWN, the path as the caller gave it).
+target_in_run() {
+	inside_run "$TARGET"
 	case $? in
-	1) fail "$E_OUTSIDE" path_outside_run "$(flat "$2")" ;;
-	2) fail "$E_NOT_FOUND" not_found "$(flat "$2")" ;;
+	1) fail "$E_OUTSIDE" path_outside_run "$(flat "$1")" ;;
+	2) fail "$E_NOT_FOUND" not_found "$(flat "$1")" ;;
 	esac
-	[ -e "$rf_target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
-	[ -f "$rf_target" ] || fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
+	[ -e "$TARGET" ] || fail "$E_NOT_FOUND" not_found "$(flat "$1")"
+}
+
+# run_file RUN_DIR REL: set REAL_PATH to the regular file REL of the run, or fail
+# (run_not_found, path_outside_run, not_found, not_a_file) without touching anything.
+run_file() {
+	run_rel "$1" "$2"
+	target_in_run "$2"
+	[ -f "$TARGET" ] || fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
 }

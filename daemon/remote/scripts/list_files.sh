@@ -8,21 +8,11 @@ case ${3-sha256} in
 sha256 | none) hashes=${3-sha256} ;;
 *) fail "$E_USAGE" usage ;;
 esac
-take_run_dir "$1"
-[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
-REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
-normalize_rel "$2"
+run_rel "$1" "$2"
 case $REL in
 *"$TAB"* | *"$NL"*) fail "$E_BAD_NAME" bad_name "$(flat "$REL")" ;;
 esac
-target=$RUN_DIR${REL:+/$REL}
-
-inside_run "$target"
-case $? in
-1) fail "$E_OUTSIDE" path_outside_run "$(flat "$2")" ;;
-2) fail "$E_NOT_FOUND" not_found "$(flat "$2")" ;;
-esac
-[ -e "$target" ] || fail "$E_NOT_FOUND" not_found "$(flat "$2")"
+target_in_run "$2"
 
 emit_file() {
 	ef_sha=-
@@ -75,13 +65,13 @@ walk() {
 	return "$w_empty"
 }
 
-if [ -f "$target" ]; then
-	emit_file "$target" "$REL"
-elif [ -d "$target" ]; then
-	(walk check "$target" "$REL")
+if [ -f "$TARGET" ]; then
+	emit_file "$TARGET" "$REL"
+elif [ -d "$TARGET" ]; then
+	(walk check "$TARGET" "$REL")
 	rc=$?
 	[ "$rc" -le 1 ] || exit "$rc"
-	(walk emit "$target" "$REL")
+	(walk emit "$TARGET" "$REL")
 	rc=$?
 	[ "$rc" = 1 ] && emit dir "${REL:-.}"
 	[ "$rc" -le 1 ] || exit "$rc"
