@@ -8,9 +8,7 @@ same daemon isolation, ssh config and cleanup of what runs left behind.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import uuid
 from collections import Counter
@@ -24,7 +22,6 @@ from rtrain.client.daemon_client import DaemonClient
 from tests.daemon_fixtures import DaemonEnv
 from tests.hosts import GPU_USER, TcpProxy, TestHosts
 from tests.operations.harness import Ops
-from tests.operations.processes import marked_pids
 
 POLL_INTERVAL = "0.5"
 # The alias that reaches the plain sshd through the test's proxy.
@@ -131,19 +128,11 @@ def campaign(
         yield env
     finally:
         LEDGER.load["runs started (or tried)"] += len(env.run_ids)
-        for client in env.clients:
-            client.close()
-        # Runs that ignore SIGTERM or escaped their session must not outlive the test.
-        for pid in marked_pids(lambda marker: env.tag in marker):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        env.end_processes()
         proxy.close()
         for mount in env.mounts:
             subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
-        shutil.rmtree(env.far_workdir, ignore_errors=True)
-        shutil.rmtree(env.local_workdir, ignore_errors=True)
+        env.remove_workdirs()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -18,16 +18,7 @@ from tests.operations.processes import run_pids
 ROUNDS = 3
 WAIT_S = 60.0
 
-SLOW_TO_STOP = """
-import signal, sys, time
-def leave(*_):
-    time.sleep(0.5)
-    sys.exit(0)
-signal.signal(signal.SIGTERM, leave)
-print("ready", flush=True)
-while True:
-    time.sleep(0.05)
-"""
+SLOW_TO_STOP = trainers.slow_to_stop(0.5)
 
 OUTPUTS = """
 import os

@@ -25,26 +25,10 @@ MIB = 1024 * 1024
 
 # Runs until stopped; on SIGTERM it says so in a file, takes a moment to clean up, then exits:
 # a stop that is still waiting when the connection goes.
-SLOW_TO_STOP = """
-import os, signal, sys, time
-def leave(*_):
-    open("term", "w").close()
-    time.sleep(1.5)
-    sys.exit(0)
-signal.signal(signal.SIGTERM, leave)
-print("ready", flush=True)
-while True:
-    time.sleep(0.05)
-"""
+SLOW_TO_STOP = trainers.slow_to_stop(1.5, mark_term=True)
 
 # Writes a file large enough that a cut lands in the middle of fetching it.
-BIG_OUTPUT = """
-import os
-with open("big.bin", "wb") as f:
-    for _ in range(48):
-        f.write(os.urandom(1024 * 1024))
-print("wrote big.bin", flush=True)
-"""
+BIG_OUTPUT = trainers.big_output(48)
 
 
 def wait_for(what: str, check: Any, timeout: float = WAIT_S) -> Any:

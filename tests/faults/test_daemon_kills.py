@@ -28,24 +28,9 @@ MIB = 1024 * 1024
 # Kill points per operation; each is drawn at random (seeded, so a failure can be replayed).
 KILLS = 3
 
-SLOW_TO_STOP = """
-import signal, sys, time
-def leave(*_):
-    time.sleep(0.8)
-    sys.exit(0)
-signal.signal(signal.SIGTERM, leave)
-print("ready", flush=True)
-while True:
-    time.sleep(0.05)
-"""
+SLOW_TO_STOP = trainers.slow_to_stop(0.8)
 
-BIG_OUTPUT = """
-import os
-with open("big.bin", "wb") as f:
-    for _ in range(32):
-        f.write(os.urandom(1024 * 1024))
-print("wrote big.bin", flush=True)
-"""
+BIG_OUTPUT = trainers.big_output(32)
 
 
 class InFlight:

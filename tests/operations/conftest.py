@@ -8,9 +8,6 @@ removed afterwards together with every process a run of the test left behind.
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +17,6 @@ import pytest
 from tests.daemon_fixtures import DaemonEnv
 from tests.hosts import TestHosts
 from tests.operations.harness import Ops
-from tests.operations.processes import marked_pids
 
 POLL_INTERVAL = "0.5"
 
@@ -39,14 +35,5 @@ def ops(
     try:
         yield env
     finally:
-        for client in env.clients:
-            client.close()
-        # Runs that ignore SIGTERM or escaped their session must not outlive the test.
-        for pid in marked_pids(lambda marker: env.tag in marker):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        shutil.rmtree(env.far_workdir, ignore_errors=True)
-        # Runs on the embedded `local` host live in this user's home.
-        shutil.rmtree(env.local_workdir, ignore_errors=True)
+        env.end_processes()
+        env.remove_workdirs()

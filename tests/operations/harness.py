@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -16,7 +18,7 @@ from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import RemoteError
 from tests.daemon_fixtures import DaemonEnv
 from tests.hosts import GPU_USER, TestHosts
-from tests.operations.processes import process_gone, ssh_processes
+from tests.operations.processes import marked_pids, process_gone, ssh_processes
 
 # Only to stop a broken test from hanging; a healthy one finishes far sooner.
 WAIT_S = 30.0
@@ -91,6 +93,20 @@ class Ops:
             assert time.monotonic() < deadline, "the daemon survived kill -9"
             time.sleep(0.02)
         return daemon
+
+    def end_processes(self) -> None:
+        """Close the clients, and kill whatever this test's runs left behind: runs that
+        ignore SIGTERM or escaped their session must not outlive the test."""
+        for client in self.clients:
+            client.close()
+        for pid in marked_pids(lambda marker: self.tag in marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def remove_workdirs(self) -> None:
+        """The far workdir, and the one on the embedded `local` host (this user's home)."""
+        shutil.rmtree(self.far_workdir, ignore_errors=True)
+        shutil.rmtree(self.local_workdir, ignore_errors=True)
 
     def new_run_id(self, name: str = "run") -> str:
         run_id = f"{name}-{self.tag}-{len(self.run_ids)}"

@@ -142,3 +142,31 @@ with open("leaky/ok.txt", "w") as f:
 os.symlink("/", "leaky/up")
 print("wrote outputs")
 """
+
+
+def slow_to_stop(cleanup_s: float, mark_term: bool = False) -> str:
+    """Runs until stopped; on SIGTERM it takes `cleanup_s` to clean up, then exits 0: a stop
+    still waiting when something goes wrong. `mark_term`: it first says so in a file `term`."""
+    mark = '    open("term", "w").close()\n' if mark_term else ""
+    return f"""
+import signal, sys, time
+def leave(*_):
+{mark}    time.sleep({cleanup_s})
+    sys.exit(0)
+signal.signal(signal.SIGTERM, leave)
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def big_output(mib: int) -> str:
+    """Writes `big.bin`, `mib` MiB of random bytes (large enough for a fault to land in the
+    middle of fetching it), then exits 0."""
+    return f"""
+import os
+with open("big.bin", "wb") as f:
+    for _ in range({mib}):
+        f.write(os.urandom(1024 * 1024))
+print("wrote big.bin", flush=True)
+"""
