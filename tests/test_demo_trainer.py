@@ -1,7 +1,8 @@
-"""The built-in demo trainer, run as rtrain runs it: one copied file, in its run directory.
+"""The built-in demo trainer, run as rtrain runs it: one shipped file, in its run directory.
 
-Each test copies daemon/remote/demo_trainer.py into a temp run dir and starts it with the
-interpreter running the tests. The pure-Python backend is always tested; the torch tests need
+Each test writes the zip application rtrain ships (`demo_trainer.py`, built from the
+package daemon/remote/demo_trainer/) into a temp run dir and starts it with the interpreter
+running the tests. The pure-Python backend is always tested; the torch tests need
 torch (skipped without it, but failing under CI=true, where it must be installed).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import json
 import math
 import os
@@ -19,13 +21,16 @@ import signal
 import subprocess
 import sys
 import threading
+import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from rtrain.daemon.remote.demo_trainer import config as trainer_config
+from rtrain.daemon.remote.demo_trainer import yaml_subset
+from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle, trainer_modules
+
 REPO = Path(__file__).resolve().parents[1]
-TRAINER = REPO / "daemon" / "remote" / "demo_trainer.py"
 EXAMPLE_CONFIG = REPO / "examples" / "config.yaml"
 EXAMPLE_DATASET = REPO / "examples" / "dataset.jsonl"
 
@@ -43,25 +48,12 @@ checkpoint_every: 10
 RUN_TIMEOUT_S = 60  # only against hangs
 
 
-def load_trainer_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("demo_trainer_under_test", TRAINER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def trainer() -> ModuleType:
-    return load_trainer_module()
-
-
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     """A run directory as rtrain lays it out: the trainer, config.yaml, the dataset."""
     directory = tmp_path / "run"
     directory.mkdir()
-    shutil.copy(TRAINER, directory / "demo_trainer.py")
+    (directory / "demo_trainer.py").write_bytes(demo_trainer_bundle())
     shutil.copy(EXAMPLE_DATASET, directory / "dataset.jsonl")
     (directory / "config.yaml").write_text(SMALL_CONFIG)
     return directory
@@ -233,22 +225,45 @@ def test_without_torch_importable_auto_picks_pure_python(run_dir: Path) -> None:
     assert "backend python" in result.stdout.splitlines()[0]
 
 
-def test_trainer_stands_alone_and_parses_as_python_3_8() -> None:
-    source = TRAINER.read_text()
-    tree = ast.parse(source, feature_version=(3, 8))
-    imported = {
-        alias.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-    }
-    imported |= {
-        (node.module or "").split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom)
-    }
-    assert "rtrain" not in imported
-    assert imported - {"__future__", "torch"} <= set(sys.stdlib_module_names)
+def test_every_trainer_module_stands_alone_and_parses_as_python_3_8() -> None:
+    modules = dict(trainer_modules())
+    siblings = {name.removesuffix(".py") for name in modules}
+    assert {"main", "training", "yaml_subset"} <= siblings
+    for name, source in modules.items():
+        tree = ast.parse(source, filename=name, feature_version=(3, 8))
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        absolute = {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 0
+        }
+        relative = {
+            node.module or ""
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level > 0
+        }
+        assert "rtrain" not in imported | absolute, name
+        assert (imported | absolute) - {"__future__", "torch"} <= set(sys.stdlib_module_names)
+        # only siblings, never a parent package (there is none inside the shipped zip)
+        assert relative <= siblings, (name, relative - siblings)
+        assert all(
+            node.level == 1
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level > 0
+        ), name
+
+
+def test_the_shipped_file_is_one_zip_holding_the_whole_package() -> None:
+    bundle = demo_trainer_bundle()
+    with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
+        names = archive.namelist()
+    assert names[0] == "__main__.py"
+    assert sorted(names[1:]) == [f"demo_trainer/{name}" for name, _ in trainer_modules()]
 
 
 # --- resume and stop -----------------------------------------------------------------------
@@ -427,16 +442,16 @@ def test_prompt_completion_records_and_blank_lines_train(run_dir: Path) -> None:
 # --- config and its YAML subset ------------------------------------------------------------
 
 
-def test_parses_the_example_config(trainer: ModuleType) -> None:
-    doc = trainer.parse_yaml_subset(EXAMPLE_CONFIG.read_text(), "config.yaml")
+def test_parses_the_example_config() -> None:
+    doc = yaml_subset.parse_yaml_subset(EXAMPLE_CONFIG.read_text(), "config.yaml")
     assert doc.values["learning_rate"] == 0.01 and isinstance(doc.values["learning_rate"], float)
     assert doc.values["device"] == "auto" and doc.values["model_name"] == "rtrain-demo-char-mlp"
     assert doc.values["sleep_per_step"] == 0
-    config = trainer.config_from_document(doc, "config.yaml")
+    config = trainer_config.config_from_document(doc, "config.yaml")
     assert (config.steps, config.context, config.hidden) == (300, 5, 48)
 
 
-def test_parses_every_supported_construct(trainer: ModuleType) -> None:
+def test_parses_every_supported_construct() -> None:
     text = """\
 ---
 # a comment line
@@ -460,7 +475,7 @@ section:
 empty_section:
 last: 1
 """
-    values = trainer.parse_yaml_subset(text).values
+    values = yaml_subset.parse_yaml_subset(text).values
     assert values == {
         "steps": 12,
         "rate": -0.0015,
@@ -506,10 +521,10 @@ last: 1
     ],
 )
 def test_rejects_constructs_outside_the_subset_naming_the_line(
-    trainer: ModuleType, text: str, line: int, phrase: str
+    text: str, line: int, phrase: str
 ) -> None:
-    with pytest.raises(trainer.YamlSubsetError) as caught:
-        trainer.parse_yaml_subset(text, "config.yaml")
+    with pytest.raises(yaml_subset.YamlSubsetError) as caught:
+        yaml_subset.parse_yaml_subset(text, "config.yaml")
     assert f"config.yaml line {line}:" in str(caught.value)
     assert phrase in str(caught.value)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from rtrain.daemon.client_session import RequestContext
-from rtrain.daemon.remote import demo_trainer_source
+from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.daemon.ssh.transport import Completed, Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -132,7 +132,7 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
     if dataset is not None:
         shipments.append((dataset, dataset.name))
     if template is None:
-        shipments.append((demo_trainer_source(), DEMO_TRAINER))
+        shipments.append((demo_trainer_bundle(), DEMO_TRAINER))
     try:
         return await _ship_and_launch(
             ops, transport, p, ctx, pending, shipments, [run_dir, run_id, python, *command]

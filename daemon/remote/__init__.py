@@ -12,8 +12,3 @@ def script(name: str) -> str:
     folder = resources.files(__package__) / "scripts"
     common = (folder / "common.sh").read_text()
     return common + "\n" + (folder / f"{name}.sh").read_text()
-
-
-@cache
-def demo_trainer_source() -> bytes:
-    return (resources.files(__package__) / "demo_trainer.py").read_bytes()

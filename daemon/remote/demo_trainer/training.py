@@ -1,0 +1,220 @@
+"""The training loop: where it starts, each step, progress lines, checkpoints, the end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .atomic_files import remove_stale_temp_files
+from .checkpoints import (
+    CHECKPOINT_DIR,
+    METRICS_FILE,
+    load_latest_checkpoint,
+    restore_rng,
+    save_checkpoint,
+    trim_metrics,
+)
+from .config import Config, load_config
+from .dataset import Corpus, Dataset, load_dataset
+from .device_choice import build_model, choose_backend, requested_device, resolve_torch_device
+from .messages import PROGRAM, UserError, one_line, say, warn
+from .output import OUTPUT_DIR, sample_text, save_output
+from .parameters import TrainState, init_params, param_count, zeros_like
+from .stop_flag import StopFlag
+from .torch_model import TorchModel
+
+if TYPE_CHECKING:
+    from .device_choice import Model
+
+
+class StartPoint:
+    """Where training begins: a fresh model, or the newest checkpoint in the run dir."""
+
+    def __init__(self, config: Config, dataset: Dataset, model_info: dict[str, Any]) -> None:
+        checkpoint = load_latest_checkpoint()
+        self.resumed = checkpoint is not None
+        if checkpoint is None:
+            self.rng = random.Random(config.seed)
+            params = init_params(self.rng, len(model_info["vocab"]), config.context, config.hidden)
+            self.state = TrainState(params, zeros_like(params), zeros_like(params), 0)
+            self.step = 0
+            self.last_loss: float | None = None
+            return
+        saved_model = checkpoint.get("model", {})
+        for key in ("context", "hidden", "vocab"):
+            if saved_model.get(key) != model_info[key]:
+                what = "set of characters (another dataset)" if key == "vocab" else key
+                raise UserError(
+                    f"{checkpoint['path']} was trained with a different {what} than this "
+                    f"config and dataset; delete {CHECKPOINT_DIR}/ to start over"
+                )
+        if saved_model.get("dataset_sha256", dataset.sha256) != dataset.sha256:
+            warn("the dataset changed since the checkpoint was written; continuing with it")
+        adam = checkpoint["adam"]
+        self.state = TrainState(checkpoint["params"], adam["m"], adam["v"], int(adam["t"]))
+        self.rng = restore_rng(checkpoint["rng_state"])
+        self.step = int(checkpoint["step"])
+        self.last_loss = checkpoint.get("last_loss")
+
+
+def pick_model(config: Config, state: TrainState, vocab_size: int) -> Model:
+    backend, torch = choose_backend(config)
+    wanted_device, origin = requested_device(config)
+    if backend == "python":
+        if wanted_device not in ("auto", "cpu"):
+            warn(
+                f"device {wanted_device!r} (from {origin}) ignored: the pure-Python backend "
+                "runs on cpu"
+            )
+        return build_model(backend, None, state, vocab_size, config, "cpu")
+    device = resolve_torch_device(torch, wanted_device, origin)
+    return build_model(backend, torch, state, vocab_size, config, device)
+
+
+def step_on_cpu_after_device_failure(
+    model: TorchModel, start: StartPoint, step: int, error: Exception, vocab_size: int
+) -> TorchModel:
+    """A torch model on cpu with the state of `model`, whose device failed in a step."""
+    warn(f"device {model.device!r} failed during training ({one_line(error)}); falling back to cpu")
+    try:
+        # Before any step succeeded, the start state is the one to trust.
+        state = start.state if step == start.step else model.export_state()
+    except Exception:
+        raise UserError(
+            f"device {model.device!r} failed at step {step + 1} and its state cannot be read "
+            "back; start the run again to resume from the last checkpoint"
+        ) from error
+    return TorchModel(model.torch, state, vocab_size, "cpu")
+
+
+def train(args: argparse.Namespace, stop: StopFlag) -> int:
+    config = load_config(args.config)
+    if args.steps is not None:
+        if args.steps < 1:
+            raise UserError(f"--steps must be at least 1, not {args.steps}")
+        config.steps = args.steps
+    dataset = load_dataset(args.dataset)
+    corpus = Corpus(dataset.records)
+    vocab = corpus.vocab
+    model_info = {
+        "architecture": "char-mlp",
+        "context": config.context,
+        "hidden": config.hidden,
+        "vocab": vocab,
+        "dataset_sha256": dataset.sha256,
+    }
+
+    remove_stale_temp_files(CHECKPOINT_DIR)
+    remove_stale_temp_files(OUTPUT_DIR)
+    remove_stale_temp_files(".", METRICS_FILE)
+    start = StartPoint(config, dataset, model_info)
+    trim_metrics(start.step if start.resumed else None)
+    model = pick_model(config, start.state, len(vocab))
+
+    run_id = os.environ.get("RTRAIN_RUN_ID")
+    size = f"{len(dataset.records)} records, {corpus.chars} chars, vocab {len(vocab)}"
+    header = [
+        "rtrain demo trainer",
+        f"run {run_id}" if run_id else "",
+        f"backend {model.backend}",
+        f"device {model.device}",
+        f"dataset {dataset.name}: {size}",
+        f"model char-mlp context {config.context} hidden {config.hidden}",
+        f"{param_count(start.state.params)} params",
+        f"steps {config.steps}",
+    ]
+    say(" | ".join(part for part in header if part))
+    if start.resumed:
+        say(f"resuming from step {start.step}")
+        if start.step > config.steps:
+            warn(
+                f"the checkpoint is at step {start.step}, past steps={config.steps}; "
+                "nothing left to train"
+            )
+
+    rng, step, last_loss = start.rng, start.step, start.last_loss
+    saved_step = step if start.resumed else -1
+    window_losses: list[float] = []
+
+    def checkpoint_now() -> None:
+        save_checkpoint(step, model.export_state(), rng, last_loss, model_info)
+
+    with open(METRICS_FILE, "a", encoding="utf-8") as metrics:
+        while step < config.steps and stop.signal_number is None:
+            contexts, targets = corpus.draw_batch(rng, config.context, config.batch_size)
+            try:
+                loss = model.train_step(contexts, targets, config.learning_rate)
+            except Exception as error:
+                if not isinstance(model, TorchModel) or model.device == "cpu":
+                    raise
+                model = step_on_cpu_after_device_failure(model, start, step, error, len(vocab))
+                loss = model.train_step(contexts, targets, config.learning_rate)
+            if not math.isfinite(loss):
+                raise UserError(
+                    f"the loss became {loss} at step {step + 1}; try a smaller learning_rate"
+                )
+            step += 1
+            window_losses.append(loss)
+            if step % config.log_every == 0 or step == config.steps:
+                last_loss = sum(window_losses) / len(window_losses)
+                window_losses = []
+                say(f"step {step} | loss {last_loss:.4f} | lr {config.learning_rate:g}")
+                row = {"step": step, "loss": round(last_loss, 6), "lr": config.learning_rate}
+                metrics.write(json.dumps(row) + "\n")
+                metrics.flush()
+            if step % config.checkpoint_every == 0 and step < config.steps:
+                checkpoint_now()
+                saved_step = step
+            if config.sleep_per_step > 0 and step < config.steps:
+                stop.sleep(config.sleep_per_step)
+
+    if stop.signal_number is not None:
+        if step != saved_step and step > 0:
+            if window_losses:
+                last_loss = sum(window_losses) / len(window_losses)
+            checkpoint_now()
+        outcome = (
+            "checkpoint saved, start again in this run directory to resume"
+            if step > 0
+            else "nothing was trained yet"
+        )
+        name = signal.Signals(stop.signal_number).name
+        print(
+            f"{PROGRAM}: stopped by {name} at step {step}; {outcome}", file=sys.stderr, flush=True
+        )
+        return 128 + stop.signal_number
+
+    if step != saved_step:
+        checkpoint_now()
+    final = model.export_state()
+    output_config = {
+        "format": "rtrain-demo-char-mlp",
+        "format_version": 1,
+        "model_name": config.model_name,
+        "architecture": "char-mlp",
+        "context": config.context,
+        "hidden": config.hidden,
+        "vocab_size": len(vocab),
+        "vocab": vocab,
+        "steps": step,
+        "final_loss": last_loss,
+        "learning_rate": config.learning_rate,
+        "batch_size": config.batch_size,
+        "seed": config.seed,
+        "backend": model.backend,
+        "device": model.device,
+        "dataset": dataset.name,
+        "dataset_sha256": dataset.sha256,
+        "run_id": run_id,
+    }
+    save_output(final.params, output_config)
+    say(f"sample: {sample_text(final.params, vocab, config.context, config.seed, 80)!r}")
+    final_loss = "n/a" if last_loss is None else f"{last_loss:.4f}"
+    say(f"done: {step} steps, final loss {final_loss}, saved {OUTPUT_DIR}/")
+    return 0
