@@ -17,9 +17,11 @@ from typing import Any
 from rtrain.protocol import errors as pe
 from rtrain.protocol import locations
 from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol.daemon_process import LOST_RACE
 from rtrain.protocol.events import ConnectionBroken, ErrorResponse, Notification, Response
 from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
+from . import daemon_notices
 from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError
 from .spawn import spawn_allowed, spawn_daemon
 
@@ -32,6 +34,7 @@ class DaemonClient:
         self._sock = sock
         self._conn = Connection(Role.CLIENT)
         self.server_version: str | None = None
+        self._told: tuple[list[str], dict[str, str]] = ([], {})
 
     # ---- connecting -----------------------------------------------------------------
 
@@ -43,8 +46,21 @@ class DaemonClient:
         name: str = "rtrain-cli",
         socket_path: Path | None = None,
         timeout: float | None = None,
+        tell: bool = True,
     ) -> DaemonClient:
-        """Connect and initialize. `spawn` None means: unless RTRAIN_NO_SPAWN is set."""
+        """Connect and initialize. `spawn` None means: unless RTRAIN_NO_SPAWN is set.
+
+        With `tell`, the daemon's start-up notices and any difference between this
+        process's settings and the daemon's are said on stderr."""
+        client = cls._connect(spawn, name, socket_path, timeout)
+        if tell:
+            daemon_notices.tell(*client._told)
+        return client
+
+    @classmethod
+    def _connect(
+        cls, spawn: bool | None, name: str, socket_path: Path | None, timeout: float | None
+    ) -> DaemonClient:
         path = socket_path or locations.socket_path()
         may_spawn = spawn_allowed() if spawn is None else spawn
         client = cls._open(path, may_spawn, timeout)
@@ -74,13 +90,23 @@ class DaemonClient:
                 ) from None
         except OSError as error:
             raise DaemonUnavailable(f"Cannot reach the rtrain daemon at {path}: {error}.") from None
-        spawn_daemon()
+        daemon = spawn_daemon()
         deadline = time.monotonic() + SPAWN_WAIT
         delay = 0.01
         while True:
             try:
                 return cls(_dial(path, timeout))
             except (FileNotFoundError, ConnectionRefusedError):
+                if daemon.exited() and LOST_RACE not in daemon.output():
+                    # One more look: it may have answered just before it went.
+                    try:
+                        return cls(_dial(path, timeout))
+                    except (FileNotFoundError, ConnectionRefusedError):
+                        pass
+                    raise DaemonUnavailable(
+                        f"The rtrain daemon stopped while starting: {daemon.last_error()} "
+                        f"(its log: {daemon.log})."
+                    ) from None
                 if time.monotonic() > deadline:
                     raise DaemonUnavailable(
                         f"The rtrain daemon did not start within {SPAWN_WAIT:.0f} s; see "
@@ -114,6 +140,7 @@ class DaemonClient:
             },
         )
         self.server_version = result.server_info.version
+        self._told = (result.notices, result.settings)
         self._conn.send_notification("initialized")
         self._send()
 

@@ -21,6 +21,7 @@ from rtrain.protocol import locations
 from rtrain.protocol.framing import FrameReader, FramingError, encode_frame
 from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
+from . import daemon_notices
 from .errors import DaemonProtocolError, RemoteError, RtrainError
 from .wire_object import WireObject
 
@@ -60,6 +61,7 @@ class QuickClient:
                 client.close()
                 return None
             client._send({"jsonrpc": "2.0", "method": "initialized"})
+            daemon_notices.tell(answer.get("notices", []), answer.get("settings", {}))
         except (OSError, RtrainError):
             client.close()
             return None

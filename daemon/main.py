@@ -9,6 +9,7 @@ import signal
 import sys
 
 from rtrain.protocol import locations
+from rtrain.protocol.daemon_process import LOST_RACE
 
 from .instance_lock import AlreadyRunning, InstanceLock
 from .private_dir import UnsafeDirectory, ensure_private_dir
@@ -42,11 +43,14 @@ def main(argv: list[str]) -> int:
         lock.acquire()
     except AlreadyRunning:
         # Losing the start-up race is normal: the other daemon serves everyone.
-        print("rtrain daemon: another daemon is already running", file=sys.stderr)
+        print(f"rtrain daemon: {LOST_RACE}", file=sys.stderr)
         return 0
     _setup_logging(locations.log_path(), foreground)
-    registry = Registry(state / "registry.sqlite3")
+    registry, damage = Registry.open_or_replace(state / "registry.sqlite3")
     service = Service(socket_path, runtime, state, locations.log_path(), registry)
+    if damage is not None:
+        log.warning("%s", damage)
+        service.notices.append(damage)
     try:
         asyncio.run(_serve(service))
     finally:

@@ -1,6 +1,8 @@
 """The run registry: one SQLite file (WAL) that survives any daemon death, `kill -9` included.
 
-Every write is its own committed transaction, so what a client was told is on disk.
+Every write is its own committed transaction, so what a client was told is on disk. A file
+SQLite cannot read is moved aside, never deleted, and a fresh registry takes its place: runs
+are found again by host + run id, as with a deleted registry.
 """
 
 from __future__ import annotations
@@ -58,10 +60,38 @@ class Registry:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+            # A file cut short opens fine and fails on the first page it lacks: look at all.
+            (verdict,) = self._db.execute("PRAGMA quick_check").fetchone()
+            if verdict != "ok":
+                raise sqlite3.DatabaseError(verdict)
+        except BaseException:
+            self._db.close()
+            raise
+
+    @classmethod
+    def open_or_replace(cls, path: Path) -> tuple[Registry, str | None]:
+        """The registry at `path`; when SQLite cannot read it, a fresh one, and the sentence
+        saying where the damaged file went."""
+        try:
+            return cls(path), None
+        except sqlite3.DatabaseError as error:
+            aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            path.rename(aside)
+            for suffix in ("-wal", "-shm"):
+                companion = path.with_name(path.name + suffix)
+                if companion.exists():
+                    companion.rename(aside.with_name(aside.name + suffix))
+            notice = (
+                f"The run registry could not be read ({error}); it was moved to {aside} and "
+                "a fresh one started. Runs are found again by host and run id: "
+                "`rtrain status HOST RUN`."
+            )
+            return cls(path), notice
 
     def close(self) -> None:
         self._db.close()

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rtrain.protocol import daemon_process
 from rtrain.protocol import messages as m
 from rtrain.protocol.methods import REQUESTS, SERVER_NOTIFICATIONS
 from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
@@ -41,6 +42,10 @@ class Service:
         self.started = time.monotonic()
         self.stop_requested = asyncio.Event()
         self.sessions: set[ClientSession] = set()
+        self.settings = daemon_process.settings(os.environ)
+        # Start-up notices: said once to the first client, and in every `daemon/info`.
+        self.notices: list[str] = []
+        self._notices_told = False
         self._handlers: dict[str, Handler] = {
             "initialize": self.initialize,
             "shutdown": self.shutdown,
@@ -70,7 +75,15 @@ class Service:
             protocol_version=PROTOCOL_VERSION,
             server_info=m.ServerInfo(name="rtrain", version=RTRAIN_VERSION),
             capabilities=m.ServerCapabilities(methods=REQUESTS, notifications=SERVER_NOTIFICATIONS),
+            notices=self._untold_notices(),
+            settings=self.settings,
         )
+
+    def _untold_notices(self) -> list[str]:
+        if self._notices_told:
+            return []
+        self._notices_told = bool(self.notices)
+        return list(self.notices)
 
     async def shutdown(self, params: m.Empty, ctx: RequestContext) -> None:
         return None
@@ -85,6 +98,8 @@ class Service:
             state_dir=str(self.state_dir),
             log_path=str(self.log_path),
             clients=len(self.sessions),
+            notices=list(self.notices),
+            settings=self.settings,
         )
 
     async def stop_daemon(self, params: m.Empty, ctx: RequestContext) -> m.StopDaemonResult:

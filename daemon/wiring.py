@@ -30,6 +30,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     except ConfigError as error:
         # A typo in the config must not keep the daemon (and so every client) down.
         log.error("ignoring the user config: %s", error)
+        service.notices.append(
+            f"The user config was ignored: {error}. Fix it, then run `rtrain daemon stop` so "
+            "the next command starts a daemon that reads it."
+        )
         config = UserConfig()
     hosts = HostPool(service.runtime_dir, service.registry, config)
     ops = Ops(service.registry, hosts, service.publish_run)

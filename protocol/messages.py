@@ -55,6 +55,12 @@ class InitializeResult(Result):
     protocol_version: str
     server_info: ServerInfo
     capabilities: ServerCapabilities
+    # What went wrong as the daemon started (a damaged registry moved aside, a config file
+    # it could not use): sentences for a person, given to the first client only.
+    notices: list[str] = []
+    # The settings the daemon read from its environment at start, NAME -> value (see
+    # `daemon_process.SETTINGS`), so a client can say when its own differ.
+    settings: dict[str, str] = {}
 
 
 class Empty(Params):
@@ -258,6 +264,9 @@ class DaemonInfo(Result):
     state_dir: str
     log_path: str
     clients: int
+    # Every start-up notice (see InitializeResult), for as long as the daemon runs.
+    notices: list[str] = []
+    settings: dict[str, str] = {}
 
 
 class StopDaemonResult(Result):

@@ -33,7 +33,9 @@ def _daemon_request(method: str, params: dict[str, Any]) -> Any:
     from rtrain.client.daemon_client import DaemonClient
 
     try:
-        with DaemonClient.connect(spawn=False, timeout=0.5, name="rtrain-completion") as client:
+        with DaemonClient.connect(
+            spawn=False, timeout=0.5, name="rtrain-completion", tell=False
+        ) as client:
             return client.request(method, params)
     except Exception:  # completion must never print a traceback into the shell
         return None

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import DaemonUnavailable
+from rtrain.client.spawn import process_alive
 from rtrain.protocol import locations
 
 from .output import friendly_errors, note, print_json
@@ -42,7 +42,7 @@ def stop() -> None:
         info = client.request("daemon/info")
         client.request("daemon/stop")
     deadline = time.monotonic() + 5
-    while _alive(info.pid) and time.monotonic() < deadline:
+    while process_alive(info.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     note(f"stopped rtrain daemon (pid {info.pid})")
 
@@ -68,6 +68,8 @@ def status(json: bool = JsonOption) -> None:
         f"rtrain daemon {info.version} running: pid {info.pid}, up {info.uptime:.0f} s, "
         f"{info.clients} client(s)\n  socket: {info.socket_path}\n  log:    {info.log_path}"
     )
+    for notice in info.notices:
+        print(f"  notice: {notice}")
 
 
 @app.command()
@@ -98,23 +100,6 @@ def run() -> None:
     from rtrain.daemon.main import main
 
     raise typer.Exit(main(["--foreground"]))
-
-
-def _alive(pid: int) -> bool:
-    # A daemon that exited but is not yet reaped (a zombie: init reaps it when it gets round
-    # to it, seconds later in some containers) has stopped; only Linux's /proc tells.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _to_builtins(value: object) -> dict[str, object]:
