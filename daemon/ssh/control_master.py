@@ -156,7 +156,10 @@ class ControlMaster:
             if self._proc.returncode is not None:
                 await asyncio.wait_for(drain, 2)
                 error = classify(
-                    self.alias, self._stderr.decode(errors="replace"), self._proc.returncode
+                    self.alias,
+                    self._stderr.decode(errors="replace"),
+                    self._proc.returncode,
+                    self.config,
                 )
                 self._fail(error)
                 raise error

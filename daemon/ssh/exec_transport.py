@@ -163,7 +163,7 @@ class ExecTransport(ProcessTransport):
                 f"host unreachable: {self.alias}: the connection dropped ({why.strip()})",
                 detail=text.strip()[-300:] or None,
             )
-        raise classify(self.alias, text, returncode)
+        raise classify(self.alias, text, returncode, self.master.config)
 
     async def close(self) -> None:
         await self.shells.close()

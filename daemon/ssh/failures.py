@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 
-def classify(alias: str, stderr: str, returncode: int | None) -> RpcError:
+def classify(
+    alias: str, stderr: str, returncode: int | None, ssh_config: Path | None = None
+) -> RpcError:
+    """`ssh_config` is the file passed as `ssh -F`, if any: it hides ~/.ssh/config."""
     text = stderr.strip()
     last = text.splitlines()[-1] if text else f"ssh exited with status {returncode}"
     lowered = text.lower()
@@ -49,6 +54,18 @@ def classify(alias: str, stderr: str, returncode: int | None) -> RpcError:
         "kex_exchange_identification",
         "timeout, server",
     )
+    unknown_alias = (
+        "could not resolve hostname" in lowered or "name or service not known" in lowered
+    )
+    if unknown_alias and ssh_config is not None:
+        return app_error(
+            Kind.HOST_UNREACHABLE,
+            f"host unreachable: {alias}: {last}. rtrain reads the ssh config {ssh_config} "
+            "(RTRAIN_SSH_CONFIG, or ssh_config in the user config) instead of ~/.ssh/config, "
+            f"so aliases there are not seen: add `Host {alias}` to {ssh_config}, or "
+            "`Include ~/.ssh/config` at its top.",
+            detail=last,
+        )
     if any(word in lowered for word in unreachable) or returncode == 255:
         return app_error(Kind.HOST_UNREACHABLE, f"host unreachable: {alias}: {last}", detail=last)
     return app_error(Kind.REMOTE_FAILED, f"{alias}: {last}", detail=last)

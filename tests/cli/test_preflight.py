@@ -51,3 +51,13 @@ def test_password_only_host_fails_fast_without_a_prompt(cli: Cli) -> None:
     (reason,) = done.json()["reasons"]
     assert "key authentication" in reason, reason
     assert "password:" not in done.err.lower()
+
+
+def test_an_unknown_alias_says_which_ssh_config_hides_it(cli: Cli) -> None:
+    done = cli("preflight", "nosuch-alias", "--json")
+    assert done.code == 1, done
+    (reason,) = done.json()["reasons"]
+    config = cli.env["RTRAIN_SSH_CONFIG"]
+    assert reason.startswith("host unreachable: nosuch-alias: ssh: Could not resolve"), reason
+    assert f"rtrain reads the ssh config {config} (RTRAIN_SSH_CONFIG" in reason, reason
+    assert "~/.ssh/config" in reason and f"add `Host nosuch-alias` to {config}" in reason
