@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,7 +17,7 @@ from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool
 from .control_master import ControlMaster
 from .failures import classify
-from .transport import Completed, ProcessTransport, Progress
+from .transport import STALL_TIMEOUT, Completed, ProcessTransport, Progress
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -97,6 +97,26 @@ class ExecTransport(ProcessTransport):
         return await self._on_channel(
             lambda: ProcessTransport.download(self, run_dir, rel, dest, progress)
         )
+
+    async def stream_in(
+        self,
+        name: str,
+        args: Sequence[str],
+        chunks: Callable[[], Iterable[bytes]],
+        *,
+        answer_within: float = STALL_TIMEOUT,
+    ) -> Completed:
+        # A refused session ran nothing; the retry takes the chunks afresh.
+        return await self._on_channel(
+            lambda: ProcessTransport.stream_in(
+                self, name, args, chunks, answer_within=answer_within
+            )
+        )
+
+    async def stream_out(
+        self, name: str, args: Sequence[str], sink: Callable[[bytes], None]
+    ) -> Completed:
+        return await self._on_channel(lambda: ProcessTransport.stream_out(self, name, args, sink))
 
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt` on a channel of its own. A host that allows few sessions per connection

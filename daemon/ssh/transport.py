@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -25,6 +26,10 @@ CHUNK = 1024 * 1024
 STALL_TIMEOUT = 120.0
 # After the last byte the far side hashes what it received; allow it this many bytes/s.
 HASH_RATE = 20e6
+# How much of a login's noise is kept (for preflight to show); the rest is only skipped.
+NOISE_KEPT = 4096
+# How long a killed transfer process gets to be reaped.
+REAP_WAIT = 10.0
 
 
 def machine_lines(data: bytes) -> dict[str, list[str]]:
@@ -41,6 +46,9 @@ class Completed:
     returncode: int
     stdout: bytes
     stderr: bytes
+    # What the far login printed before the script began (a chatty rc file), kept apart so
+    # it never counts as the script's output; preflight reports it.
+    noise: bytes = b""
 
     def fields(self) -> dict[str, list[str]]:
         """The tab-separated `key<TAB>value...` lines of a script's output; last wins."""
@@ -98,23 +106,58 @@ class Transport(ABC):
     def last_error(self) -> str | None:
         return None
 
+    # Whether `stream_in` and `stream_out` work: a script fed from / read into the daemon as
+    # a byte stream, on a channel of its own. The console transport has one PTY and no such
+    # thing; the transfer engine then uses `upload` and `download`.
+    streams = False
+
+    async def stream_in(
+        self,
+        name: str,
+        args: Sequence[str],
+        chunks: Callable[[], Iterable[bytes]],
+        *,
+        answer_within: float = STALL_TIMEOUT,
+    ) -> Completed:
+        """Run script `name` with the bytes `chunks()` yields as its stdin; its answer once it
+        has ended. `chunks` is called again when the attempt has to be made again."""
+        raise NotImplementedError
+
+    async def stream_out(
+        self, name: str, args: Sequence[str], sink: Callable[[bytes], None]
+    ) -> Completed:
+        """Run script `name`, handing each piece of its stdout to `sink` as it comes; its
+        answer (stderr, exit status; stdout empty) once it has ended. An exception from
+        `sink` stops the script and is raised here."""
+        raise NotImplementedError
+
 
 class ProcessTransport(Transport):
-    """A transport where each script is one child process whose argv `_argv` builds."""
+    """A transport where each script is one child process whose argv `_argv` builds.
+
+    A login shell may print before the script runs (`echo Welcome` in `~/.bashrc`), on
+    stdout and on stderr. So each script first prints a fresh marker on both, and only what
+    follows the marker is its output: `_spawn` returns the marker, and `skip_noise` (for a
+    stream) or `Framed.split` (for a whole answer) drop what came before it. The script is
+    the login shell's last command, so nothing of the shell's can come after.
+    """
 
     @abstractmethod
     def _argv(self, text: str, args: Sequence[str]) -> list[str]: ...
 
     async def _spawn(
         self, name: str, args: Sequence[str], **pipes: int
-    ) -> asyncio.subprocess.Process:
+    ) -> tuple[asyncio.subprocess.Process, bytes]:
         await self.connect()
-        return await asyncio.create_subprocess_exec(*self._argv(script(name), args), **pipes)
+        marker = f"rtrain-{secrets.token_hex(12)}-begins"
+        text = f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2\n" + script(name)
+        proc = await asyncio.create_subprocess_exec(*self._argv(text, args), **pipes)
+        return proc, f"{marker}\n".encode()
 
     async def run(
         self, name: str, args: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60
     ) -> Completed:
-        proc = await self._spawn(
+        proc, marker = await self._spawn(
             name,
             args,
             stdin=asyncio.subprocess.PIPE,
@@ -129,8 +172,14 @@ class ProcessTransport(Transport):
                 raise
             raise self._timed_out(name, timeout) from None
         assert proc.returncode is not None
-        self._check_transport_failure(proc.returncode, err)
-        return Completed(proc.returncode, out, err)
+        return self._answer(proc.returncode, out, err, marker)
+
+    def _answer(self, returncode: int, out: bytes, err: bytes, marker: bytes) -> Completed:
+        """A script's whole answer, without what the login printed before it."""
+        noise_out, out = split_noise(out, marker)
+        noise_err, err = split_noise(err, marker)
+        self._check_transport_failure(returncode, err)
+        return Completed(returncode, out, err, noise_out + noise_err)
 
     def _check_transport_failure(self, returncode: int, stderr: bytes) -> None:
         """Hook for ssh: exit 255 means the connection failed, not the script."""
@@ -149,12 +198,19 @@ class ProcessTransport(Transport):
             "(is the host or the connection stalled?)",
         )
 
-    async def upload(
-        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
-    ) -> None:
-        proc = await self._spawn(
-            "receive",
-            [remote_path, sha256],
+    streams = True
+
+    async def stream_in(
+        self,
+        name: str,
+        args: Sequence[str],
+        chunks: Callable[[], Iterable[bytes]],
+        *,
+        answer_within: float = STALL_TIMEOUT,
+    ) -> Completed:
+        proc, marker = await self._spawn(
+            name,
+            args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -163,69 +219,99 @@ class ProcessTransport(Transport):
         reading = asyncio.gather(proc.stdout.read(), proc.stderr.read())
         try:
             try:
-                with open(local, "rb") as source:
-                    while chunk := source.read(CHUNK):
-                        proc.stdin.write(chunk)
-                        await asyncio.wait_for(proc.stdin.drain(), STALL_TIMEOUT)
-                        if progress:
-                            progress(len(chunk))
+                for chunk in chunks():
+                    proc.stdin.write(chunk)
+                    async with asyncio.timeout(STALL_TIMEOUT):
+                        await proc.stdin.drain()
                 proc.stdin.close()
-                answer_within = STALL_TIMEOUT + local.stat().st_size / HASH_RATE
             except (ConnectionError, BrokenPipeError):
                 answer_within = STALL_TIMEOUT  # the far side quit early; its output says why
-            out, err = await asyncio.wait_for(reading, answer_within)
-            await proc.wait()
+            async with asyncio.timeout(answer_within):
+                out, err = await reading
+                await proc.wait()
         except BaseException as error:
             reading.cancel()
             await _reap(proc)
             if isinstance(error, TimeoutError):
-                raise self._stalled(f"shipping {local.name}") from None
+                raise self._stalled(f"{name} {' '.join(args[-2:])}") from None
             raise
         assert proc.returncode is not None
-        self._check_transport_failure(proc.returncode, err)
-        done = Completed(proc.returncode, out, err)
+        return self._answer(proc.returncode, out, err, marker)
+
+    async def stream_out(
+        self, name: str, args: Sequence[str], sink: Callable[[bytes], None]
+    ) -> Completed:
+        proc, marker = await self._spawn(
+            name,
+            args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = asyncio.ensure_future(proc.stderr.read())
+        try:
+            noise = await skip_noise(proc.stdout, marker, sink)
+            while True:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for around a read that already
+                # has data can swallow a cancellation, and the transfer would go on.
+                async with asyncio.timeout(STALL_TIMEOUT):
+                    chunk = await proc.stdout.read(CHUNK)
+                if not chunk:
+                    break
+                sink(chunk)
+            async with asyncio.timeout(STALL_TIMEOUT):
+                err = await errors
+                await proc.wait()
+        except BaseException as error:
+            errors.cancel()
+            await _reap(proc)
+            if isinstance(error, TimeoutError):
+                raise self._stalled(f"reading {args[-1] if args else name}") from None
+            raise
+        assert proc.returncode is not None
+        done = self._answer(proc.returncode, b"", err, marker)
+        return Completed(done.returncode, b"", done.stderr, noise + done.noise)
+
+    async def upload(
+        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
+    ) -> None:
+        def chunks() -> Iterator[bytes]:
+            with open(local, "rb") as source:
+                while chunk := source.read(CHUNK):
+                    yield chunk
+                    if progress:
+                        progress(len(chunk))
+
+        done = await self.stream_in(
+            "receive",
+            [remote_path, sha256],
+            chunks,
+            answer_within=STALL_TIMEOUT + local.stat().st_size / HASH_RATE,
+        )
         if "ok" not in done.fields():
             raise_for_failed_upload(self.alias, local, done)
 
     async def download(
         self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
     ) -> str:
-        proc = await self._spawn(
-            "send",
-            [run_dir, rel],
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert proc.stdout is not None and proc.stderr is not None
         digest = hashlib.sha256()
-        errors = asyncio.ensure_future(proc.stderr.read())
-        try:
-            with open(dest, "wb") as sink:
-                while chunk := await asyncio.wait_for(proc.stdout.read(CHUNK), STALL_TIMEOUT):
-                    sink.write(chunk)
-                    digest.update(chunk)
-                    if progress:
-                        progress(len(chunk))
-            err = await asyncio.wait_for(errors, STALL_TIMEOUT)
-            await proc.wait()
-        except BaseException as error:
-            errors.cancel()
-            await _reap(proc)
-            if isinstance(error, TimeoutError):
-                raise self._stalled(f"reading {rel}") from None
-            raise
-        assert proc.returncode is not None
-        self._check_transport_failure(proc.returncode, err)
+        with open(dest, "wb") as sink:
+
+            def take(chunk: bytes) -> None:
+                sink.write(chunk)
+                digest.update(chunk)
+                if progress:
+                    progress(len(chunk))
+
+            done = await self.stream_out("send", [run_dir, rel], take)
         # send.sh hashed the bytes as it sent them; its verdict is a machine line on stderr.
-        said = machine_lines(err)
+        said = machine_lines(done.stderr)
         if "changed" in said:
             raise fetch_unverified(rel)
-        if proc.returncode != 0:
+        if done.returncode != 0:
             raise app_error(
-                Kind.TRANSFER_FAILED,
-                f"{self.alias}: reading {rel} failed: "
-                f"{Completed(proc.returncode, b'', err).error_text}",
+                Kind.TRANSFER_FAILED, f"{self.alias}: reading {rel} failed: {done.error_text}"
             )
         got = digest.hexdigest()
         if said.get("sent") != [got]:
@@ -233,11 +319,56 @@ class ProcessTransport(Transport):
         return got
 
 
+async def skip_noise(
+    stream: asyncio.StreamReader, marker: bytes, sink: Callable[[bytes], None]
+) -> bytes:
+    """Read `stream` up to the script's start marker; give `sink` what followed it in the
+    same read. Returns what came before (the login's noise; at most NOISE_KEPT of it). With
+    no marker at all (the script never ran), nothing reaches `sink`."""
+    kept = b""
+    window = b""
+    while True:
+        async with asyncio.timeout(STALL_TIMEOUT):
+            chunk = await stream.read(CHUNK)
+        if not chunk:
+            return kept
+        window += chunk
+        at = window.find(marker)
+        if at >= 0:
+            kept = (kept + window[:at])[:NOISE_KEPT]
+            if rest := window[at + len(marker) :]:
+                sink(rest)
+            return kept
+        # Keep only what could still hold the start of a marker split across reads.
+        cut = max(0, len(window) - len(marker))
+        kept = (kept + window[:cut])[:NOISE_KEPT]
+        window = window[cut:]
+
+
+def split_noise(data: bytes, marker: bytes) -> tuple[bytes, bytes]:
+    """(what came before the marker, what came after it); all output when there is none."""
+    at = data.find(marker)
+    if at < 0:
+        return b"", data
+    return data[:at], data[at + len(marker) :]
+
+
 async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill `proc` and wait for it. Its pipes are drained meanwhile: asyncio's wait() also
+    waits for them to close, and a pipe whose reading was paused (a full buffer nobody
+    reads any more) never would, so without this the wait could hang forever."""
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
+
+    async def drain(stream: asyncio.StreamReader | None) -> None:
+        with contextlib.suppress(Exception):
+            while stream is not None and await stream.read(CHUNK):
+                pass
+
+    await asyncio.sleep(0)  # readers just cancelled let go of their streams first
     with contextlib.suppress(Exception):
-        await proc.wait()
+        async with asyncio.timeout(REAP_WAIT):
+            await asyncio.gather(drain(proc.stdout), drain(proc.stderr), proc.wait())
 
 
 def fetch_unverified(rel: str) -> RpcError:

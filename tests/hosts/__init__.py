@@ -2,6 +2,6 @@
 
 from tests.hosts.proxy import TcpProxy
 from tests.hosts.session import TestHosts, start_test_hosts
-from tests.hosts.user_accounts import GPU_USER, NOGPU_USER
+from tests.hosts.user_accounts import GPU_USER, NOGPU_USER, NOISY_USER
 
-__all__ = ["GPU_USER", "NOGPU_USER", "TcpProxy", "TestHosts", "start_test_hosts"]
+__all__ = ["GPU_USER", "NOGPU_USER", "NOISY_USER", "TcpProxy", "TestHosts", "start_test_hosts"]

@@ -51,3 +51,22 @@ fi
 printf '\\033[1;36m== rtrain test pod ==\\033[0m  (console gateway)\\n'
 exec bash -l
 """
+
+
+# A lab server's far user: its rc files greet on stdout and stderr for every ssh command,
+# interactive or not, one line even without a newline. Nothing rtrain reads may be spoiled.
+NOISY_BASHRC = r"""# Written by the rtrain test suite (tests/hosts): a chatty lab server.
+PATH="$HOME/__MANAGED__/bin:$PATH"
+export PATH
+echo "Welcome to the lab server"
+echo "quota: 93% of your home is used" >&2
+printf 'Last backup: today'
+""".replace("__MANAGED__", MANAGED_DIR)
+
+NOISY_PROFILE = """# Written by the rtrain test suite (tests/hosts): a chatty lab server.
+echo "profile: loading modules"
+echo "profile: module cuda/12 loaded" >&2
+if [ -n "$BASH_VERSION" ] && [ -f "$HOME/.bashrc" ]; then
+    . "$HOME/.bashrc"
+fi
+"""

@@ -19,11 +19,15 @@ from tests.hosts.remote_shell_files import (
     CONSOLE_GATEWAY,
     INPUTRC,
     MANAGED_DIR,
+    NOISY_BASHRC,
+    NOISY_PROFILE,
     PROFILE,
 )
 
 GPU_USER = "rtrain-gpu"
 NOGPU_USER = "rtrain-nogpu"
+# Its ~/.bashrc and ~/.profile print to stdout and stderr (a lab server's greeting).
+NOISY_USER = "rtrain-noisy"
 
 # Comment on this session's client key; the pid lets a later session drop keys of dead ones.
 KEY_COMMENT_PREFIX = "rtrain-test-hosts:"
@@ -73,11 +77,12 @@ def _shadow_password(name: str) -> str | None:
     return None
 
 
-def install_home_files(account: pwd.struct_passwd, with_gpus: bool) -> None:
+def install_home_files(account: pwd.struct_passwd, with_gpus: bool, noisy: bool = False) -> None:
     """Dotfiles, the console gateway and (for the GPU user) the fake nvidia-smi."""
     home = Path(account.pw_dir)
     uid, gid = account.pw_uid, account.pw_gid
-    for name, text in ((".bashrc", BASHRC), (".profile", PROFILE), (".inputrc", INPUTRC)):
+    bashrc, profile = (NOISY_BASHRC, NOISY_PROFILE) if noisy else (BASHRC, PROFILE)
+    for name, text in ((".bashrc", bashrc), (".profile", profile), (".inputrc", INPUTRC)):
         write_atomically(home / name, text, 0o644, uid, gid)
     ssh_dir = home / ".ssh"
     ssh_dir.mkdir(mode=0o700, exist_ok=True)
