@@ -180,6 +180,16 @@ class LogChunk(Result):
     rotated: bool = False
 
 
+class Reconnecting(Result):
+    """`run/reconnecting`: during `run/tail`, the host did not answer and the daemon tries
+    again; `attempt` counts from 1. The next `run/log` (or the answer) means it is back."""
+
+    host: str
+    run_id: str
+    attempt: int
+    reason: str
+
+
 class TailResult(Result):
     run: RunInfo
     offset: int

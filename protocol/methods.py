@@ -101,6 +101,13 @@ _TABLE = [
     Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
     Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),
     Method("run/changed", m.RunChanged, None, "server->client", "A run's state changed."),
+    Method(
+        "run/reconnecting",
+        m.Reconnecting,
+        None,
+        "server->client",
+        "During run/tail: the host did not answer; trying again.",
+    ),
 ]
 
 METHODS: dict[str, Method] = {method.name: method for method in _TABLE}

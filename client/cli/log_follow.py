@@ -26,10 +26,28 @@ def follow_log(
 ) -> None:
     """Stream the log; Ctrl-C detaches (the run goes on); exit with the run's outcome."""
     tty = sys.stdout.isatty()
+    away = False  # the host stopped answering, and the user was told
+
+    def end_line() -> None:
+        nonlocal away
+        if away and not json:
+            sys.stderr.write("\n")
+        away = False
 
     def on_log(method: str, params: Any) -> None:
+        nonlocal away
+        if method == "run/reconnecting":
+            if json:
+                print_json({"type": "reconnecting", **to_builtins(params)})
+            else:
+                # Said once, then a dot per further try, so a long wait stays one line.
+                sys.stderr.write("." if away else f"reconnecting to {host}…")
+                sys.stderr.flush()
+            away = True
+            return
         if method != "run/log":
             return
+        end_line()
         if json:
             print_json({"type": "log", **to_builtins(params)})
         else:
@@ -43,12 +61,17 @@ def follow_log(
     try:
         result = client.request("run/tail", params, on_notification=on_log)
     except KeyboardInterrupt:
+        end_line()
         client.close()
         note(
             f"\ndetached; {run_id} keeps running on {host}.\n"
             f"  reattach: rtrain tail {host} {run_id}\n  stop:     rtrain stop {host} {run_id}"
         )
         raise SystemExit(130) from None
+    except BaseException:
+        end_line()
+        raise
+    end_line()
     run = result.run
     if json:
         print_json({"type": "end", "offset": result.offset, "run": to_builtins(run)})

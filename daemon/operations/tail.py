@@ -11,7 +11,7 @@ import logging
 
 from rtrain.daemon.client_session import RequestContext
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import LogChunk, RunRef, TailParams, TailResult
+from rtrain.protocol.messages import LogChunk, Reconnecting, RunRef, TailParams, TailResult
 
 from .context import Ops
 from .status import status as run_status
@@ -29,6 +29,7 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
     inode = "-"
     delay = FAST
     unreachable_since: float | None = None
+    attempts = 0  # reconnection attempts since the host last answered
     loop = asyncio.get_running_loop()
     while True:
         try:
@@ -38,14 +39,21 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
             )
             unreachable_since = None
         except RpcError as error:
-            if error.kind not in (Kind.HOST_UNREACHABLE, Kind.TIMEOUT):
+            # Without follow, the answer is wanted now: fail as fast as status does.
+            if error.kind not in (Kind.HOST_UNREACHABLE, Kind.TIMEOUT) or not p.follow:
                 raise
             unreachable_since = unreachable_since or loop.time()
             if loop.time() - unreachable_since > RECONNECT_FOR:
                 raise
             log.info("tail %s/%s: %s; retrying", p.host, p.run_id, error.message)
+            attempts += 1
+            ctx.notify(
+                "run/reconnecting",
+                Reconnecting(host=p.host, run_id=p.run_id, attempt=attempts, reason=error.message),
+            )
             await asyncio.sleep(2)
             continue
+        attempts = 0
         header, _, body = done.stdout.partition(b"\n")
         fields = header.decode(errors="replace").split("\t")
         if fields[0] != "log" or len(fields) < 7:
