@@ -9,6 +9,7 @@ memory or blocking broadcasts to everyone else.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -95,15 +96,13 @@ class ClientSession:
             if event.method == "initialize" and event.params.client_info is not None:
                 self.client_name = event.params.client_info.name
             task = asyncio.create_task(self._answer(event))
-            task.add_done_callback(
-                lambda done, request=event: self._answer_if_cancelled(done, request)
-            )
+            task.add_done_callback(functools.partial(self._answer_if_cancelled, request=event))
             self._tasks[event.id] = task
         elif isinstance(event, Notification):
             if event.method == "$/cancelRequest":
-                task = self._tasks.get(event.params.id)
-                if task is not None:
-                    task.cancel()
+                cancelled = self._tasks.get(event.params.id)
+                if cancelled is not None:
+                    cancelled.cancel()
         elif isinstance(event, ConnectionBroken):
             log.info("client %s broke the protocol: %s", self.id, event.reason)
 

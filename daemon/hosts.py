@@ -106,9 +106,7 @@ class HostPool:
             infos.append(
                 HostInfo(
                     alias=alias,
-                    connection=state
-                    if state in ("connected", "connecting", "failed")
-                    else "disconnected",
+                    connection=state,
                     transport=(
                         transport.kind if transport else self.registry.host_transport(alias)
                     ),

@@ -7,13 +7,14 @@ are found again by host + run id, as with a deleted registry.
 
 from __future__ import annotations
 
+import builtins
 import sqlite3
 import time
 from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import RunInfo
+from rtrain.protocol.messages import RunInfo, Transport
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -54,6 +55,8 @@ _COLUMNS = (
     "reason",
 )
 ACTIVE_STATES = ("running", "unknown")
+# What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
+_TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
 
 
 class Registry:
@@ -128,19 +131,19 @@ class Registry:
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         return self._select(where + " ORDER BY created_at DESC, run_id", tuple(args))
 
-    def active(self) -> list[RunInfo]:
+    def active(self) -> builtins.list[RunInfo]:
         marks = ", ".join("?" for _ in ACTIVE_STATES)
         return self._select(f"WHERE state IN ({marks})", ACTIVE_STATES)
 
-    def hosts(self) -> list[str]:
+    def hosts(self) -> builtins.list[str]:
         rows = self._db.execute(
             "SELECT alias FROM hosts UNION SELECT DISTINCT host FROM runs ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
 
-    def host_transport(self, alias: str) -> str | None:
+    def host_transport(self, alias: str) -> Transport | None:
         row = self._db.execute("SELECT transport FROM hosts WHERE alias = ?", (alias,)).fetchone()
-        return row[0] if row else None
+        return _TRANSPORTS.get(row[0]) if row else None
 
     def host_error(self, alias: str) -> str | None:
         """Why the last attempt to reach `alias` failed; None once it succeeded."""
@@ -155,7 +158,7 @@ class Registry:
             (alias, transport, last_error, time.time()),
         )
 
-    def _select(self, tail: str, args: tuple[object, ...]) -> list[RunInfo]:
+    def _select(self, tail: str, args: tuple[object, ...]) -> builtins.list[RunInfo]:
         cursor = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs {tail}", args)
         runs = []
         for row in cursor.fetchall():

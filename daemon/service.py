@@ -26,7 +26,11 @@ log = logging.getLogger(__name__)
 
 class Service:
     def __init__(
-        self, socket_path: Path, runtime_dir: Path, state_dir: Path, log_path: Path,
+        self,
+        socket_path: Path,
+        runtime_dir: Path,
+        state_dir: Path,
+        log_path: Path,
         registry: Registry,
     ) -> None:
         self.socket_path = socket_path

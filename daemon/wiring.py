@@ -8,7 +8,7 @@ from typing import Any
 
 from rtrain.protocol import messages as m
 
-from .client_session import RequestContext
+from .client_session import Handler, RequestContext
 from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
@@ -64,7 +64,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
         return m.HostsListResult(hosts=hosts.host_infos())
 
-    for name, handler in [
+    handlers: list[tuple[str, Handler]] = [
         ("host/preflight", do_preflight),
         ("run/start", do_start),
         ("run/status", do_status),
@@ -72,7 +72,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         ("run/fetch", do_fetch),
         ("run/stop", do_stop),
         ("hosts/list", do_hosts),
-    ]:
+    ]
+    for name, handler in handlers:
         service.register(name, handler)
     monitor.start()
     return [monitor.close, hosts.close]

@@ -66,10 +66,10 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         host=p.host,
         ok=not reasons,
         reasons=reasons,
-        transport=transport.kind,  # type: ignore[arg-type]
+        transport=transport.kind,
         python_version=python_version,
         gpus=gpus,
-        workdir=(fields.get("workdir") or [None])[0],
+        workdir=fields["workdir"][0] if fields.get("workdir") else None,
         free_disk_bytes=int(free[0]) if free and free[0].isdigit() else None,
         torch_version=torch[0] if torch else None,
         cuda_version=cuda[0] if cuda and cuda[0] != "none" else None,

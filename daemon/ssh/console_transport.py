@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rtrain.daemon.remote import script
 from rtrain.protocol.errors import RpcError
+from rtrain.protocol.messages import ConnectionState
 
 from . import console_files
 from .console_framing import Request
@@ -93,7 +94,7 @@ class ConsoleTransport(Transport):
         await self.master.close()
 
     @property
-    def state(self) -> str:
+    def state(self) -> ConnectionState:
         return self.master.state
 
     @property

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rtrain.daemon.private_dir import ensure_private_dir
 from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import ConnectionState
 
 from .failures import classify
 from .options import CONNECT_TIMEOUT, base_args
@@ -46,7 +47,7 @@ class ControlMaster:
         self.alias = alias
         self.config = config
         self.path = control_path(runtime_dir, alias, config)
-        self.state = "disconnected"
+        self.state: ConnectionState = "disconnected"
         self.last_error: str | None = None
         self.started_at: float | None = None
         self._proc: asyncio.subprocess.Process | None = None

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from rtrain.daemon.remote import script
 from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
+from rtrain.protocol.messages import ConnectionState
 
 from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool
 from .control_master import ControlMaster
@@ -190,7 +191,7 @@ class ExecTransport(ProcessTransport):
         await self.master.close()
 
     @property
-    def state(self) -> str:
+    def state(self) -> ConnectionState:
         return self.master.state
 
     @property

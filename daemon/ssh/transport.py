@@ -18,6 +18,8 @@ from typing import NoReturn
 
 from rtrain.daemon.remote import script
 from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import ConnectionState
+from rtrain.protocol.messages import Transport as TransportKind
 
 Progress = Callable[[int], None]
 CHUNK = 1024 * 1024
@@ -68,7 +70,7 @@ class Completed:
 
 
 class Transport(ABC):
-    kind: str
+    kind: TransportKind
     alias: str
 
     @abstractmethod
@@ -99,7 +101,7 @@ class Transport(ABC):
         return None
 
     @property
-    def state(self) -> str:
+    def state(self) -> ConnectionState:
         return "connected"
 
     @property
@@ -146,12 +148,20 @@ class ProcessTransport(Transport):
     def _argv(self, text: str, args: Sequence[str]) -> list[str]: ...
 
     async def _spawn(
-        self, name: str, args: Sequence[str], **pipes: int
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        stdin: int | None = None,
+        stdout: int | None = None,
+        stderr: int | None = None,
     ) -> tuple[asyncio.subprocess.Process, bytes]:
         await self.connect()
         marker = f"rtrain-{secrets.token_hex(12)}-begins"
         text = f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2\n" + script(name)
-        proc = await asyncio.create_subprocess_exec(*self._argv(text, args), **pipes)
+        proc = await asyncio.create_subprocess_exec(
+            *self._argv(text, args), stdin=stdin, stdout=stdout, stderr=stderr
+        )
         return proc, f"{marker}\n".encode()
 
     async def run(

@@ -88,11 +88,14 @@ def test_one_remote_command_per_host_per_interval(ops: Ops) -> None:
     # Every far-side script is `sh -c SCRIPT rtrain ARGS...`, on a channel of its own or in a
     # long-lived shell; an `sh` first on the far PATH counts them, whichever way they come.
     # It is there before the daemon's first command, so every shell the daemon opens uses it.
+    # The far user is shared with every other daemon on this machine (other test sessions
+    # included), so only commands naming this test's own workdir are counted.
     counter = ops.home / ".test-hosts" / "bin" / "sh"
-    calls = ops.home / ".rtrain-test-sh-calls"
+    calls = ops.home / f".rtrain-test-sh-calls-{ops.tag}"
     counter.write_text(
         "#!/bin/sh\n"
-        '[ "$1" = -c ] && [ "$3" = rtrain ] && echo "$4" >>"$HOME/.rtrain-test-sh-calls"\n'
+        f'[ "$1" = -c ] && [ "$3" = rtrain ] && case "$4" in *"/{ops.tag}") '
+        f'echo "$4" >>"$HOME/{calls.name}";; esac\n'
         'exec /bin/sh "$@"\n'
     )
     counter.chmod(0o755)
@@ -106,7 +109,7 @@ def test_one_remote_command_per_host_per_interval(ops: Ops) -> None:
         time.sleep(window)
         polled = len(calls.read_text().splitlines()) - first
     finally:
-        counter.unlink()
+        counter.unlink(missing_ok=True)
         calls.unlink(missing_ok=True)
     # The monitor (every 0.5 s) sends one command for all six runs; one per run would be 24.
     assert 1 <= polled <= window / 0.5 + 3, polled
