@@ -167,8 +167,10 @@ class TailParams(Params):
 
 
 class LogChunk(Result):
-    """`run/log`: bytes [offset, nextOffset) of the run's log, decoded as UTF-8 (replace).
+    """`run/log`: bytes [offset, nextOffset) of the run's log.
 
+    `text` is those bytes as UTF-8. When they are not valid UTF-8, `base64` holds the exact
+    bytes and `text` a display form with U+FFFD in place of what does not decode.
     `rotated` is true when the log file was replaced and offsets restarted from 0.
     """
 
@@ -178,6 +180,7 @@ class LogChunk(Result):
     next_offset: int
     text: str
     rotated: bool = False
+    base64: str | None = None
 
 
 class Reconnecting(Result):

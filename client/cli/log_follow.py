@@ -27,6 +27,7 @@ def follow_log(
     """Stream the log; Ctrl-C detaches (the run goes on); exit with the run's outcome."""
     tty = sys.stdout.isatty()
     away = False  # the host stopped answering, and the user was told
+    line_open = False  # the terminal's cursor is not at the start of a line
 
     def end_line() -> None:
         nonlocal away
@@ -35,11 +36,15 @@ def follow_log(
         away = False
 
     def on_log(method: str, params: Any) -> None:
-        nonlocal away
+        nonlocal away, line_open
         if method == "run/reconnecting":
             if json:
                 print_json({"type": "reconnecting", **to_builtins(params)})
             else:
+                if line_open:
+                    sys.stdout.write("\n")
+                    sys.stdout.flush()
+                    line_open = False
                 # Said once, then a dot per further try, so a long wait stays one line.
                 sys.stderr.write("." if away else f"reconnecting to {host}…")
                 sys.stderr.flush()
@@ -50,10 +55,16 @@ def follow_log(
         end_line()
         if json:
             print_json({"type": "log", **to_builtins(params)})
+        elif tty:
+            text = safe_for_terminal(params.text)
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                line_open = not text.endswith("\n")
         else:
-            text = safe_for_terminal(params.text) if tty else params.text
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            # Piped: the log's own bytes, whatever they are.
+            sys.stdout.buffer.write(chunk_bytes(params))
+            sys.stdout.buffer.flush()
 
     params: dict[str, Any] = {"host": host, "runId": run_id, "offset": offset, "follow": follow}
     if workdir:
@@ -63,6 +74,9 @@ def follow_log(
     except KeyboardInterrupt:
         end_line()
         client.close()
+        if line_open:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
         note(
             f"\ndetached; {run_id} keeps running on {host}.\n"
             f"  reattach: rtrain tail {host} {run_id}\n  stop:     rtrain stop {host} {run_id}"
@@ -73,9 +87,21 @@ def follow_log(
         raise
     end_line()
     run = result.run
+    if line_open:
+        sys.stdout.write("\n")  # a bar left mid-line: the last word starts on a line of its own
+        sys.stdout.flush()
     if json:
         print_json({"type": "end", "offset": result.offset, "run": to_builtins(run)})
     else:
         note(f"{run_id} on {host}: {state_text(run)}")
     if run.state != "running":
         raise SystemExit(outcome_exit_code(run))
+
+
+def chunk_bytes(params: Any) -> bytes:
+    """The exact bytes a `run/log` chunk carries."""
+    if params.base64 is not None:
+        import base64
+
+        return base64.b64decode(params.base64)
+    return str(params.text).encode()

@@ -7,6 +7,7 @@ restarted master or a reattaching client can never lose or repeat a byte.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 
 from rtrain.daemon.client_session import RequestContext
@@ -28,6 +29,7 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
     offset = max(0, p.offset)
     inode = "-"
     delay = FAST
+    held_at = -1  # where an incomplete character was last held back
     unreachable_since: float | None = None
     attempts = 0  # reconnection attempts since the host last answered
     loop = asyncio.get_running_loop()
@@ -68,27 +70,15 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
         data = body[: int(count)]
         running = state == "running"
         keep = len(data)
-        if running:
-            # Hand over whole lines only while the run goes on, so no line (and no UTF-8
-            # character) is split between chunks; a line longer than a chunk goes in pieces.
-            keep = data.rfind(b"\n") + 1 or (len(data) if len(data) >= MAX_CHUNK else 0)
         more_waiting = start_offset + len(data) < int(size)
-        if keep == len(data) and (running or more_waiting) and not data.endswith(b"\n"):
-            # A piece of a long line ends between characters: text cut inside one would
-            # arrive as replacement characters, its bytes lost.
-            keep = _whole_characters(data)
+        if (running and p.follow or more_waiting) and keep:
+            # Partial lines go out at once (a progress bar redraws with `\r` and no newline);
+            # only a character cut off by the end waits, once, for its last bytes.
+            whole = _whole_characters(data)
+            if whole < keep and held_at != start_offset + whole:
+                keep, held_at = whole, start_offset + whole
         if keep or rotated:
-            ctx.notify(
-                "run/log",
-                LogChunk(
-                    host=p.host,
-                    run_id=p.run_id,
-                    offset=start_offset,
-                    next_offset=start_offset + keep,
-                    text=data[:keep].decode(errors="replace"),
-                    rotated=rotated,
-                ),
-            )
+            ctx.notify("run/log", log_chunk(p.host, p.run_id, start_offset, data[:keep], rotated))
         offset = start_offset + keep
         if len(data) >= MAX_CHUNK:
             continue  # more is waiting: read on at once
@@ -100,6 +90,23 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
         await asyncio.sleep(0 if not running else delay)
     final = (await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))).run
     return TailResult(run=final, offset=offset)
+
+
+def log_chunk(host: str, run_id: str, offset: int, data: bytes, rotated: bool) -> LogChunk:
+    """`data` as a `run/log` chunk: as text when it is valid UTF-8; otherwise its exact bytes
+    in `base64` beside a display text with U+FFFD where bytes are not UTF-8."""
+    try:
+        return LogChunk(host, run_id, offset, offset + len(data), data.decode(), rotated)
+    except UnicodeDecodeError:
+        return LogChunk(
+            host,
+            run_id,
+            offset,
+            offset + len(data),
+            data.decode(errors="replace"),
+            rotated,
+            base64=base64.b64encode(data).decode(),
+        )
 
 
 def _whole_characters(data: bytes) -> int:

@@ -186,3 +186,18 @@ def test_reattach_after_the_daemon_is_killed(ops: Ops) -> None:
     assert_contiguous(seen + rest.chunks)
     assert tail.chunks.data + rest.data == log
     assert result.run.state == "completed"
+
+
+def test_a_partial_line_arrives_while_the_run_holds_it(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    ops.start(trainers.HELD_BAR, run_id=run_id)
+    tail = BackgroundTail(ops, run_id)
+    # The trainer writes no newline until the test lets it go on.
+    tail.wait_for(lambda: tail.chunks.data.endswith(b"\r 3/10"))
+    (ops.far_run_dir(run_id) / "finish").touch()
+    result = tail.join()
+    assert tail.error is None, tail.error
+    assert result.run.state == "completed"
+    log = (ops.far_run_dir(run_id) / "train.log").read_bytes()
+    assert tail.chunks.data == log == b"\r 1/10\r 2/10\r 3/10\r10/10\n"
+    assert_contiguous(tail.chunks.chunks)

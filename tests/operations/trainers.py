@@ -170,3 +170,16 @@ with open("big.bin", "wb") as f:
         f.write(os.urandom(1024 * 1024))
 print("wrote big.bin", flush=True)
 """
+
+
+# A progress bar drawn with carriage returns that stops at 3/10, with no newline, until the
+# file `finish` exists in its run dir.
+HELD_BAR = r"""
+import os, sys, time
+for n in (1, 2, 3):
+    sys.stdout.write("\r %d/10" % n)
+    sys.stdout.flush()
+while not os.path.exists("finish"):
+    time.sleep(0.05)
+sys.stdout.write("\r10/10\n")
+"""

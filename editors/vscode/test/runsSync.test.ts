@@ -3,7 +3,7 @@
 
 import * as assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { LogCursor } from "../src/commands/logCursor";
+import { LogCursor } from "../src/log/logCursor";
 import { DaemonConnection } from "../src/daemon/daemonConnection";
 import type { RunInfo } from "../src/protocol/generated";
 import { RpcError } from "../src/protocol/rpcError";

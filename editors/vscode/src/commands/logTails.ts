@@ -8,12 +8,14 @@ import type { LogChunk, RunInfo } from "../protocol/generated";
 import { describeError, RpcError } from "../protocol/rpcError";
 import { stateText } from "../tree/presentation";
 import { runKey, type RunKey } from "../tree/runsModel";
-import { LogCursor } from "./logCursor";
+import { CarriageReturns } from "../log/carriageReturns";
+import { LogCursor } from "../log/logCursor";
 
 interface Tail {
   run: { host: string; runId: string; workdir?: string | null };
   channel: vscode.OutputChannel;
   cursor: LogCursor;
+  bars: CarriageReturns;
   following: boolean;
   /** The daemon said the log is complete (the run ended): nothing more will come. */
   ended: boolean;
@@ -50,6 +52,7 @@ export class LogTails implements vscode.Disposable {
         run: { host: run.host, runId: run.runId, workdir: run.workdir },
         channel,
         cursor: new LogCursor(),
+        bars: new CarriageReturns(),
         following: false,
         ended: false,
         interrupted: false,
@@ -78,6 +81,7 @@ export class LogTails implements vscode.Disposable {
         follow: true,
       });
       tail.ended = result.run.state !== "running" && result.run.state !== "unknown";
+      tail.channel.append(tail.bars.push("\n"));
       tail.channel.appendLine(`[rtrain] ${tail.run.runId} is ${stateText(result.run)}; the log ends here.`);
     } catch (error) {
       if (error instanceof RpcError && error.kind === "daemon_unavailable") {
@@ -97,6 +101,7 @@ export class LogTails implements vscode.Disposable {
     if (tail === undefined) return;
     const { text, restarted } = tail.cursor.accept(chunk);
     if (restarted) tail.channel.appendLine("[rtrain] the log was replaced; starting over.");
-    if (text) tail.channel.append(text);
+    const shown = tail.bars.push(text);
+    if (shown) tail.channel.append(shown);
   }
 }
