@@ -155,9 +155,11 @@ async def _ship_and_launch(
         uploaded = await _ship(ops, transport, run_dir, shipments, p, ctx)
     except RpcError as error:
         ops.registry.delete(p.host, run_id)
+        await _discard(transport, p, run_id)
         raise _nothing_started(error, p.host) from None
     except BaseException:
         ops.registry.delete(p.host, run_id)
+        await _discard(transport, p, run_id)
         raise
     secret_lines = "".join(
         f"{name}\t{base64.b64encode(value.encode()).decode()}\n"
@@ -182,6 +184,19 @@ async def _ship_and_launch(
         return await asyncio.shield(launching)
     except asyncio.CancelledError:
         return await launching
+
+
+async def _discard(transport: Transport, p: StartParams, run_id: str) -> None:
+    """Remove the run directory of a start that launched nothing (cancelled, or failed while
+    shipping), so the run id is free again. Best effort: a host that is gone keeps it."""
+    try:
+        # Shielded: a start cancelled by its client still cleans up after itself.
+        done = await asyncio.shield(transport.run("discard", [p.workdir, run_id], timeout=30))
+    except (RpcError, asyncio.CancelledError) as error:
+        log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, error)
+        return
+    if done.returncode != 0:
+        log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, done.error_text)
 
 
 def _launched(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rtrain.client.errors import Interrupted
 from tests.operations import trainers
 from tests.operations.harness import Ops
 from tests.operations.processes import pid_alive, run_pids
@@ -181,3 +184,36 @@ def test_start_returns_while_the_trainer_runs(ops: Ops) -> None:
     assert pid_alive(started.pid)
     assert run_pids(run_id)
     assert ops.status(run_id).state == "running"
+
+
+def test_a_start_cancelled_while_shipping_leaves_nothing_and_frees_its_run_id(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    dataset = ops.tmp / "big.bin"
+    dataset.write_bytes(os.urandom(32 * 1024 * 1024))
+    params = {
+        "host": "plain",
+        "runId": run_id,
+        "workdir": ops.workdir,
+        "config": str(ops.file("config.yaml", "a: 1\n")),
+        "dataset": str(dataset),
+        "command": ["{python}", "-c", "print('ok')"],
+        "progressToken": "up",
+    }
+
+    def ctrl_c_once_shipping(method: str, params: Any) -> None:
+        if method == "$/progress" and params.kind == "begin":
+            raise KeyboardInterrupt  # what Ctrl-C does inside the CLI's wait
+
+    client = ops.client()
+    with pytest.raises(Interrupted) as caught:
+        client.request(
+            "run/start", params, on_notification=ctrl_c_once_shipping, cancel_on_interrupt=True
+        )
+    assert caught.value.result is None, "the launch had begun: the file shipped too fast"
+    # Nothing of it is left: not on the host, not in the registry.
+    assert not ops.far_run_dir(run_id).exists()
+    assert ops.request("runs/list", {"host": "plain"}).runs == []
+    # The run id was not burned: the same start goes through.
+    started = client.request("run/start", {**params, "progressToken": None})
+    assert started.run.state == "running"
+    assert (ops.far_run_dir(run_id) / "big.bin").read_bytes() == dataset.read_bytes()
