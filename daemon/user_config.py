@@ -19,6 +19,8 @@ from typing import Any
 
 from rtrain.protocol import locations
 
+from .config_lines import line_of
+
 
 @dataclass(frozen=True)
 class HostSettings:
@@ -47,16 +49,29 @@ def load_user_config(path: Path | None = None) -> UserConfig:
     if not path.exists():
         return UserConfig()
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{path}: {error}") from None
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} cannot be read: {error}") from None
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        # tomllib says where: "Invalid value (at line 3, column 8)".
+        raise ConfigError(f"{path} is not valid TOML: {error}") from None
+
+    def where(*keys: str) -> str:
+        line = line_of(text, keys)
+        return f"{path}, line {line}" if line else str(path)
+
     hosts = {}
     for alias, entry in data.get("hosts", {}).items():
         if not isinstance(entry, dict):
-            raise ConfigError(f"{path}: hosts.{alias} must be a table")
+            raise ConfigError(f"{where('hosts', alias)}: hosts.{alias} must be a table")
         transport = entry.get("transport")
         if transport not in (None, "exec", "console"):
-            raise ConfigError(f"{path}: hosts.{alias}.transport must be exec or console")
+            raise ConfigError(
+                f"{where('hosts', alias, 'transport')}: hosts.{alias}.transport must be "
+                f"exec or console, not {transport!r}"
+            )
         hosts[alias] = HostSettings(
             transport=transport,
             command=entry.get("command"),
@@ -66,5 +81,7 @@ def load_user_config(path: Path | None = None) -> UserConfig:
     try:
         poll_interval = float(data.get("poll_interval", 5.0))
     except (TypeError, ValueError):
-        raise ConfigError(f"{path}: poll_interval must be a number of seconds") from None
+        raise ConfigError(
+            f"{where('poll_interval')}: poll_interval must be a number of seconds"
+        ) from None
     return UserConfig(ssh_config=data.get("ssh_config"), poll_interval=poll_interval, hosts=hosts)

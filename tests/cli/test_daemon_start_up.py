@@ -117,3 +117,30 @@ def test_a_daemon_with_other_settings_says_so_and_how_to_fix_it(cli: Cli) -> Non
     ), done
     # The same shell as the daemon's hears nothing.
     assert "daemon" not in cli("runs").err
+
+
+def test_a_bad_config_file_is_said_once_with_its_file_and_line(cli: Cli) -> None:
+    config = cli.daemon.config / "rtrain" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        'poll_interval = 1\n\n[hosts.gpubox]\npython = "python3"\ntransport = "ftp"\n'
+    )
+    first = cli("runs")
+    assert first.code == 0, first
+    (notice,) = [line for line in first.err_lines if "config" in line]
+    assert notice == (
+        f"rtrain: The user config was ignored: {config}, line 5: hosts.gpubox.transport must "
+        "be exec or console, not 'ftp'. Fix it, then run `rtrain daemon stop` so the next "
+        "command starts a daemon that reads it."
+    ), first
+    assert "config" not in cli("runs").err
+    assert f"{config}, line 5" in cli("daemon", "status").out
+
+
+def test_a_config_file_that_is_not_toml_says_where(cli: Cli) -> None:
+    config = cli.daemon.config / "rtrain" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("poll_interval = 1\nssh_config = \n")
+    done = cli("runs")
+    (notice,) = [line for line in done.err_lines if "config" in line]
+    assert f"{config} is not valid TOML: Invalid value (at line 2, column 14)" in notice, done
