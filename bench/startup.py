@@ -2,10 +2,10 @@
 
     python bench/startup.py [--runs 20]
 
-Times `rtrain --version`, `rtrain --help` and `rtrain status local RUN` (against a warm daemon
-of its own, in temp XDG dirs, on a run it starts on the embedded host `local`), each as a
-fresh process, and prints the median with the spread (quartiles, min, max). The bare
-interpreter is the floor.
+Times `rtrain --version`, `rtrain --help`, `rtrain status local RUN` and `rtrain tail local
+RUN --no-follow` (against a warm daemon of its own, in temp XDG dirs, on a run it starts on
+the embedded host `local`), each as a fresh process, and prints the median with the spread
+(quartiles, min, max). The bare interpreter is the floor.
 Not a test: figures depend on the machine and on its load.
 """
 
@@ -96,6 +96,7 @@ def main() -> None:
             ("rtrain --version", [rtrain, "--version"]),
             ("rtrain --help", [rtrain, "--help"]),
             (f"rtrain status local {RUN_ID}", [rtrain, "status", "local", RUN_ID]),
+            (f"rtrain tail local {RUN_ID}", [rtrain, "tail", "local", RUN_ID, "--no-follow"]),
         ]
         print(f"{runs} runs each, wall time in ms ({os.cpu_count()} CPUs, load "
               f"{os.getloadavg()[0]:.1f})\n")  # fmt: skip

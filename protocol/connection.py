@@ -7,6 +7,7 @@ writes `data_to_send()` to its transport. Nothing here touches a socket, a threa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -24,14 +25,7 @@ from .events import (
     Response,
 )
 from .framing import DEFAULT_MAX_FRAME, FrameReader, FramingError, encode_frame
-from .lifecycle import (
-    ERROR_TRANSITIONS,
-    REQUEST_TRANSITIONS,
-    RESULT_TRANSITIONS,
-    State,
-    admits_notification,
-    refusal,
-)
+from .lifecycle import State, Step, admits_notification, after, refusal
 from .methods import METHODS
 from .version import PROTOCOL_VERSION, protocol_major
 
@@ -48,9 +42,10 @@ class _ErrorObject(msgspec.Struct):
 
 
 class _Envelope(msgspec.Struct):
-    jsonrpc: str | msgspec.UnsetType = msgspec.UNSET
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
-    method: str | msgspec.UnsetType = msgspec.UNSET
+    # Typed loosely so that a wrong type gets a sentence naming the field, not msgspec's.
+    jsonrpc: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
     params: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     error: _ErrorObject | msgspec.UnsetType = msgspec.UNSET
@@ -76,7 +71,54 @@ def _decode_as(kind: Any, raw: msgspec.Raw) -> Any:
     decoder = _typed_decoders.get(kind)
     if decoder is None:
         decoder = _typed_decoders[kind] = msgspec.json.Decoder(kind)
-    return decoder.decode(raw)
+    return _decode(decoder, raw)
+
+
+class _Unreadable(Exception):
+    """Bytes that are not JSON text: the sentence says what is wrong with them."""
+
+
+def _decode(decoder: msgspec.json.Decoder[Any], data: bytes | msgspec.Raw) -> Any:
+    """Decode, raising ValidationError (wrong shape) or _Unreadable (not JSON text)."""
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError:
+        raise
+    except msgspec.DecodeError as error:
+        raise _Unreadable(unreadable_reason(bytes(data), str(error))) from None
+    except RecursionError:
+        raise _Unreadable("the JSON is nested too deeply to read") from None
+
+
+# Every escape in a JSON text, in order: `\\`, `\"`, ... and `\uXXXX` (group 1).
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+def unreadable_reason(data: bytes, decoder_says: str) -> str:
+    """Why `data` is not JSON text, in words that name the problem."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"the text is not valid UTF-8 (byte {error.start})"
+    lone: re.Match[bytes] | None = None  # a high surrogate waiting for its low half
+    for escape in _ESCAPE.finditer(data):
+        unit = int(escape[1], 16) if escape[1] else -1
+        is_low = 0xDC00 <= unit <= 0xDFFF
+        if lone is not None:
+            if not is_low or escape.start() != lone.end():
+                break
+            lone = None
+        elif 0xD800 <= unit <= 0xDBFF:
+            lone = escape
+        elif is_low:
+            lone = escape
+            break
+    if lone is not None:
+        return (
+            f"{lone[0].decode()} at byte {lone.start()} is a lone surrogate, not a character "
+            "(JSON text must be valid Unicode)"
+        )
+    return decoder_says
 
 
 @dataclass
@@ -87,7 +129,8 @@ class _Batch:
 
 
 class Connection:
-    """One side of a JSON-RPC conversation. `role` decides which lifecycle it enforces."""
+    """One side of a JSON-RPC conversation. Both roles follow the lifecycle table: a server
+    answers a refused request with an error, a client raises LocalProtocolError instead."""
 
     def __init__(self, role: Role, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.role = role
@@ -120,14 +163,9 @@ class Connection:
             events.append(broken)
         return events
 
-    @property
-    def pending_input(self) -> int:
-        """Bytes of an incomplete frame still buffered."""
-        return self._reader.pending
-
     def _receive_frame(self, body: bytes) -> list[Event]:
         try:
-            message = _message_decoder.decode(body)
+            message = _decode(_message_decoder, body)
         except msgspec.ValidationError:
             self._queue_error(
                 None,
@@ -137,7 +175,7 @@ class Connection:
                 ),
             )
             return []
-        except msgspec.DecodeError as error:
+        except _Unreadable as error:
             self._queue_error(None, e.RpcError(e.PARSE_ERROR, f"Parse error: {error}."))
             return []
         if isinstance(message, _Envelope):
@@ -149,11 +187,15 @@ class Connection:
         events: list[Event] = []
         for raw in message:
             try:
-                envelope = _envelope_decoder.decode(raw)
-            except msgspec.DecodeError as error:
+                envelope = _decode(_envelope_decoder, raw)
+            except (msgspec.ValidationError, _Unreadable):
                 batch.replies.append(
                     self._error_body(
-                        None, e.RpcError(e.INVALID_REQUEST, f"Invalid request: {error}.")
+                        None,
+                        e.RpcError(
+                            e.INVALID_REQUEST,
+                            "Invalid request: each item of a batch is a JSON object.",
+                        ),
                     )
                 )
                 continue
@@ -164,12 +206,18 @@ class Connection:
 
     def _receive_envelope(self, env: _Envelope, batch: _Batch | None) -> list[Event]:
         has_id = env.id is not msgspec.UNSET
-        msg_id: RequestId | None = None if env.id is msgspec.UNSET else env.id
+        id_ok = env.id is None or isinstance(env.id, str) or type(env.id) is int
+        msg_id: RequestId | None = env.id if has_id and id_ok else None
+        problem = None
         if env.jsonrpc != "2.0":
+            problem = '"jsonrpc" must be "2.0"'
+        elif has_id and not id_ok:
+            problem = f"an id is an integer or a string, not {_json_type(env.id)}"
+        elif env.method is not msgspec.UNSET and not isinstance(env.method, str):
+            problem = f'"method" is a string, not {_json_type(env.method)}'
+        if problem is not None:
             self._reply_error(
-                msg_id,
-                e.RpcError(e.INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0".'),
-                batch,
+                msg_id, e.RpcError(e.INVALID_REQUEST, f"Invalid request: {problem}."), batch
             )
             return []
         is_answer = env.result is not msgspec.UNSET or env.error is not msgspec.UNSET
@@ -211,11 +259,10 @@ class Connection:
                 batch,
             )
             return []
-        if self.role is Role.SERVER:
-            refused = refusal(self.state, method)
-            if refused is not None:
-                self._reply_error(msg_id, e.RpcError(*refused), batch)
-                return []
+        refused = refusal(self.state, method)
+        if refused is not None:
+            self._reply_error(msg_id, e.RpcError(*refused), batch)
+            return []
         if msg_id in self._received:
             self._reply_error(
                 msg_id,
@@ -230,12 +277,15 @@ class Connection:
                 msg_id, e.RpcError(e.INVALID_PARAMS, f"Invalid params: {error}."), batch
             )
             return []
-        if method == "initialize" and self.role is Role.SERVER:
-            mismatch = _version_mismatch(value.protocol_version)
+        except _Unreadable as error:
+            self._reply_error(msg_id, e.RpcError(e.PARSE_ERROR, f"Parse error: {error}."), batch)
+            return []
+        if method == "initialize":
+            mismatch = _version_mismatch(value.protocol_version or PROTOCOL_VERSION)
             if mismatch is not None:
                 self._reply_error(msg_id, mismatch, batch)
                 return []
-        self.state = REQUEST_TRANSITIONS.get((self.state, method), self.state)
+        self.state = after(self.state, Step.REQUEST, method)
         self._received[msg_id] = (method, batch)
         if batch is not None:
             batch.waiting.add(msg_id)
@@ -245,14 +295,13 @@ class Connection:
         spec = METHODS.get(method)
         if spec is None or not spec.is_notification:
             return []  # unknown notifications are ignored, as JSON-RPC requires
-        if self.role is Role.SERVER and not admits_notification(self.state, method):
+        if not admits_notification(self.state, method):
             return []
         try:
             value = self._decode_params(spec.params, params)
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, _Unreadable):
             return []  # a notification has nobody to tell
-        if method == "exit":
-            self.state = State.EXITED
+        self.state = after(self.state, Step.NOTIFICATION, method)
         return [Notification(method, value)]
 
     def _receive_answer(self, msg_id: RequestId | None, env: _Envelope) -> list[Event]:
@@ -260,6 +309,8 @@ class Connection:
         if isinstance(env.error, _ErrorObject):
             data = env.error.data if isinstance(env.error.data, dict) else None
             error = e.RpcError(env.error.code, env.error.message, data)
+            if method is not None:
+                self.state = after(self.state, Step.ERROR, method)
             return [ErrorResponse(msg_id, method, error)]
         if method is None or msg_id is None:
             return []  # an answer to nothing we asked; ignore it
@@ -267,7 +318,7 @@ class Connection:
         assert isinstance(env.result, msgspec.Raw)
         try:
             result = _decode_as(spec.result, env.result)
-        except msgspec.ValidationError as error:
+        except (msgspec.ValidationError, _Unreadable) as error:
             return [
                 ErrorResponse(
                     msg_id,
@@ -278,8 +329,7 @@ class Connection:
                     ),
                 )
             ]
-        if method == "initialize":
-            self.state = State.READY
+        self.state = after(self.state, Step.RESULT, method)
         return [Response(msg_id, method, result)]
 
     @staticmethod
@@ -296,6 +346,10 @@ class Connection:
         """Queue a request; returns its id. Its answer arrives as Response or ErrorResponse."""
         if method not in METHODS or METHODS[method].is_notification:
             raise e.LocalProtocolError(f"{method} is not a request")
+        refused = refusal(self.state, method)
+        if refused is not None:
+            raise e.LocalProtocolError(refused[1])
+        self.state = after(self.state, Step.REQUEST, method)
         msg_id = self._next_id
         self._next_id += 1
         self._sent[msg_id] = method
@@ -305,16 +359,22 @@ class Connection:
     def send_notification(self, method: str, params: Any = None) -> None:
         if method not in METHODS or not METHODS[method].is_notification:
             raise e.LocalProtocolError(f"{method} is not a notification")
+        if self.role is Role.CLIENT:
+            if not admits_notification(self.state, method):
+                raise e.LocalProtocolError(
+                    f"{method} cannot be sent now: the connection is {self.state.value}."
+                )
+            self.state = after(self.state, Step.NOTIFICATION, method)
         self._queue(_Out("2.0", method=method, params=_unset_if_none(params)))
 
     def send_result(self, msg_id: RequestId, result: Any) -> None:
         method, batch = self._take_received(msg_id)
-        self.state = RESULT_TRANSITIONS.get((self.state, method), self.state)
+        self.state = after(self.state, Step.RESULT, method)
         self._answer(batch, msg_id, _encoder.encode(_Out("2.0", id=msg_id, result=result)))
 
     def send_error(self, msg_id: RequestId, error: e.RpcError) -> None:
         method, batch = self._take_received(msg_id)
-        self.state = ERROR_TRANSITIONS.get((self.state, method), self.state)
+        self.state = after(self.state, Step.ERROR, method)
         self._answer(batch, msg_id, self._error_body(msg_id, error))
 
     def cancel(self, msg_id: int) -> None:
@@ -372,6 +432,18 @@ class Connection:
 
     def _queue(self, message: _Out) -> None:
         self._outgoing += encode_frame(_encoder.encode(message))
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
 
 
 def _unset_if_none(params: Any) -> Any:

@@ -7,6 +7,7 @@ Two families, as in h11: a `LocalProtocolError` means this side misused the API;
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -19,9 +20,25 @@ REQUEST_CANCELLED = -32800
 # Every rtrain application error uses this code; `data.kind` says which one it is.
 APPLICATION_ERROR = -32000
 
+# The codes by name, as the published schema lists them (`errorCodes`).
+CODES: dict[str, int] = {
+    "parseError": PARSE_ERROR,
+    "invalidRequest": INVALID_REQUEST,
+    "methodNotFound": METHOD_NOT_FOUND,
+    "invalidParams": INVALID_PARAMS,
+    "internalError": INTERNAL_ERROR,
+    "serverNotInitialized": SERVER_NOT_INITIALIZED,
+    "requestCancelled": REQUEST_CANCELLED,
+    "applicationError": APPLICATION_ERROR,
+}
 
-class Kind:
-    """Stable machine-readable values of `error.data.kind`. Clients switch on these."""
+
+class Kind(StrEnum):
+    """Stable machine-readable values of `error.data.kind`. Clients switch on these.
+
+    The published schema lists them (`errorKinds`), and the extension's types are generated
+    from it, so this enum is the one list.
+    """
 
     NOT_IMPLEMENTED = "not_implemented"
     PROTOCOL_VERSION_MISMATCH = "protocol_version_mismatch"
@@ -47,6 +64,22 @@ class Kind:
     TIMEOUT = "timeout"
 
 
+# Kinds that mean "the request itself is wrong" (the CLI exits 2), as opposed to "it failed".
+BAD_INPUT_KINDS: frozenset[Kind] = frozenset(
+    {
+        Kind.INVALID_HOST,
+        Kind.INVALID_RUN_ID,
+        Kind.INVALID_WORKDIR,
+        Kind.INVALID_PATH,
+        Kind.INVALID_COMMAND,
+        Kind.INVALID_SECRET,
+        Kind.LOCAL_FILE_MISSING,
+        Kind.PATH_OUTSIDE_RUN,
+        Kind.RUN_EXISTS,
+    }
+)
+
+
 class RpcError(Exception):
     """An error response: `code`, a one-sentence `message`, and optional `data`.
 
@@ -68,7 +101,7 @@ class RpcError(Exception):
         return f"RpcError({self.code}, {self.message!r}, {self.data!r})"
 
 
-def app_error(kind: str, message: str, **data: Any) -> RpcError:
+def app_error(kind: Kind, message: str, **data: Any) -> RpcError:
     """An application error with a stable `data.kind`, e.g. app_error(Kind.RUN_EXISTS, ...)."""
     return RpcError(APPLICATION_ERROR, message, {"kind": kind, **data})
 

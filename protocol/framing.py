@@ -79,13 +79,27 @@ class FrameReader:
                     raise _framing_error(f"Content-Length is not a number: {value!r}")
                 length = int(value)
             elif name == "content-type":
-                if "utf-8" not in value.lower().replace("utf8", "utf-8"):
-                    raise _framing_error(f"unsupported Content-Type {value!r}")
+                charset = _charset(value)
+                # No charset is LSP's default: UTF-8.
+                if charset is not None and charset not in ("utf-8", "utf8"):
+                    raise _framing_error(
+                        f"unsupported charset {charset!r} in Content-Type {value!r} "
+                        "(the body must be UTF-8)"
+                    )
         if length is None:
             raise _framing_error("missing Content-Length header")
         if length > self.max_frame:
             raise _framing_error(f"frame of {length} bytes exceeds the limit of {self.max_frame}")
         return length
+
+
+def _charset(content_type: str) -> str | None:
+    """The `charset` parameter of a Content-Type value, lower-cased, or None."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
 
 
 class FramingError(RemoteProtocolError):

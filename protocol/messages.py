@@ -35,8 +35,11 @@ class ClientInfo(Result):
     version: str | None = None
 
 
-class InitializeParams(Params):
-    protocol_version: str
+class InitializeParams(msgspec.Struct, rename="camel", omit_defaults=True):
+    """The one params type that tolerates unknown fields: generic LSP clients send theirs
+    (`rootUri`, `capabilities`, `locale`, ...). No `protocolVersion` means the daemon's own."""
+
+    protocol_version: str | None = None
     client_info: ClientInfo | None = None
     process_id: int | None = None
 
@@ -71,15 +74,48 @@ class CancelParams(Params):
     id: int | str
 
 
-class ProgressParams(Result):
-    """`$/progress`: the state of a long operation that passed a `progressToken`."""
+class ProgressValue(Result):
+    """LSP's work-done progress (`begin`, `report`, `end`), plus rtrain's byte counts.
 
-    token: str | int
+    `percentage` is 0-100, from the byte counts when the total is known.
+    """
+
     kind: Literal["begin", "report", "end"]
     title: str | None = None
     message: str | None = None
+    percentage: int | None = None
     done_bytes: int | None = None
     total_bytes: int | None = None
+
+
+class ProgressParams(Result):
+    """`$/progress`, in LSP's shape: the long operation that passed `progressToken`."""
+
+    token: str | int
+    value: ProgressValue
+
+
+def byte_progress(
+    token: str | int,
+    kind: Literal["begin", "report", "end"],
+    title: str,
+    done_bytes: int,
+    total_bytes: int,
+    message: str | None = None,
+) -> ProgressParams:
+    """`$/progress` for a transfer of `total_bytes`, `done_bytes` of them done."""
+    percentage = min(100, done_bytes * 100 // total_bytes) if total_bytes else None
+    return ProgressParams(
+        token=token,
+        value=ProgressValue(
+            kind=kind,
+            title=title,
+            message=message,
+            percentage=percentage,
+            done_bytes=done_bytes,
+            total_bytes=total_bytes,
+        ),
+    )
 
 
 # ---- runs ------------------------------------------------------------------------------

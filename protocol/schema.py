@@ -6,12 +6,15 @@ from typing import Any
 
 import msgspec
 
+from .errors import BAD_INPUT_KINDS, CODES, Kind
+from .locations import RULES
 from .methods import METHODS
 from .version import PROTOCOL_VERSION
 
 
 def protocol_schema() -> dict[str, Any]:
-    """One document: `$defs` for every Struct, and per method its params/result references."""
+    """One document: `$defs` for every Struct, per method its params/result references, the
+    error codes and kinds, and the rules that locate the daemon."""
     kinds: list[Any] = []
     for method in METHODS.values():
         kinds.append(method.params)
@@ -40,6 +43,15 @@ def protocol_schema() -> dict[str, Any]:
         "description": "JSON-RPC 2.0 over a Unix socket with LSP base framing; see protocol.md.",
         "protocolVersion": PROTOCOL_VERSION,
         "methods": methods,
+        "errorCodes": CODES,
+        # Every `error.data.kind`; the bad-input ones are the request's fault (CLI exit 2).
+        "errorKinds": [kind.value for kind in Kind],
+        "badInputKinds": sorted(kind.value for kind in BAD_INPUT_KINDS),
+        # Where clients find the daemon: see protocol/locations.py.
+        "locations": {
+            place: [{"variable": variable, "path": path} for variable, path in rules]
+            for place, rules in RULES.items()
+        },
         "$defs": components,
     }
 

@@ -51,7 +51,7 @@ def host(value: str) -> str:
         raise app_error(
             Kind.INVALID_HOST,
             f"host {value!r} is not a usable ssh alias: use the name of a Host entry in your ssh "
-            "config (letters, digits, ._@-, not starting with '-').",
+            "config (letters, digits and ._@-, starting with a letter, digit or underscore).",
         )
     return value
 

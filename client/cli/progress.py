@@ -24,15 +24,16 @@ class ProgressBar:
     def update(self, params: Any) -> None:
         if not self.enabled:
             return
-        if params.kind == "end":
+        value = params.value
+        if value.kind == "end":
             self.clear()
             return
-        done = params.done_bytes or 0
-        total = params.total_bytes or 0
+        done = value.done_bytes or 0
+        total = value.total_bytes or 0
         width = 24
         filled = int(width * done / total) if total else 0
         rate = done / max(time.monotonic() - self._started, 1e-3)
-        title = params.title or ""
+        title = value.title or ""
         line = (
             f"\r  {title[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
             f"{human_bytes(done)} / {human_bytes(total)}  {human_bytes(rate)}/s"

@@ -15,12 +15,13 @@ import posixpath
 import secrets
 import time
 from pathlib import Path
+from typing import Literal
 
 from rtrain.daemon.client_session import RequestContext
 from rtrain.daemon.ssh.transport import fetch_unverified
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
-from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, ProgressParams
+from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte_progress
 
 from .context import Ops
 
@@ -71,19 +72,11 @@ async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
     done = 0
     last = 0.0
 
-    def report(kind: str, message: str | None = None) -> None:
+    def report(kind: Literal["begin", "report", "end"], message: str | None = None) -> None:
         if p.progress_token is not None:
-            ctx.notify(
-                "$/progress",
-                ProgressParams(
-                    token=p.progress_token,
-                    kind=kind,  # type: ignore[arg-type]
-                    title=f"Fetching {rel} from {p.host}",
-                    message=message,
-                    done_bytes=done,
-                    total_bytes=total,
-                ),
-            )
+            title = f"Fetching {rel} from {p.host}"
+            progress = byte_progress(p.progress_token, kind, title, done, total, message)
+            ctx.notify("$/progress", progress)
 
     def advance(count: int) -> None:
         nonlocal done, last

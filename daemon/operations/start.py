@@ -11,6 +11,7 @@ import re
 import secrets
 import time
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -19,7 +20,7 @@ from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.daemon.ssh.transport import Completed, Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import ProgressParams, RunInfo, StartParams, StartResult
+from rtrain.protocol.messages import RunInfo, StartParams, StartResult, byte_progress
 
 from .context import Ops, now
 from .status import refresh
@@ -342,19 +343,11 @@ async def _ship(
     done = 0
     token = p.progress_token
 
-    def report(kind: str, message: str | None = None) -> None:
+    def report(kind: Literal["begin", "report", "end"], message: str | None = None) -> None:
         if token is not None:
-            ctx.notify(
-                "$/progress",
-                ProgressParams(
-                    token=token,
-                    kind=kind,  # type: ignore[arg-type]
-                    title=f"Shipping to {p.host}",
-                    message=message,
-                    done_bytes=done,
-                    total_bytes=total,
-                ),
-            )
+            title = f"Shipping to {p.host}"
+            progress = byte_progress(token, kind, title, done, total, message)
+            ctx.notify("$/progress", progress)
 
     last = 0.0
 

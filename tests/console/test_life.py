@@ -121,7 +121,7 @@ def test_a_run_lives_its_whole_life_on_a_console_only_host(
                 "progressToken": "ship",
             },
             on_notification=lambda method, params: (
-                progress.append(params) if method == "$/progress" else None
+                progress.append(params.value) if method == "$/progress" else None
             ),
         )
         run_dir = far.path / run_id

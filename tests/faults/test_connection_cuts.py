@@ -96,13 +96,13 @@ def test_a_cut_mid_upload_starts_nothing_and_says_so(campaign: Campaign) -> None
     cut_at: list[int] = []
 
     def on_progress(method: str, params: Any) -> None:
-        if method != "$/progress" or params.kind != "report" or cut_at:
+        if method != "$/progress" or params.value.kind != "report" or cut_at:
             return
         # Well into the file: ssh has opened its session and sent much of it. (A cut before
         # the session opens is no fault at all: ssh then connects afresh and ships it all.)
-        total = params.total_bytes or 0
-        if total / 4 < (params.done_bytes or 0) < total * 3 / 4:
-            cut_at.append(params.done_bytes)
+        total = params.value.total_bytes or 0
+        if total / 4 < (params.value.done_bytes or 0) < total * 3 / 4:
+            cut_at.append(params.value.done_bytes)
             campaign.cut("start, mid-upload")
 
     with pytest.raises(RemoteError) as caught:
@@ -222,10 +222,10 @@ def test_a_cut_mid_fetch_leaves_no_truncated_file_and_a_retry_completes(
     cut_at: list[int] = []
 
     def on_progress(method: str, params: Any) -> None:
-        if method != "$/progress" or params.kind != "report" or cut_at:
+        if method != "$/progress" or params.value.kind != "report" or cut_at:
             return
-        if 0 < (params.done_bytes or 0) < (params.total_bytes or 0):
-            cut_at.append(params.done_bytes)
+        if 0 < (params.value.done_bytes or 0) < (params.value.total_bytes or 0):
+            cut_at.append(params.value.done_bytes)
             campaign.cut("fetch, mid-file")
 
     with pytest.raises(RemoteError) as caught:

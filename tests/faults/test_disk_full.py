@@ -73,7 +73,7 @@ def test_a_full_disk_during_the_upload(campaign: Campaign, small_workdir: tuple[
                 "progressToken": "up",
             },
             on_notification=lambda method, params: (
-                progress.append(params) if method == "$/progress" else None
+                progress.append(params.value) if method == "$/progress" else None
             ),
         )
     campaign.ledger.fault("far disk full during the upload")

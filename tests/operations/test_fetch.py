@@ -81,9 +81,11 @@ def test_fetch_a_directory_with_progress(ops: Ops, finished_run: str) -> None:
     assert sorted(p.relative_to(local).as_posix() for p in local.rglob("*")) == sorted(
         [*expected, "empty", "shards"]
     )
-    assert progress[0].kind == "begin" and progress[-1].kind == "end"
+    # LSP's shape: the token beside a `value`, rtrain's byte counts inside it.
+    assert progress[0].value.kind == "begin" and progress[-1].value.kind == "end"
     assert all(p.token == 7 for p in progress)
-    assert progress[-1].done_bytes == progress[-1].total_bytes == result.total_bytes
+    end = progress[-1].value
+    assert end.done_bytes == end.total_bytes == result.total_bytes and end.percentage == 100
 
 
 def test_links_leaving_the_run_dir_are_refused(ops: Ops, finished_run: str) -> None:

@@ -170,10 +170,11 @@ def test_start_reports_upload_progress(ops: Ops) -> None:
         ),
     )
     assert result.run.state == "running"
-    assert [p.kind for p in progress][0] == "begin"
-    assert progress[-1].kind == "end"
+    assert [p.value.kind for p in progress][0] == "begin"
+    assert progress[-1].value.kind == "end"
     assert all(p.token == "up-1" for p in progress)
-    assert progress[-1].done_bytes == progress[-1].total_bytes == result.uploaded_bytes
+    end = progress[-1].value
+    assert end.done_bytes == end.total_bytes == result.uploaded_bytes
     far = ops.far_run_dir(run_id) / "big.bin"
     assert far.read_bytes() == dataset.read_bytes()
 

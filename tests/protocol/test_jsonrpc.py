@@ -9,6 +9,7 @@ from rtrain.protocol.connection import Connection, Role
 from rtrain.protocol.events import ErrorResponse, Notification, Request, Response
 from rtrain.protocol.lifecycle import State
 from rtrain.protocol.messages import DaemonInfo
+from rtrain.protocol.version import PROTOCOL_VERSION
 
 from .wire import frame, initialized_server, replies, request
 
@@ -174,7 +175,7 @@ def test_another_major_protocol_version_is_refused_naming_both() -> None:
     server.receive_data(frame(request(1, "initialize", {"protocolVersion": "2.0"})))
     [reply] = replies(server)
     assert reply["error"]["data"]["kind"] == "protocol_version_mismatch"
-    assert "2.0" in reply["error"]["message"] and "1.0" in reply["error"]["message"]
+    assert "2.0" in reply["error"]["message"] and PROTOCOL_VERSION in reply["error"]["message"]
     assert server.state is State.NEW
 
 

@@ -126,6 +126,33 @@ out.push(`export const CLIENT_REQUESTS = ${JSON.stringify(requests.filter(toServ
 out.push(`export const SERVER_NOTIFICATIONS = ${JSON.stringify(notifications.filter(toClient))} as const;`);
 out.push("");
 
+// Error codes and kinds: the daemon's own enum (rtrain.protocol.errors), never a copy.
+const codes = schema.errorCodes ?? {};
+const kinds = schema.errorKinds ?? [];
+if (Object.keys(codes).length === 0 || kinds.length === 0) throw new Error("the schema lists no error codes or kinds");
+out.push("/** JSON-RPC error codes the daemon answers with. */");
+out.push("export const ErrorCode = {");
+for (const name of Object.keys(codes)) out.push(`  ${name}: ${codes[name]},`);
+out.push("} as const;");
+out.push("");
+out.push("/** Every stable `error.data.kind`. */");
+out.push(`export type ErrorKind = ${kinds.map((k) => JSON.stringify(k)).join(" | ")};`);
+out.push(`export const ERROR_KINDS: readonly ErrorKind[] = ${JSON.stringify(kinds)};`);
+out.push("/** Kinds that mean the request itself was wrong (the CLI exits 2 for these). */");
+out.push(`export const BAD_INPUT_KINDS: readonly ErrorKind[] = ${JSON.stringify(schema.badInputKinds ?? [])};`);
+out.push("");
+
+// Where the daemon lives (rtrain.protocol.locations): per place, the first rule whose variable
+// is set and not empty; `{NAME}` is its value, `{uid}` the user id, `{home}` the home directory.
+const locations = schema.locations ?? {};
+for (const place of ["socketPath", "logPath"]) {
+  if (!Array.isArray(locations[place])) throw new Error(`the schema has no location rules for ${place}`);
+}
+out.push("/** A location rule: applies when `variable` is set and not empty (or always, when null). */");
+out.push("export interface LocationRule { variable: string | null; path: string }");
+out.push(`export const LOCATIONS: Record<string, readonly LocationRule[]> = ${JSON.stringify(locations, null, 2)};`);
+out.push("");
+
 mkdirSync(dirname(outputPath), { recursive: true });
 writeFileSync(outputPath, out.join("\n"));
 console.log(`generate-protocol: ${Object.keys(defs).length} types, ${names.length} methods -> ${outputPath}`);

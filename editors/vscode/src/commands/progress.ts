@@ -1,9 +1,9 @@
 // A request with a `progressToken`, shown in a VS Code progress notification: `$/progress`
-// reports move the bar, and the notification's Cancel button sends `$/cancelRequest`.
+// reports (LSP's shape: `{token, value}`) move the bar, and the notification's Cancel button sends `$/cancelRequest`.
 
 import type * as vscode from "vscode";
 import type { DaemonConnection } from "../daemon/daemonConnection";
-import type { ProgressParams } from "../protocol/generated";
+import type { ProgressValue } from "../protocol/generated";
 import { formatBytes } from "../tree/presentation";
 
 export async function progressReporter<T>(
@@ -18,8 +18,9 @@ export async function progressReporter<T>(
   let shownPercent = 0;
   const stop = connection.onNotification((n) => {
     if (n.method !== "$/progress" || n.params.token !== token) return;
-    const report = describe(n.params);
-    const percent = n.params.totalBytes ? Math.floor((100 * (n.params.doneBytes ?? 0)) / n.params.totalBytes) : undefined;
+    const value = n.params.value;
+    const report = describe(value);
+    const percent = value.percentage ?? undefined;
     const increment = percent === undefined ? undefined : Math.max(0, percent - shownPercent);
     if (percent !== undefined) shownPercent = Math.max(shownPercent, percent);
     progress.report({ message: report, increment });
@@ -32,7 +33,7 @@ export async function progressReporter<T>(
   }
 }
 
-function describe(p: ProgressParams): string | undefined {
+function describe(p: ProgressValue): string | undefined {
   const bytes =
     p.doneBytes !== undefined && p.doneBytes !== null
       ? p.totalBytes

@@ -1,15 +1,9 @@
 // Errors as the user sees them: one sentence and a stable kind, never a stack trace.
+// The codes and kinds are generated from the daemon's schema (generated.ts).
 
-export const ErrorCode = {
-  parseError: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internalError: -32603,
-  serverNotInitialized: -32002,
-  requestCancelled: -32800,
-  applicationError: -32000,
-} as const;
+import { ErrorCode } from "./generated";
+
+export { ErrorCode };
 
 // Kinds for errors that carry no `data.kind` (the JSON-RPC standard ones) or never reached the daemon.
 const KIND_OF_CODE: Record<number, string> = {
