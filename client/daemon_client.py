@@ -227,4 +227,6 @@ def _dial(path: Path, timeout: float | None) -> socket.socket:
 
 
 def _remote_error(error: pe.RpcError) -> RemoteError:
-    return RemoteError(error.message, kind=error.kind, code=error.code, data=error.data)
+    kind = (error.data or {}).get("kind")  # as sent: a newer daemon may know more kinds
+    kind = kind if isinstance(kind, str) else None
+    return RemoteError(error.message, kind=kind, code=error.code, data=error.data)

@@ -93,9 +93,13 @@ class RpcError(Exception):
         self.data = data
 
     @property
-    def kind(self) -> str | None:
+    def kind(self) -> Kind | None:
+        """The error's `data.kind`; None when it has none this version knows."""
         kind = (self.data or {}).get("kind")
-        return kind if isinstance(kind, str) else None
+        try:
+            return Kind(kind) if isinstance(kind, str) else None
+        except ValueError:
+            return None
 
     def __repr__(self) -> str:
         return f"RpcError({self.code}, {self.message!r}, {self.data!r})"

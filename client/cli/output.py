@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from rtrain.client.errors import RemoteError, RtrainError
-from rtrain.protocol.errors import INVALID_PARAMS
+from rtrain.protocol.errors import BAD_INPUT_KINDS, INVALID_PARAMS
 
 from .json_text import json_text
 
@@ -21,20 +21,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 def fail(message: str, code: int = 1) -> NoReturn:
     print(f"rtrain: {message}", file=sys.stderr)
     raise SystemExit(code)
-
-
-# Kinds that mean "your input is wrong" (exit 2), as opposed to "it failed" (exit 1).
-BAD_INPUT_KINDS = {
-    "invalid_host",
-    "invalid_run_id",
-    "invalid_workdir",
-    "invalid_path",
-    "invalid_command",
-    "invalid_secret",
-    "local_file_missing",
-    "path_outside_run",
-    "run_exists",
-}
 
 
 def friendly_errors(func: F) -> F:
