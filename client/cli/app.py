@@ -17,6 +17,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 run_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
@@ -48,4 +49,5 @@ def _root(
 
 
 def run() -> None:
-    app()
+    # The same name in usage lines whether run as `rtrain` or `python -m rtrain`.
+    app(prog_name="rtrain")

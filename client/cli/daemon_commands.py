@@ -12,6 +12,7 @@ from rtrain.client.spawn import process_alive
 from rtrain.protocol import locations
 
 from .output import friendly_errors, note, print_json
+from .usage import PlainUsage
 
 app = typer.Typer(
     help="Manage the rtrain daemon (it starts by itself when needed).", no_args_is_help=True
@@ -20,7 +21,7 @@ app = typer.Typer(
 JsonOption = typer.Option(False, "--json", "-j", help="Print JSON.")
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 @friendly_errors
 def start() -> None:
     """Start the daemon if none is running."""
@@ -29,7 +30,7 @@ def start() -> None:
     note(f"rtrain daemon running (pid {info.pid}, socket {info.socket_path})")
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 @friendly_errors
 def stop() -> None:
     """Stop the daemon. Runs on remote hosts are not affected."""
@@ -47,7 +48,7 @@ def stop() -> None:
     note(f"stopped rtrain daemon (pid {info.pid})")
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 @friendly_errors
 def status(json: bool = JsonOption) -> None:
     """Say whether the daemon runs, and where. Exit 1 when it does not."""
@@ -72,7 +73,7 @@ def status(json: bool = JsonOption) -> None:
         print(f"  notice: {notice}")
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def logs(
     lines: int = typer.Option(50, "--lines", "-n", help="How many lines from the end."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
@@ -94,7 +95,7 @@ def logs(
                 time.sleep(0.2)
 
 
-@app.command()
+@app.command(cls=PlainUsage)
 def run() -> None:
     """Run the daemon in the foreground, logging to the terminal too (for debugging)."""
     from rtrain.daemon.main import main

@@ -12,7 +12,7 @@ from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import Interrupted
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
-from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
+from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR, RunState
 
 from .completion import complete_host, complete_run_id
 from .describe import state_text, table, when
@@ -21,6 +21,7 @@ from .log_follow import follow_log
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar, human_bytes
 from .status_view import show_status
+from .usage import PlainUsage
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -42,7 +43,7 @@ def _existing(value: Path | None) -> Path | None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def preflight(
         host: str = HostArg,
@@ -84,7 +85,7 @@ def register(app: typer.Typer) -> None:
         if not verdict.ok:
             raise typer.Exit(1)
 
-    @app.command(context_settings={"allow_extra_args": False})
+    @app.command(cls=PlainUsage, context_settings={"allow_extra_args": False})
     @friendly_errors
     def start(
         host: str = HostArg,
@@ -184,7 +185,7 @@ def register(app: typer.Typer) -> None:
             if follow:
                 follow_log(client, host, run.run_id, None, 0, json)
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def tail(
         host: str = HostArg,
@@ -201,7 +202,7 @@ def register(app: typer.Typer) -> None:
         with DaemonClient.connect() as client:
             follow_log(client, host, run_id, workdir, offset, json, follow)
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def status(
         host: str = HostArg,
@@ -214,7 +215,7 @@ def register(app: typer.Typer) -> None:
         with DaemonClient.connect() as client:
             show_status(client, host, run_id, workdir, json)
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def fetch(
         host: str = HostArg,
@@ -262,7 +263,7 @@ def register(app: typer.Typer) -> None:
             "all checksums matched"
         )
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def stop(
         host: str = HostArg,
@@ -288,11 +289,11 @@ def register(app: typer.Typer) -> None:
         else:
             print(f"{run_id} was not running on {host}")
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def runs(
         host: str | None = typer.Option(None, "--host", help="Only runs of this host."),
-        state: str | None = typer.Option(None, "--state", help="Only runs in this state."),
+        state: RunState | None = typer.Option(None, "--state", help="Only runs in this state."),
         json: bool = JsonOpt,
     ) -> None:
         """List the runs rtrain knows of, newest first."""
@@ -301,6 +302,10 @@ def register(app: typer.Typer) -> None:
             found = client.request("runs/list", params).runs
         if json:
             print_json(found)
+            return
+        if not found and params:
+            filters = " ".join(f"--{name} {value}" for name, value in params.items())
+            note(f"no runs match {filters}; `rtrain runs` lists them all")
             return
         if not found:
             note("no runs yet; start one with `rtrain start HOST -c CONFIG`")
@@ -312,7 +317,7 @@ def register(app: typer.Typer) -> None:
             )
         )
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def hosts(json: bool = JsonOpt) -> None:
         """List known hosts with their connection, transport and runs."""
