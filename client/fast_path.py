@@ -47,8 +47,9 @@ def try_fast_path(argv: list[str]) -> bool:
 
 def _answer(command: str, host: str, run_id: str, json: bool, follow: bool) -> None:
     from .cli.input_checks import check
-    from .cli.output import friendly_errors
+    from .cli.output import errors_as_json, friendly_errors
 
+    errors_as_json(json)
     check(host=host, run_id=run_id)
     friendly_errors(_ask)(command, host, run_id, json, follow)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 
+from .exit_codes import ClientKind
 from .output import fail
 
 _CHECKS = {
@@ -22,4 +23,4 @@ def check(**values: str | None) -> None:
             if value is not None:
                 _CHECKS[name](value)
     except RpcError as error:
-        fail(error.message, 2)
+        fail(error.message, kind=error.kind or ClientKind.USAGE)

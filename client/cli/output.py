@@ -10,30 +10,51 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from rtrain.client.errors import RemoteError, RtrainError
-from rtrain.protocol.errors import BAD_INPUT_KINDS, INVALID_PARAMS
+from rtrain.client.errors import DaemonProtocolError, DaemonUnavailable, RemoteError, RtrainError
 
+from .exit_codes import KIND_BY_CODE, ClientKind, Exit, exit_for
 from .json_text import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    print(f"rtrain: {message}", file=sys.stderr)
-    raise SystemExit(code)
+_errors_as_json = False  # --json given: errors are JSON objects too
+
+
+def errors_as_json(on: bool) -> None:
+    global _errors_as_json
+    _errors_as_json = on
+
+
+def fail(message: str, code: int | None = None, kind: str | None = None) -> NoReturn:
+    """Say `message` on stderr and exit: with `code`, or the exit status of `kind` in the
+    table (exit_codes.py). With --json, the error is `{"error": {"kind", "message"}}`."""
+    kind = kind or (ClientKind.USAGE if code == Exit.BAD_INPUT else "failed")
+    if _errors_as_json:
+        error = {"error": {"kind": str(kind), "message": message}}
+        print(json_text(error), file=sys.stderr)
+    else:
+        print(f"rtrain: {message}", file=sys.stderr)
+    raise SystemExit(exit_for(kind) if code is None else code)
 
 
 def friendly_errors(func: F) -> F:
-    """Turn the client's own errors into one sentence on stderr: exit 2 for bad input,
-    1 for anything else."""
+    """Turn the client's own errors into one sentence on stderr (a JSON object with
+    --json), with the exit status the table gives their kind."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("json"):
+            errors_as_json(True)
         try:
             return func(*args, **kwargs)
         except RemoteError as error:
-            bad_input = error.kind in BAD_INPUT_KINDS or error.code == INVALID_PARAMS
-            fail(error.message, 2 if bad_input else 1)
+            kind = error.kind or KIND_BY_CODE.get(error.code or 0, ClientKind.INTERNAL_ERROR)
+            fail(error.message, kind=kind)
+        except DaemonUnavailable as error:
+            fail(error.message, kind=ClientKind.DAEMON_UNAVAILABLE)
+        except DaemonProtocolError as error:
+            fail(error.message, kind=ClientKind.DAEMON_CONNECTION)
         except RtrainError as error:
             fail(error.message)
 

@@ -11,11 +11,12 @@ import typer
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import Interrupted
 from rtrain.protocol import validation
-from rtrain.protocol.errors import RpcError
+from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR, RunState
 
 from .completion import complete_host, complete_run_id
 from .describe import state_text, table, when
+from .exit_codes import ClientKind
 from .input_checks import check
 from .log_follow import follow_log
 from .output import fail, friendly_errors, note, print_json
@@ -133,9 +134,12 @@ def register(app: typer.Typer) -> None:
             try:
                 validation.secret_name(name)
             except RpcError as error:
-                fail(error.message, 2)
+                fail(error.message, kind=error.kind or ClientKind.USAGE)
             if name not in os.environ:
-                fail(f"--secret {name}: no such variable in your environment; export it first.", 2)
+                fail(
+                    f"--secret {name}: no such variable in your environment; export it first.",
+                    kind=Kind.INVALID_SECRET,
+                )
             secrets[name] = os.environ[name]
         params: dict[str, Any] = {
             "host": host,
@@ -165,7 +169,10 @@ def register(app: typer.Typer) -> None:
             except Interrupted as interrupted:
                 bar.clear()
                 if interrupted.result is None:
-                    fail(f"interrupted: the start was cancelled and nothing runs on {host}.", 130)
+                    fail(
+                        f"interrupted: the start was cancelled and nothing runs on {host}.",
+                        kind=ClientKind.INTERRUPTED,
+                    )
                 run = interrupted.result.run
                 note(
                     f"interrupted, but the trainer had already been launched: {run.run_id} "
@@ -232,7 +239,7 @@ def register(app: typer.Typer) -> None:
         try:
             validation.fetch_path(path)
         except RpcError as error:
-            fail(error.message, 2)
+            fail(error.message, kind=error.kind or ClientKind.USAGE)
         params: dict[str, Any] = {
             "host": host,
             "runId": run_id,
