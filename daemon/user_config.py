@@ -12,29 +12,32 @@ workdir = "~/runs"
 
 from __future__ import annotations
 
+import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from rtrain.protocol import locations
 
 from .config_lines import line_of
 
 
-@dataclass(frozen=True)
-class HostSettings:
-    transport: str | None = None
+class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One `[hosts.ALIAS]` table. A key this version does not know is an error that names
+    it, so a typo never silently does nothing."""
+
+    transport: Literal["exec", "console"] | None = None
     command: list[str] | None = None
     python: str | None = None
     workdir: str | None = None
 
 
-@dataclass(frozen=True)
-class UserConfig:
+class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ssh_config: str | None = None
-    poll_interval: float = 5.0
-    hosts: dict[str, HostSettings] = field(default_factory=dict)
+    poll_interval: Annotated[float, msgspec.Meta(gt=0)] = 5.0
+    hosts: dict[str, HostSettings] = {}
 
     def host(self, alias: str) -> HostSettings:
         return self.hosts.get(alias, HostSettings())
@@ -45,6 +48,7 @@ class ConfigError(Exception):
 
 
 def load_user_config(path: Path | None = None) -> UserConfig:
+    """The config, every key type-checked by msgspec; a mistake names its file, line and key."""
     path = path or locations.config_dir() / "config.toml"
     if not path.exists():
         return UserConfig()
@@ -58,30 +62,48 @@ def load_user_config(path: Path | None = None) -> UserConfig:
         # tomllib says where: "Invalid value (at line 3, column 8)".
         raise ConfigError(f"{path} is not valid TOML: {error}") from None
 
-    def where(*keys: str) -> str:
+    def refuse(error: msgspec.ValidationError, table: list[str], struct: type) -> ConfigError:
+        keys, problem = _complaint(str(error), table, struct)
         line = line_of(text, keys)
-        return f"{path}, line {line}" if line else str(path)
-
-    hosts = {}
-    for alias, entry in data.get("hosts", {}).items():
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where('hosts', alias)}: hosts.{alias} must be a table")
-        transport = entry.get("transport")
-        if transport not in (None, "exec", "console"):
-            raise ConfigError(
-                f"{where('hosts', alias, 'transport')}: hosts.{alias}.transport must be "
-                f"exec or console, not {transport!r}"
-            )
-        hosts[alias] = HostSettings(
-            transport=transport,
-            command=entry.get("command"),
-            python=entry.get("python"),
-            workdir=entry.get("workdir"),
+        return ConfigError(
+            f"{path}, line {line}: {'.'.join(keys)}: {problem}"
+            if line
+            else f"{path}: {'.'.join(keys)}: {problem}"
         )
+
+    # Each host on its own, so an error names the host as well as the key.
+    tables = data.pop("hosts", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: hosts must hold [hosts.ALIAS] tables")
+    hosts = {}
+    for alias, table in tables.items():
+        try:
+            hosts[alias] = msgspec.convert(table, HostSettings)
+        except msgspec.ValidationError as error:
+            raise refuse(error, ["hosts", alias], HostSettings) from None
     try:
-        poll_interval = float(data.get("poll_interval", 5.0))
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"{where('poll_interval')}: poll_interval must be a number of seconds"
-        ) from None
-    return UserConfig(ssh_config=data.get("ssh_config"), poll_interval=poll_interval, hosts=hosts)
+        config = msgspec.convert(data, UserConfig)
+    except msgspec.ValidationError as error:
+        raise refuse(error, [], UserConfig) from None
+    return msgspec.structs.replace(config, hosts=hosts)
+
+
+_AT = re.compile(r"^(.*) - at `\$([^`]*)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `([^`]*)`$")
+
+
+def _complaint(message: str, table: list[str], struct: type) -> tuple[list[str], str]:
+    """msgspec's message as (the TOML key it is about, what is wrong with it)."""
+    keys = list(table)
+    at = _AT.match(message)
+    if at:
+        message = at.group(1)
+        keys += re.findall(r"\.([^.\[]+)", at.group(2))
+    unknown = _UNKNOWN.match(message)
+    if unknown:
+        keys.append(unknown.group(1))
+        fields: tuple[str, ...] = getattr(struct, "__struct_fields__", ())
+        message = f"unknown key (known here: {', '.join(fields)})"
+    elif not keys:
+        keys = ["(top level)"]
+    return keys, message

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rtrain.daemon.hosts import HostPool
+from rtrain.daemon.launchers.launcher import Launcher
+from rtrain.daemon.launchers.process import PROCESS
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -51,6 +53,10 @@ class Ops:
 
     async def transport(self, host: str) -> Transport:
         return await self.hosts.get(host)
+
+    def launcher(self, host: str) -> Launcher:
+        """How runs are run on `host`. One launcher today: the detached process."""
+        return PROCESS
 
     def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:
         """The host cannot be asked: the run's state is unknown, and here is why."""

@@ -17,26 +17,28 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from rtrain.daemon.client_session import RequestContext
+from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import Exit
 from rtrain.daemon.ssh.transport import fetch_unverified
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte_progress
 
 from .context import Ops
+from .notifier import Notifier
 
 
-async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
+async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     rel = validation.fetch_path(p.path)
     dest = Path(p.dest).expanduser()
     if dest.exists() and not dest.is_dir():
         raise app_error(Kind.INVALID_PATH, f"{p.dest} exists and is not a directory.")
     transport = await ops.transport(p.host)
-    listing = await transport.run("list_files", [run_dir, rel, "none"], timeout=300)
-    errors = listing.rows("error")
-    if errors:
-        kind, *rest = errors[0] + [""]
+    # No hashes in the listing: send.sh hashes each file as it sends it.
+    listing = await contract.list_files(transport, run_dir, rel, hashed=False)
+    if listing.error is not None:
+        kind, *rest = listing.error + [""]
         if kind == "path_outside_run":
             raise app_error(
                 Kind.PATH_OUTSIDE_RUN,
@@ -58,14 +60,13 @@ async def fetch(ops: Ops, p: FetchParams, ctx: RequestContext) -> FetchResult:
                 Kind.INVALID_PATH,
                 f"{rest[0] or rel!r} has a tab or a newline in its name; rtrain cannot fetch it.",
             )
-        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {' '.join(errors[0])}")
-    if listing.returncode != 0:
+        raise app_error(
+            Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {' '.join(listing.error)}"
+        )
+    if listing.exit != Exit.OK:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")
-    files = [
-        (int(size), path)
-        for size, _no_sha, path in (row[:3] for row in listing.rows("file") if len(row) >= 3)
-    ]
-    dirs = [row[0] for row in listing.rows("dir") if row]
+    files = [(listed.size, listed.path) for listed in listing.files]
+    dirs = listing.dirs
     total = sum(size for size, _ in files)
     # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
     parent = posixpath.dirname(rel) if rel != "." else ""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import Exit
+from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import GpuInfo, PreflightParams, PreflightResult
@@ -17,36 +20,27 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         raise app_error(Kind.INVALID_COMMAND, f"gpus must be 0 or more, not {p.gpus}.")
     try:
         transport = await ops.transport(p.host)
-        done = await transport.run("preflight", [p.python, p.workdir], timeout=90)
+        report = await contract.preflight(transport, p.python, p.workdir)
     except RpcError as error:
-        if error.kind in (
-            Kind.HOST_UNREACHABLE,
-            Kind.AUTH_FAILED,
-            Kind.HOST_KEY_CHANGED,
-            Kind.TIMEOUT,
-            Kind.REMOTE_FAILED,
-        ):
+        if host_did_not_answer(error) or error.kind == Kind.REMOTE_FAILED:
             return PreflightResult(host=p.host, ok=False, reasons=[error.message])
         raise
-    fields = done.fields()
     reasons = []
     python_version = None
-    if fields.get("python_ok") == ["1"]:
-        python_version = (fields.get("python_version") or [""])[0]
+    if report.python_ok:
+        python_version = report.python_version or ""
     else:
-        why = (fields.get("python_error") or ["did not run"])[0]
-        reasons.append(f"{p.python} not usable: {why}")
+        reasons.append(f"{p.python} not usable: {report.python_error or 'did not run'}")
     gpus = [
         GpuInfo(
-            index=int(row[0]) if row[0].isdigit() else i,
-            name=row[1],
-            memory_mib=int(row[2]) if len(row) > 2 and row[2].isdigit() else None,
+            index=gpu.index if gpu.index is not None else i,
+            name=gpu.name,
+            memory_mib=gpu.memory_mib,
         )
-        for i, row in enumerate(done.rows("gpu"))
-        if len(row) >= 2
+        for i, gpu in enumerate(report.gpus)
     ]
     if len(gpus) < p.gpus:
-        smi = fields.get("nvidia_smi")
+        smi = report.nvidia_smi
         if smi and smi[0] == "missing":
             why = "nvidia-smi not found: no NVIDIA driver on the host's PATH"
         elif smi and smi[0] == "error":
@@ -54,14 +48,10 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         else:
             why = "no CUDA GPU visible to nvidia-smi"
         reasons.append(f"needs {p.gpus} GPU(s), found {len(gpus)} ({why})")
-    if fields.get("workdir_ok") != ["1"]:
-        why = (fields.get("workdir_error") or ["not writable"])[0]
-        reasons.append(f"workdir {p.workdir} not usable: {why}")
-    if done.returncode != 0 and not fields:
-        reasons.append(f"the preflight script failed on {p.host}: {done.error_text}")
-    free = fields.get("free_bytes")
-    torch = fields.get("torch")
-    cuda = fields.get("cuda")
+    if not report.workdir_ok:
+        reasons.append(f"workdir {p.workdir} not usable: {report.workdir_error or 'not writable'}")
+    if report.exit != Exit.OK and not report.said_anything:
+        reasons.append(f"the preflight script failed on {p.host}: {report.error_text}")
     return PreflightResult(
         host=p.host,
         ok=not reasons,
@@ -69,8 +59,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         transport=transport.kind,
         python_version=python_version,
         gpus=gpus,
-        workdir=fields["workdir"][0] if fields.get("workdir") else None,
-        free_disk_bytes=int(free[0]) if free and free[0].isdigit() else None,
-        torch_version=torch[0] if torch else None,
-        cuda_version=cuda[0] if cuda and cuda[0] != "none" else None,
+        workdir=report.workdir,
+        free_disk_bytes=report.free_bytes,
+        torch_version=report.torch,
+        cuda_version=report.cuda if report.cuda != "none" else None,
     )

@@ -4,35 +4,22 @@ from __future__ import annotations
 
 import msgspec
 
+from rtrain.daemon.remote.contract import RunRow
 from rtrain.protocol.messages import RunInfo
 
 from .context import now
 
-FAR_STATES = {"running", "completed", "failed", "stopped", "lost"}
 
-
-def apply_row(base: RunInfo, row: list[str]) -> RunInfo | None:
-    """`run ID STATE EXIT SIGNAL STARTED DETAIL` -> the updated run; None when missing."""
-    _, state, exit_code, signal, started, detail = (row + ["-"] * 6)[:6]
-    if state not in FAR_STATES:
+def apply_row(base: RunInfo, row: RunRow) -> RunInfo | None:
+    """The run as the far side's row says it stands; None when it is missing."""
+    if not row.exists:
         return None
     return msgspec.structs.replace(
         base,
-        state=state,
-        exit_code=_int(exit_code),
-        signal=_int(signal),
-        started_at=_float(started) or base.started_at,
+        state=row.state,
+        exit_code=row.exit_code,
+        signal=row.signal,
+        started_at=row.started_at or base.started_at,
         last_seen=now(),
-        reason=None if detail in ("-", "") else detail,
+        reason=row.detail,
     )
-
-
-def _int(value: str) -> int | None:
-    return int(value) if value.lstrip("-").isdigit() else None
-
-
-def _float(value: str) -> float | None:
-    try:
-        return float(value)
-    except ValueError:
-        return None

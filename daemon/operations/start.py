@@ -15,14 +15,17 @@ from typing import Literal
 
 import msgspec
 
-from rtrain.daemon.client_session import RequestContext
+from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
-from rtrain.daemon.ssh.transport import Completed, Transport
+from rtrain.daemon.ssh.failures import answer_may_be_lost
+from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, StartParams, StartResult, byte_progress
 
 from .context import Ops, now
+from .notifier import Notifier
 from .status import refresh
 
 log = logging.getLogger(__name__)
@@ -41,8 +44,6 @@ RESERVED = {
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
-# Errors after which a command's answer may be lost while the command itself ran.
-ANSWER_LOST = (Kind.HOST_UNREACHABLE, Kind.TIMEOUT)
 # How long a launch that got there first may take to show its trainer (launch.sh waits 10 s).
 LAUNCH_SETTLES = 12.0
 PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}")
@@ -53,7 +54,7 @@ def new_run_id() -> str:
     return f"run-{int(time.time())}-{secrets.token_hex(2)}"
 
 
-async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
+async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     # Everything a user can get wrong is refused here, before any ssh runs.
     validation.host(p.host)
     run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
@@ -89,17 +90,17 @@ async def start(ops: Ops, p: StartParams, ctx: RequestContext) -> StartResult:
 
     try:
         transport = await ops.transport(p.host)
-        prepared = await transport.run("prepare", [workdir, run_id], timeout=60)
+        prepared = await contract.prepare(transport, workdir, run_id)
     except RpcError as error:
         raise _nothing_started(error, p.host) from None
-    if prepared.returncode == 17 or prepared.fields().get("error") == ["run_exists"]:
+    if prepared.exists:
         raise app_error(
             Kind.RUN_EXISTS,
             f"run {run_id} already exists on {p.host}; pick another --run-id.",
             runId=run_id,
         )
-    run_dir = (prepared.fields().get("run_dir") or [""])[0]
-    if prepared.returncode != 0 or not run_dir:
+    run_dir = prepared.run_dir
+    if run_dir is None:
         raise app_error(
             Kind.REMOTE_FAILED,
             f"{p.host}: could not create the run directory: {prepared.error_text}; "
@@ -146,7 +147,7 @@ async def _ship_and_launch(
     ops: Ops,
     transport: Transport,
     p: StartParams,
-    ctx: RequestContext,
+    ctx: Notifier,
     pending: RunInfo,
     shipments: list[tuple[Path | bytes, str]],
     argv: list[str],
@@ -169,9 +170,9 @@ async def _ship_and_launch(
 
     async def launch() -> StartResult:
         try:
-            launched = await transport.run("launch", argv, stdin=secret_lines, timeout=60)
+            launched = await _launch(ops, transport, p.host, argv, secret_lines)
         except RpcError as error:
-            if error.kind not in ANSWER_LOST:
+            if not answer_may_be_lost(error):
                 ops.registry.delete(p.host, run_id)
                 raise
             log.info("start %s/%s: %s; asking again", p.host, run_id, error.message)
@@ -192,30 +193,38 @@ async def _discard(transport: Transport, p: StartParams, run_id: str) -> None:
     shipping), so the run id is free again. Best effort: a host that is gone keeps it."""
     try:
         # Shielded: a start cancelled by its client still cleans up after itself.
-        done = await asyncio.shield(transport.run("discard", [p.workdir, run_id], timeout=30))
+        done = await asyncio.shield(contract.discard(transport, p.workdir, run_id))
     except (RpcError, asyncio.CancelledError) as error:
         log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, error)
         return
-    if done.returncode != 0:
+    if not done.ok:
         log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, done.error_text)
 
 
+async def _launch(
+    ops: Ops, transport: Transport, host: str, argv: list[str], secret_lines: bytes
+) -> Launched:
+    run_dir, run_id, python, *command = argv
+    return await ops.launcher(host).launch(
+        transport, run_dir, run_id, python, command, secret_lines
+    )
+
+
 def _launched(
-    ops: Ops, p: StartParams, pending: RunInfo, launched: Completed, uploaded: int
+    ops: Ops, p: StartParams, pending: RunInfo, launched: Launched, uploaded: int
 ) -> StartResult:
-    fields = launched.fields()
-    if launched.returncode != 0 or "pid" not in fields:
+    if launched.pid is None:
         ops.registry.delete(p.host, pending.run_id)
         # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
-        why = " ".join(fields.get("error", [])) or launched.error_text
+        why = " ".join(launched.error) or launched.error_text
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
-    started_at = float(fields.get("started_at", [now()])[0])
+    started_at = launched.started_at or now()
     run = ops.record(
         msgspec.structs.replace(
             pending, state="running", started_at=started_at, last_seen=now(), reason=None
         )
     )
-    return StartResult(run=run, pid=int(fields["pid"][0]), uploaded_bytes=uploaded)
+    return StartResult(run=run, pid=launched.pid, uploaded_bytes=uploaded)
 
 
 async def _launch_again(
@@ -231,8 +240,8 @@ async def _launch_again(
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
     try:
         transport = await ops.transport(p.host)
-        launched = await transport.run("launch", argv, stdin=secret_lines, timeout=60)
-        if launched.fields().get("error") != ["already_launched"]:
+        launched = await _launch(ops, transport, p.host, argv, secret_lines)
+        if not launched.already_launched:
             return _launched(ops, p, pending, launched, uploaded)
         # The first launch got there. Its trainer may still be on its way up: ask until the
         # host says more than "launched, nothing alive yet" (launch.sh allows 10 s).
@@ -244,7 +253,7 @@ async def _launch_again(
                 break
             await asyncio.sleep(0.2)
     except RpcError as error:
-        if error.kind not in ANSWER_LOST:
+        if not answer_may_be_lost(error):
             raise
         why = (
             f"the connection to {p.host} dropped while launching {pending.run_id}, and the "
@@ -337,7 +346,7 @@ async def _ship(
     run_dir: str,
     shipments: list[tuple[Path | bytes, str]],
     p: StartParams,
-    ctx: RequestContext,
+    ctx: Notifier,
 ) -> int:
     total = sum(len(s) if isinstance(s, bytes) else s.stat().st_size for s, _ in shipments)
     done = 0

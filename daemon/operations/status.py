@@ -5,6 +5,8 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
+from rtrain.daemon.remote.contract import Exit, RunRow
+from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
 
@@ -24,18 +26,13 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
     try:
         [fresh] = await refresh(ops, p.host, [base])
     except RpcError as error:
-        if error.kind in (
-            Kind.HOST_UNREACHABLE,
-            Kind.TIMEOUT,
-            Kind.AUTH_FAILED,
-            Kind.HOST_KEY_CHANGED,
-        ):
+        if host_did_not_answer(error):
             return StatusResult(run=ops.mark_unknown(p.host, p.run_id, error))
         raise
     return StatusResult(run=_settle(ops, p, run_dir, fresh))
 
 
-def from_row(ops: Ops, p: RunRef, row: list[str]) -> RunInfo:
+def from_row(ops: Ops, p: RunRef, row: RunRow) -> RunInfo:
     """The run as a status.sh `run` row another script printed says it stands; recorded."""
     settled = _settled(ops, p)
     if settled is not None:
@@ -84,11 +81,10 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
         by_workdir[posixpath.dirname(remote_dir)].append(run)
-    found: dict[str, list[str]] = {}
+    found: dict[str, RunRow] = {}
     for workdir, members in by_workdir.items():
-        done = await transport.run("status", [workdir, *(r.run_id for r in members)], timeout=60)
-        if done.returncode not in (0,) and not done.rows("run"):
-            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {done.error_text}")
-        for row in done.rows("run"):
-            found[row[0]] = row
+        report = await ops.launcher(host).status(transport, workdir, [r.run_id for r in members])
+        if report.exit != Exit.OK and not report.runs:
+            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
+        found.update(report.runs)
     return [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]

@@ -10,11 +10,13 @@ import asyncio
 import base64
 import logging
 
-from rtrain.daemon.client_session import RequestContext
+from rtrain.daemon.remote import contract
+from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import LogChunk, Reconnecting, RunRef, TailParams, TailResult
 
 from .context import Ops
+from .notifier import Notifier
 from .status import status as run_status
 
 log = logging.getLogger(__name__)
@@ -24,7 +26,7 @@ FAST, SLOW = 0.2, 1.0
 RECONNECT_FOR = 120.0
 
 
-async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
+async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     offset = max(0, p.offset)
     inode = "-"
@@ -36,13 +38,11 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
     while True:
         try:
             transport = await ops.transport(p.host)
-            done = await transport.run(
-                "read_log", [run_dir, p.run_id, str(offset), str(MAX_CHUNK), inode], timeout=60
-            )
+            piece = await contract.read_log(transport, run_dir, p.run_id, offset, MAX_CHUNK, inode)
             unreachable_since = None
         except RpcError as error:
             # Without follow, the answer is wanted now: fail as fast as status does.
-            if error.kind not in (Kind.HOST_UNREACHABLE, Kind.TIMEOUT) or not p.follow:
+            if not answer_may_be_lost(error) or not p.follow:
                 raise
             unreachable_since = unreachable_since or loop.time()
             if loop.time() - unreachable_since > RECONNECT_FOR:
@@ -56,21 +56,19 @@ async def tail(ops: Ops, p: TailParams, ctx: RequestContext) -> TailResult:
             await asyncio.sleep(2)
             continue
         attempts = 0
-        header, _, body = done.stdout.partition(b"\n")
-        fields = header.decode(errors="replace").split("\t")
-        if fields[0] != "log" or len(fields) < 7:
-            if b"missing" in header or done.returncode == 8:
+        if not piece.ok:
+            if piece.missing:
                 raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host}.")
             raise app_error(
-                Kind.REMOTE_FAILED, f"{p.host}: reading the log failed: {done.error_text}"
+                Kind.REMOTE_FAILED, f"{p.host}: reading the log failed: {piece.error_text}"
             )
-        _, inode, size, start, count, state, _exit_code = fields[:7]
-        start_offset = int(start)
+        inode = piece.inode
+        start_offset = piece.start
         rotated = start_offset == 0 and offset > 0
-        data = body[: int(count)]
-        running = state == "running"
+        data = piece.data
+        running = piece.state == "running"
         keep = len(data)
-        more_waiting = start_offset + len(data) < int(size)
+        more_waiting = start_offset + len(data) < piece.size
         if (running and p.follow or more_waiting) and keep:
             # Partial lines go out at once (a progress bar redraws with `\r` and no newline);
             # only a character cut off by the end waits, once, for its last bytes.

@@ -23,7 +23,7 @@ from collections import deque
 from pathlib import Path
 from typing import Protocol
 
-from rtrain.daemon.remote import script
+from rtrain.daemon.remote import contract, script
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .console_framing import Request
@@ -121,8 +121,8 @@ async def _upload_chunks(
         if channel.damaged > damaged and chunk_size > MIN_CHUNK:
             chunk_size = max(MIN_CHUNK, chunk_size // 2)
             log.info("%s: chunks arrive damaged; now %d bytes each", channel.alias, chunk_size)
-        fields = done.fields()
-        if not ("ok" in fields if final else fields.get("written") == [str(offset)]):
+        verdict = contract.received(done)
+        if not (verdict.ok if final else verdict.written == offset):
             raise_for_failed_upload(channel.alias, local, done)
         if progress and length:
             progress(length)
@@ -178,12 +178,12 @@ async def download(
         f"hashing {rel}",
         idempotent=True,
     )
-    rows = far.rows("file")
-    if far.returncode != 0 or len(rows) != 1 or len(rows[0]) != 2:
+    whole = contract.hashed(far)
+    if whole is None:
         raise app_error(
             Kind.TRANSFER_FAILED, f"{channel.alias}: hashing {rel} failed: {far.error_text}"
         )
-    if rows[0] != [str(size), got]:
+    if (whole.size, whole.sha256) != (size, got):
         raise fetch_unverified(rel)
     return got
 
@@ -206,7 +206,7 @@ async def _download_chunks(
             f"reading {rel}",
             idempotent=True,
         )
-        if done.returncode != 0:
+        if done.returncode != contract.Exit.OK:
             raise app_error(
                 Kind.TRANSFER_FAILED, f"{channel.alias}: reading {rel} failed: {done.error_text}"
             )

@@ -69,3 +69,22 @@ def classify(
     if any(word in lowered for word in unreachable) or returncode == 255:
         return app_error(Kind.HOST_UNREACHABLE, f"host unreachable: {alias}: {last}", detail=last)
     return app_error(Kind.REMOTE_FAILED, f"{alias}: {last}", detail=last)
+
+
+# The one reading of the taxonomy every operation shares. Every far-side script is safe to
+# run again (prepare and launch claim atomically; status, read_log, stop and list_files
+# only look or converge), so "the answer may be lost" always means "asking again is safe".
+_ANSWER_MAY_BE_LOST = frozenset({Kind.HOST_UNREACHABLE, Kind.TIMEOUT})
+_LOGIN_REFUSED = frozenset({Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED})
+
+
+def answer_may_be_lost(error: RpcError) -> bool:
+    """The connection failed or stalled: the command may or may not have run on the host,
+    and only asking again (which is safe) tells."""
+    return error.kind in _ANSWER_MAY_BE_LOST
+
+
+def host_did_not_answer(error: RpcError) -> bool:
+    """The host said nothing about the question: its answer may be lost, or the login was
+    refused (authentication, a changed host key) and nothing ran."""
+    return answer_may_be_lost(error) or error.kind in _LOGIN_REFUSED

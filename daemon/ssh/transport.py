@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from rtrain.daemon.remote import script
+from rtrain.daemon.remote import contract, script
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
 from rtrain.protocol.messages import Transport as TransportKind
@@ -34,15 +34,6 @@ NOISE_KEPT = 4096
 REAP_WAIT = 10.0
 
 
-def machine_lines(data: bytes) -> dict[str, list[str]]:
-    """The tab-separated `key<TAB>value...` lines a far-side script printed; last wins."""
-    result: dict[str, list[str]] = {}
-    for line in data.decode(errors="replace").splitlines():
-        key, *values = line.split("\t")
-        result[key] = values
-    return result
-
-
 @dataclass(frozen=True)
 class Completed:
     returncode: int
@@ -51,17 +42,6 @@ class Completed:
     # What the far login printed before the script began (a chatty rc file), kept apart so
     # it never counts as the script's output; preflight reports it.
     noise: bytes = b""
-
-    def fields(self) -> dict[str, list[str]]:
-        """The tab-separated `key<TAB>value...` lines of a script's output; last wins."""
-        return machine_lines(self.stdout)
-
-    def rows(self, key: str) -> list[list[str]]:
-        return [
-            line.split("\t")[1:]
-            for line in self.stdout.decode(errors="replace").splitlines()
-            if line.split("\t", 1)[0] == key
-        ]
 
     @property
     def error_text(self) -> str:
@@ -299,7 +279,7 @@ class ProcessTransport(Transport):
             chunks,
             answer_within=STALL_TIMEOUT + local.stat().st_size / HASH_RATE,
         )
-        if "ok" not in done.fields():
+        if not contract.received(done).ok:
             raise_for_failed_upload(self.alias, local, done)
 
     async def download(
@@ -316,15 +296,15 @@ class ProcessTransport(Transport):
 
             done = await self.stream_out("send", [run_dir, rel], take)
         # send.sh hashed the bytes as it sent them; its verdict is a machine line on stderr.
-        said = machine_lines(done.stderr)
-        if "changed" in said:
+        said = contract.sent(done)
+        if said.changed:
             raise fetch_unverified(rel)
-        if done.returncode != 0:
+        if done.returncode != contract.Exit.OK:
             raise app_error(
                 Kind.TRANSFER_FAILED, f"{self.alias}: reading {rel} failed: {done.error_text}"
             )
         got = digest.hexdigest()
-        if said.get("sent") != [got]:
+        if said.sha256 != got:
             raise fetch_unverified(rel)
         return got
 
@@ -393,21 +373,20 @@ def fetch_unverified(rel: str) -> RpcError:
 
 def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoReturn:
     """The error for a receive (or put_chunk) answer that is not `ok`; every transport's."""
-    fields = done.fields()
-    if "mismatch" in fields:
+    verdict = contract.received(done)
+    if verdict.mismatch:
         raise app_error(
             Kind.TRANSFER_FAILED,
             f"{alias}: {local.name} arrived damaged (sha256 mismatch); nothing was kept. "
             "Try again.",
         )
-    if "error" in fields and "No space" in " ".join(fields["error"]):
+    error = verdict.error or []
+    if "No space" in " ".join(error):
         raise app_error(
             Kind.DISK_FULL,
-            f"{alias}: the disk is full; {local.name} was not shipped "
-            f"({' '.join(fields['error'][1:])}).",
+            f"{alias}: the disk is full; {local.name} was not shipped ({' '.join(error[1:])}).",
         )
     raise app_error(
         Kind.TRANSFER_FAILED,
-        f"{alias}: shipping {local.name} failed: "
-        f"{' '.join(fields.get('error', [])) or done.error_text}",
+        f"{alias}: shipping {local.name} failed: {' '.join(error) or done.error_text}",
     )

@@ -129,8 +129,8 @@ def test_a_bad_config_file_is_said_once_with_its_file_and_line(cli: Cli) -> None
     assert first.code == 0, first
     (notice,) = [line for line in first.err_lines if "config" in line]
     assert notice == (
-        f"rtrain: The user config was ignored: {config}, line 5: hosts.gpubox.transport must "
-        "be exec or console, not 'ftp'. Fix it, then run `rtrain daemon stop` so the next "
+        f"rtrain: The user config was ignored: {config}, line 5: hosts.gpubox.transport: "
+        "Invalid enum value 'ftp'. Fix it, then run `rtrain daemon stop` so the next "
         "command starts a daemon that reads it."
     ), first
     assert "config" not in cli("runs").err

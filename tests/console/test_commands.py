@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rtrain.daemon.remote.contract import Lines
 from rtrain.daemon.ssh import console_session
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
@@ -91,7 +92,8 @@ def test_far_side_scripts_answer_as_over_exec(
         ]
 
     first, again, status, usage = console.run(on_console)
-    assert first.returncode == 0 and first.fields()["run_dir"] == [str(far.path / "run-a")]
+    assert first.returncode == 0
+    assert Lines(first.stdout).last("run_dir") == [str(far.path / "run-a")]
     assert again.returncode == 17 and b"already exists" in again.stderr
 
     async def on_exec(transport: ExecTransport) -> list[Completed]:
@@ -136,7 +138,7 @@ def test_a_command_that_outlives_its_timeout_is_stopped_and_the_console_replaced
     error, after, pid = console.run(body)
     assert error.kind == Kind.TIMEOUT
     assert "sleeper took longer than 2 s" in error.message
-    assert after.returncode == 0 and after.rows("run")
+    assert after.returncode == 0 and Lines(after.stdout).rows("run")
     # The console's shell hung up, and the command with it.
     deadline = time.monotonic() + 10
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:

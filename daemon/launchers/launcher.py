@@ -1,0 +1,47 @@
+"""What the operations ask of a launcher: start a run, say how runs stand, stop one.
+
+A transport says how a host is reached (exec, console, local); a launcher says how a run is
+run there: `process` (a detached session under setsid) today, and a torchrun or Slurm
+launcher beside it. A launcher works through any transport, only by far-side scripts of
+the contract (rtrain.daemon.remote.contract), so the two vary independently.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
+from rtrain.daemon.ssh.transport import Transport
+
+
+class Launcher(ABC):
+    # The name a run records, so every later operation on it uses the same launcher.
+    name: str
+
+    @abstractmethod
+    async def launch(
+        self,
+        transport: Transport,
+        run_dir: str,
+        run_id: str,
+        python: str,
+        command: Sequence[str],
+        secrets: bytes,
+    ) -> Launched:
+        """Start `command` in the prepared `run_dir`, detached from the connection, with
+        `secrets` (`NAME<TAB>base64` lines) in its environment. Safe to ask twice: a second
+        launch of the same run is `already_launched`, never a second trainer."""
+
+    @abstractmethod
+    async def status(
+        self, transport: Transport, workdir: str, run_ids: Sequence[str]
+    ) -> StatusReport:
+        """How each run of `workdir` stands, in one far-side command for all of them."""
+
+    @abstractmethod
+    async def stop(
+        self, transport: Transport, run_dir: str, run_id: str, grace: float, force: bool
+    ) -> StopReport:
+        """Stop every process of the run (TERM, `grace` seconds, then KILL if `force`), and
+        say `stopped` only once nothing of it is left."""

@@ -1,0 +1,439 @@
+"""The contract with the far side: every script's arguments, machine lines and exit codes.
+
+A far-side script prints `key<TAB>value...` lines on stdout (send.sh: its verdict on
+stderr) and exits with one of common.sh's `E_*` codes. This module is the only reader of
+those lines: each script has one typed function here that runs it through a transport and
+returns a Struct, and the scripts the transports run themselves (receive, send, put_chunk,
+hash_file) are decoded here too. What an answer *means* for a user (which error, which
+sentence) stays with the operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+import msgspec
+
+if TYPE_CHECKING:
+    from rtrain.daemon.ssh.transport import Completed, Transport
+
+
+class Exit(IntEnum):
+    """common.sh's exit codes (`E_*`); tests/remote/test_contract.py keeps the two equal."""
+
+    OK = 0
+    USAGE = 2
+    MISMATCH = 3
+    WRITE = 4
+    REFUSED = 5
+    SURVIVED = 6
+    OUTSIDE = 7
+    NOT_FOUND = 8
+    BAD_NAME = 9
+    BAD_SECRET = 10
+    NO_DETACH = 11
+    LAUNCH_TIMEOUT = 12
+    IO = 14
+    ALREADY_LAUNCHED = 15
+    RUN_EXISTS = 17
+
+
+class Lines:
+    """A script's machine lines, split once: `key<TAB>value...` per line."""
+
+    def __init__(self, data: bytes) -> None:
+        self._lines = [line.split("\t") for line in data.decode(errors="replace").splitlines()]
+
+    def last(self, key: str) -> list[str] | None:
+        """The values of the last `key` line; None when there is none."""
+        for line in reversed(self._lines):
+            if line[0] == key:
+                return line[1:]
+        return None
+
+    def value(self, key: str) -> str | None:
+        """The first value of the last `key` line (a key with no value gives "")."""
+        values = self.last(key)
+        if values is None:
+            return None
+        return values[0] if values else ""
+
+    def rows(self, key: str) -> list[list[str]]:
+        """The values of every `key` line, in order."""
+        return [line[1:] for line in self._lines if line[0] == key]
+
+    def __contains__(self, key: object) -> bool:
+        return any(line[0] == key for line in self._lines)
+
+    def __bool__(self) -> bool:
+        return bool(self._lines)
+
+
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    """What every script's answer carries besides its own fields."""
+
+    exit: int
+    # The last line a script said for humans (stderr), or its exit status: for messages.
+    error_text: str
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.lstrip("-").isdigit() else None
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _pids(value: str | None) -> list[int]:
+    return [int(word) for word in (value or "").split() if word.isdigit()]
+
+
+# ---- runs: status.sh rows, also printed by stop.sh -------------------------------------
+
+FAR_STATES = ("running", "completed", "failed", "stopped", "lost")
+
+
+class RunRow(msgspec.Struct, frozen=True):
+    """`run ID STATE EXIT SIGNAL STARTED DETAIL`: how the far side says a run stands.
+    `state` is one of FAR_STATES, or `missing` (no such run directory)."""
+
+    run_id: str
+    state: str
+    exit_code: int | None = None
+    signal: int | None = None
+    started_at: float | None = None
+    detail: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.state in FAR_STATES
+
+
+def _run_row(values: list[str]) -> RunRow:
+    run_id, state, exit_code, signal, started, detail = (values + ["-"] * 6)[:6]
+    return RunRow(
+        run_id=run_id,
+        state=state,
+        exit_code=_int(exit_code),
+        signal=_int(signal),
+        started_at=_float(started),
+        detail=None if detail in ("-", "") else detail,
+    )
+
+
+class StatusReport(Answer, frozen=True, kw_only=True):
+    runs: dict[str, RunRow]
+
+
+async def status(transport: Transport, workdir: str, run_ids: Sequence[str]) -> StatusReport:
+    """status.sh: one row per run id asked about (a missing run is a `missing` row)."""
+    done = await transport.run("status", [workdir, *run_ids], timeout=60)
+    rows = [_run_row(values) for values in Lines(done.stdout).rows("run")]
+    return StatusReport(
+        runs={row.run_id: row for row in rows}, exit=done.returncode, error_text=done.error_text
+    )
+
+
+# ---- preflight.sh ------------------------------------------------------------------------
+
+
+class GpuRow(msgspec.Struct, frozen=True):
+    index: int | None
+    name: str
+    memory_mib: int | None
+
+
+class PreflightReport(Answer, frozen=True, kw_only=True):
+    said_anything: bool
+    python_ok: bool
+    python_version: str | None
+    python_error: str | None
+    torch: str | None
+    cuda: str | None
+    gpus: list[GpuRow]
+    # `missing`, or `error` and what nvidia-smi said; None when it listed GPUs.
+    nvidia_smi: list[str] | None
+    workdir: str | None
+    workdir_ok: bool
+    workdir_error: str | None
+    free_bytes: int | None
+    setsid: bool | None
+    boot_id: str | None
+    uname: str | None
+
+
+async def preflight(transport: Transport, python: str, workdir: str) -> PreflightReport:
+    done = await transport.run("preflight", [python, workdir], timeout=90)
+    lines = Lines(done.stdout)
+    setsid = lines.value("setsid")
+    return PreflightReport(
+        said_anything=bool(lines),
+        python_ok=lines.value("python_ok") == "1",
+        python_version=lines.value("python_version"),
+        python_error=lines.value("python_error"),
+        torch=lines.value("torch"),
+        cuda=lines.value("cuda"),
+        gpus=[
+            GpuRow(
+                index=_int(row[0]),
+                name=row[1],
+                memory_mib=_int(row[2]) if len(row) > 2 else None,
+            )
+            for row in lines.rows("gpu")
+            if len(row) >= 2
+        ],
+        nvidia_smi=lines.last("nvidia_smi"),
+        workdir=lines.value("workdir") or None,
+        workdir_ok=lines.value("workdir_ok") == "1",
+        workdir_error=lines.value("workdir_error"),
+        free_bytes=_int(lines.value("free_bytes")),
+        setsid=None if setsid is None else setsid == "1",
+        boot_id=lines.value("boot_id"),
+        uname=lines.value("uname"),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- prepare.sh and launch.sh ------------------------------------------------------------
+
+
+class Prepared(Answer, frozen=True, kw_only=True):
+    """The run dir claimed (`run_dir`), or why not: `exists` when the run id is taken."""
+
+    run_dir: str | None
+    exists: bool
+
+
+async def prepare(transport: Transport, workdir: str, run_id: str) -> Prepared:
+    done = await transport.run("prepare", [workdir, run_id], timeout=60)
+    lines = Lines(done.stdout)
+    return Prepared(
+        run_dir=(lines.value("run_dir") or None) if done.returncode == Exit.OK else None,
+        exists=done.returncode == Exit.RUN_EXISTS or lines.last("error") == ["run_exists"],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class Discarded(Answer, frozen=True, kw_only=True):
+    """The run dir of a start that launched nothing is gone (`ok`), or why not (`error`:
+    `already_launched`, `not_a_run_dir`, `rm ...`)."""
+
+    ok: bool
+    error: list[str] | None
+
+
+async def discard(transport: Transport, workdir: str, run_id: str) -> Discarded:
+    done = await transport.run("discard", [workdir, run_id], timeout=30)
+    lines = Lines(done.stdout)
+    return Discarded(
+        ok=done.returncode == Exit.OK and "discarded" in lines,
+        error=lines.last("error"),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class Launched(Answer, frozen=True, kw_only=True):
+    """The trainer's session leader (`pid`), or why not (`error`: the `error` line's words).
+    `already_launched`: an earlier launch of the same run claimed it first."""
+
+    pid: int | None
+    started_at: float | None
+    error: list[str]
+    already_launched: bool
+
+
+async def launch(
+    transport: Transport,
+    run_dir: str,
+    run_id: str,
+    python: str,
+    command: Sequence[str],
+    secrets: bytes,
+) -> Launched:
+    """launch.sh; `secrets` are `NAME<TAB>base64` lines, sent on stdin only."""
+    done = await transport.run(
+        "launch", [run_dir, run_id, python, *command], stdin=secrets, timeout=60
+    )
+    lines = Lines(done.stdout)
+    error = lines.last("error") or []
+    pid = _int(lines.value("pid")) if done.returncode == Exit.OK else None
+    return Launched(
+        pid=pid,
+        started_at=_float(lines.value("started_at")),
+        error=error,
+        already_launched=error == ["already_launched"],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- stop.sh -----------------------------------------------------------------------------
+
+
+class StopReport(Answer, frozen=True, kw_only=True):
+    """`outcome`: stopped | not_running | refused | survived, or "" when the script did not
+    get as far as saying one."""
+
+    outcome: str
+    reason: str | None
+    survivors: list[int]
+    killed: list[int]
+    # How the run stands once nothing of it is left, when stop.sh said so.
+    run: RunRow | None
+
+
+async def stop(
+    transport: Transport, run_dir: str, run_id: str, grace: float, force: bool
+) -> StopReport:
+    done = await transport.run(
+        "stop", [run_dir, run_id, f"{grace:.1f}", "1" if force else "0"], timeout=grace + 60
+    )
+    lines = Lines(done.stdout)
+    rows = lines.rows("run")
+    return StopReport(
+        outcome=lines.value("outcome") or "",
+        reason=lines.value("reason"),
+        survivors=_pids(lines.value("survivors")),
+        killed=_pids(lines.value("killed")),
+        run=_run_row(rows[0]) if rows else None,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- read_log.sh -------------------------------------------------------------------------
+
+
+class LogSlice(Answer, frozen=True, kw_only=True):
+    """`log INODE SIZE START COUNT STATE EXIT`, then COUNT bytes of train.log from START.
+    `ok` is False when the header is missing (`missing`: there is no such run)."""
+
+    ok: bool
+    missing: bool
+    inode: str = "-"
+    size: int = 0
+    start: int = 0
+    state: str = ""
+    exit_code: int | None = None
+    data: bytes = b""
+
+
+async def read_log(
+    transport: Transport, run_dir: str, run_id: str, offset: int, limit: int, inode: str
+) -> LogSlice:
+    done = await transport.run(
+        "read_log", [run_dir, run_id, str(offset), str(limit), inode], timeout=60
+    )
+    header, _, body = done.stdout.partition(b"\n")
+    fields = header.decode(errors="replace").split("\t")
+    if fields[0] != "log" or len(fields) < 7:
+        missing = b"missing" in header or done.returncode == Exit.NOT_FOUND
+        return LogSlice(ok=False, missing=missing, exit=done.returncode, error_text=done.error_text)
+    _, inode_now, size, start, count, state, exit_code = fields[:7]
+    return LogSlice(
+        ok=True,
+        missing=False,
+        inode=inode_now,
+        size=int(size),
+        start=int(start),
+        state=state,
+        exit_code=_int(exit_code),
+        data=body[: int(count)],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- list_files.sh -----------------------------------------------------------------------
+
+
+class ListedFile(msgspec.Struct, frozen=True):
+    size: int
+    # None when the listing was asked not to hash (send.sh hashes as it sends).
+    sha256: str | None
+    path: str
+
+
+class Listing(Answer, frozen=True, kw_only=True):
+    """Every regular file at or under the path, and empty directories; or, in `error`, the
+    words of the `error` line (`path_outside_run`, `not_found`, `run_not_found`, ...)."""
+
+    files: list[ListedFile]
+    dirs: list[str]
+    error: list[str] | None
+
+
+async def list_files(transport: Transport, run_dir: str, rel: str, hashed: bool) -> Listing:
+    args = [run_dir, rel] if hashed else [run_dir, rel, "none"]
+    done = await transport.run("list_files", args, timeout=300)
+    lines = Lines(done.stdout)
+    errors = lines.rows("error")
+    return Listing(
+        files=[
+            ListedFile(int(size), None if sha == "-" else sha, path)
+            for size, sha, path in (row[:3] for row in lines.rows("file") if len(row) >= 3)
+        ],
+        dirs=[row[0] for row in lines.rows("dir") if row],
+        error=errors[0] if errors else None,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- what the transports run themselves ---------------------------------------------------
+
+
+class Received(msgspec.Struct, frozen=True):
+    """receive.sh's or put_chunk.sh's answer: the file kept (`ok`), a chunk written (at
+    `written`), or why not."""
+
+    ok: bool
+    written: int | None
+    mismatch: bool
+    error: list[str] | None
+
+
+def received(done: Completed) -> Received:
+    lines = Lines(done.stdout)
+    return Received(
+        ok="ok" in lines,
+        written=_int(lines.value("written")),
+        mismatch="mismatch" in lines,
+        error=lines.last("error"),
+    )
+
+
+class Sent(msgspec.Struct, frozen=True):
+    """send.sh's verdict on stderr: the sha256 of the bytes it sent, or `changed` (the file
+    moved while it was read)."""
+
+    sha256: str | None
+    changed: bool
+
+
+def sent(done: Completed) -> Sent:
+    lines = Lines(done.stderr)
+    return Sent(sha256=lines.value("sent"), changed="changed" in lines)
+
+
+class Hashed(msgspec.Struct, frozen=True):
+    size: int
+    sha256: str
+
+
+def hashed(done: Completed) -> Hashed | None:
+    """hash_file.sh's `file SIZE SHA256`; None unless it said exactly that."""
+    rows = Lines(done.stdout).rows("file")
+    if done.returncode != Exit.OK or len(rows) != 1 or len(rows[0]) != 2:
+        return None
+    size = _int(rows[0][0])
+    return None if size is None else Hashed(size, rows[0][1])
