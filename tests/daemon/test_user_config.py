@@ -41,28 +41,22 @@ def test_no_file_is_the_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text,said",
     [
-        ("pol_interval = 5\n", "unknown field `pol_interval`"),
+        ("pol_interval = 5\n", ", line 1: pol_interval: unknown key (known here: ssh_config,"),
         (
             '[hosts.gpubox]\ntransprt = "exec"\n',
-            "in [hosts.gpubox]: Object contains unknown field `transprt`",
+            ", line 2: hosts.gpubox.transprt: unknown key (known here: transport, command,",
         ),
-        (
-            '[hosts.gpubox]\ntransport = "ssh"\n',
-            "in [hosts.gpubox]: Invalid enum value 'ssh' - at `$.transport`",
-        ),
-        (
-            "[hosts.gpubox]\ncommand = 'python train.py'\n",
-            "got `str` - at `$.command`",
-        ),
-        ("poll_interval = 0\n", "Expected `float` > 0.0 - at `$.poll_interval`"),
-        ('poll_interval = "5"\n', "Expected `float`, got `str` - at `$.poll_interval`"),
-        ("hosts = 3\n", "`hosts` must hold [hosts.ALIAS] tables"),
-        ("poll_interval = \n", "Invalid value"),
+        ('[hosts.gpubox]\ntransport = "ssh"\n', ", line 2: hosts.gpubox.transport: Invalid enum"),
+        ("[hosts.gpubox]\ncommand = 'python t.py'\n", ", line 2: hosts.gpubox.command: Expected"),
+        ('[hosts.g]\ncommand = ["a", 1]\n', ", line 2: hosts.g.command: Expected `str`, got `int`"),
+        ("poll_interval = 0\n", ", line 1: poll_interval: Expected `float` > 0.0"),
+        ('poll_interval = "5"\n', ", line 1: poll_interval: Expected `float`, got `str`"),
+        ("hosts = 3\n", ": hosts must hold [hosts.ALIAS] tables"),
+        ("poll_interval = \n", " is not valid TOML: Invalid value"),
     ],
 )
 def test_a_mistake_is_one_sentence_naming_the_key(tmp_path: Path, text: str, said: str) -> None:
     path = config(tmp_path, text)
     with pytest.raises(ConfigError) as raised:
         load_user_config(path)
-    assert str(raised.value).startswith(f"{path}: ")
-    assert said in str(raised.value)
+    assert str(raised.value).startswith(f"{path}{said}")

@@ -202,7 +202,7 @@ def test_a_start_cancelled_while_shipping_leaves_nothing_and_frees_its_run_id(op
     }
 
     def ctrl_c_once_shipping(method: str, params: Any) -> None:
-        if method == "$/progress" and params.kind == "begin":
+        if method == "$/progress" and params.value.kind == "begin":
             raise KeyboardInterrupt  # what Ctrl-C does inside the CLI's wait
 
     client = ops.client()
