@@ -87,9 +87,6 @@ class HostPool:
         self.registry.set_host(alias, "console", None)
         return transport
 
-    def known(self) -> dict[str, Transport]:
-        return dict(self._transports)
-
     def host_infos(self) -> list[HostInfo]:
         runs = self.registry.list()
         aliases = sorted({LOCAL_ALIAS, *self.registry.hosts(), *self._transports})

@@ -1,7 +1,7 @@
-"""The daemon's state and its method table: what each JSON-RPC method does.
+"""The daemon's own state and its own methods (lifecycle, `daemon/*`, `runs/list`).
 
-Operations on runs live in `operations/`; this module wires them to method names and
-holds what they share (registry, host connections, subscribers).
+Operations on runs live in `operations/`; the method table naming every handler, these
+included, is `wiring.py`'s.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ class Service:
         # Seconds between refreshes of active runs; RTRAIN_POLL_INTERVAL overrides the config.
         interval = os.environ.get("RTRAIN_POLL_INTERVAL")
         self.poll_interval = float(interval) if interval else None
-        self.hosts: Any = None  # set by wiring: the HostPool
-        self.monitor: Any = None
         self.state_dir = state_dir
         self.log_path = log_path
         self.registry = registry
@@ -50,19 +48,11 @@ class Service:
         # Start-up notices: said once to the first client, and in every `daemon/info`.
         self.notices: list[str] = []
         self._notices_told = False
-        self._handlers: dict[str, Handler] = {
-            "initialize": self.initialize,
-            "shutdown": self.shutdown,
-            "daemon/info": self.info,
-            "daemon/stop": self.stop_daemon,
-            "runs/list": self.runs_list,
-        }
+        # Every method's handler; filled in once by wiring.wire_operations.
+        self.handlers: dict[str, Handler] = {}
 
     def dispatch(self, method: str) -> Handler | None:
-        return self._handlers.get(method)
-
-    def register(self, method: str, handler: Handler) -> None:
-        self._handlers[method] = handler
+        return self.handlers.get(method)
 
     # ---- broadcast ------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Connect the operations to the service's method table; returns what to close at exit."""
+"""The method table: every JSON-RPC request the daemon answers and its handler, in one place
+(tests/daemon/test_method_table.py checks it against the protocol's list)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,6 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     hosts = HostPool(service.runtime_dir, service.registry, config)
     ops = Ops(service.registry, hosts, service.publish_run)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
-    service.hosts = hosts
-    service.monitor = monitor
 
     async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> Any:
         return await preflight(ops, p)
@@ -64,16 +63,29 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
         return m.HostsListResult(hosts=hosts.host_infos())
 
-    handlers: list[tuple[str, Handler]] = [
-        ("host/preflight", do_preflight),
-        ("run/start", do_start),
-        ("run/status", do_status),
-        ("run/tail", do_tail),
-        ("run/fetch", do_fetch),
-        ("run/stop", do_stop),
-        ("hosts/list", do_hosts),
-    ]
-    for name, handler in handlers:
-        service.register(name, handler)
+    service.handlers = method_table(
+        service,
+        {
+            "host/preflight": do_preflight,
+            "run/start": do_start,
+            "run/status": do_status,
+            "run/tail": do_tail,
+            "run/fetch": do_fetch,
+            "run/stop": do_stop,
+            "hosts/list": do_hosts,
+        },
+    )
     monitor.start()
     return [monitor.close, hosts.close]
+
+
+def method_table(service: Service, operations: dict[str, Handler]) -> dict[str, Handler]:
+    """The daemon's own methods and the operations on runs and hosts, by method name."""
+    return {
+        "initialize": service.initialize,
+        "shutdown": service.shutdown,
+        "daemon/info": service.info,
+        "daemon/stop": service.stop_daemon,
+        "runs/list": service.runs_list,
+        **operations,
+    }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import Kind, RpcError, app_error
+from .errors import Kind, app_error
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _WORKDIR = re.compile(r"~?[A-Za-z0-9._/-]*")
@@ -93,11 +93,3 @@ def fetch_path(value: str) -> str:
     if any(c in value for c in "\n\t\0"):
         raise app_error(Kind.INVALID_PATH, f"{value!r} contains a control character.")
     return "/".join(parts) or "."
-
-
-def is_valid_run_id(value: str) -> bool:
-    try:
-        run_id(value)
-    except RpcError:
-        return False
-    return True

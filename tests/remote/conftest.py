@@ -1,6 +1,7 @@
 """Run the far-side scripts exactly as the daemon does, against real processes.
 
-`sh -c "$(cat common.sh OP.sh)" rtrain ARG...`, with HOME pointed at a temporary directory.
+`sh -c SCRIPT rtrain ARG...`, the SCRIPT assembled by the daemon's own
+`rtrain.daemon.remote.script`, with HOME pointed at a temporary directory.
 """
 
 from __future__ import annotations
@@ -18,14 +19,10 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "daemon" / "remote" / "scripts"
+from rtrain.daemon.remote import script
+
 PYTHON = sys.executable
 IN_CI = os.environ.get("CI", "").lower() == "true"
-
-
-def script_text(operation: str) -> str:
-    """What the daemon sends: common.sh followed by the operation's script, as one string."""
-    return (SCRIPTS_DIR / "common.sh").read_text() + (SCRIPTS_DIR / f"{operation}.sh").read_text()
 
 
 def shells() -> list[str]:
@@ -76,7 +73,7 @@ class Remote:
         preexec: Callable[[], None] | None = None,
     ) -> Result:
         completed = subprocess.run(
-            [self.shell, "-c", script_text(operation), "rtrain", *args],
+            [self.shell, "-c", script(operation), "rtrain", *args],
             input=stdin,
             capture_output=True,
             cwd=self.home,
