@@ -170,13 +170,14 @@ class RemoteRunner:
         )
         return [Path(f.local_path) for f in result.files]
 
-    def stop(self, run: RemoteRun | str, force: bool = False, grace: float = 10.0) -> bool:
-        """True only if something was running and is now gone; RemoteError if it survived."""
+    def stop(self, run: RemoteRun | str, force: bool = False, grace: float | None = None) -> bool:
+        """True only if something was running and is now gone; RemoteError if it survived.
+        `grace` None: 10 s, or 35 s for a torchrun run."""
         handle = self._handle(run)
-        result = self._call(
-            "run/stop",
-            {"host": handle.host, "runId": handle.run_id, "force": force, "grace": grace},
-        )
+        params: dict[str, Any] = {"host": handle.host, "runId": handle.run_id, "force": force}
+        if grace is not None:
+            params["grace"] = grace
+        result = self._call("run/stop", params)
         return bool(result.outcome == "stopped")
 
     def _handle(self, run: RemoteRun | str) -> RemoteRun:

@@ -54,7 +54,7 @@ _COLUMNS = (
     "last_seen",
     "reason",
 )
-ACTIVE_STATES = ("running", "unknown")
+ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
 

@@ -11,7 +11,10 @@ from typing import Literal
 
 import msgspec
 
-RunState = Literal["running", "completed", "failed", "stopped", "lost", "unknown"]
+# `queued`: waiting on the host for what it needs (free GPUs, a scheduler); `reason` says what.
+RunState = Literal["queued", "running", "completed", "failed", "stopped", "lost", "unknown"]
+# How a run is run: `process` (one detached process tree), `torchrun` (N ranks on one host).
+Launcher = Literal["process", "torchrun"]
 Transport = Literal["exec", "console", "local"]
 ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
 
@@ -173,8 +176,11 @@ class StartParams(Params):
     gpus: int = 1
     python: str = DEFAULT_PYTHON
     workdir: str = DEFAULT_WORKDIR
-    # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in.
+    # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in,
+    # and the word `{torchrun}` becomes the run's python running torchrun for `gpus` ranks.
     command: list[str] | None = None
+    # null: `torchrun` when the command has `{torchrun}`, else `process`.
+    launcher: Launcher | None = None
     # Environment for the trainer, NAME -> value; never put on a command line or in a file.
     secrets: dict[str, str] = {}
     progress_token: str | int | None = None
@@ -265,7 +271,9 @@ class StopParams(Params):
     run_id: str
     workdir: str | None = None
     force: bool = False
-    grace: float = 10.0
+    # Seconds between SIGTERM and the verdict; null: 10, or 35 for a torchrun run (its agent
+    # gives the ranks 30 s to end before it kills them).
+    grace: float | None = None
 
 
 class StopResult(Result):

@@ -7,12 +7,14 @@ from typing import Any
 
 
 def state_text(run: Any) -> str:
-    """`running`, `completed`, `failed (exit 3)`, `unknown (host unreachable: ...)`..."""
+    """`running`, `completed`, `failed (exit 3)`, `queued (waiting for 1 GPU ...)`..."""
     if run.state == "failed":
         if run.signal:
             return f"failed (exit {run.exit_code}, signal {run.signal})"
+        if run.reason and run.reason.startswith("rank "):  # which rank of a torchrun run, and why
+            return f"failed (exit {run.exit_code}, {run.reason})"
         return f"failed (exit {run.exit_code})"
-    if run.state in ("unknown", "lost") and run.reason:
+    if run.state in ("unknown", "lost", "queued") and run.reason:
         return f"{run.state} ({run.reason})"
     return str(run.state)
 

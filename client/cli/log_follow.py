@@ -94,7 +94,7 @@ def follow_log(
         print_json({"type": "end", "offset": result.offset, "run": to_builtins(run)})
     else:
         note(f"{run_id} on {host}: {state_text(run)}")
-    if run.state != "running":
+    if run.state not in ("queued", "running"):
         raise SystemExit(outcome_exit_code(run))
 
 

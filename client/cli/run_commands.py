@@ -104,7 +104,15 @@ def register(app: typer.Typer) -> None:
             callback=_existing,
             help="Dataset file to ship under its own name.",
         ),
-        gpus: int = typer.Option(1, "--gpus", min=0, help="GPUs the run expects."),
+        gpus: int = typer.Option(
+            1, "--gpus", min=0, help="GPUs the run expects (torchrun: one rank per GPU)."
+        ),
+        launcher: str | None = typer.Option(
+            None,
+            "--launcher",
+            help="process (one detached process) or torchrun (--gpus ranks); "
+            "default: torchrun if the command has {torchrun}, else process.",
+        ),
         run_id: str | None = typer.Option(
             None, "--run-id", help="Name of the run (default: run-<epoch>-<hex>)."
         ),
@@ -122,13 +130,15 @@ def register(app: typer.Typer) -> None:
             None,
             metavar="COMMAND",
             help="Trainer command after `--`; "
-            "{python} {config} {dataset} {run_dir} {gpus} "
+            "{python} {config} {dataset} {run_dir} {gpus} {torchrun} "
             "are filled in. Default: the built-in demo trainer.",
         ),
         json: bool = JsonOpt,
     ) -> None:
         """Ship the config (and dataset) to HOST and start a run that outlives this shell."""
         check(host=host, run_id=run_id, workdir=workdir, python=python)
+        if launcher is not None and launcher not in ("process", "torchrun"):
+            fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
         secrets = {}
         for name in secret:
             try:
@@ -155,6 +165,8 @@ def register(app: typer.Typer) -> None:
             params["runId"] = run_id
         if command:
             params["command"] = list(command)
+        if launcher is not None:
+            params["launcher"] = launcher
         if secrets:
             params["secrets"] = secrets
         bar = ProgressBar(None if not json else False)
@@ -276,15 +288,21 @@ def register(app: typer.Typer) -> None:
         host: str = HostArg,
         run_id: str = RunArg,
         force: bool = typer.Option(False, "--force", help="SIGKILL what survives the grace."),
-        grace: float = typer.Option(
-            10.0, "--grace", min=0, max=3600, help="Seconds to wait after SIGTERM."
+        grace: float | None = typer.Option(
+            None,
+            "--grace",
+            min=0,
+            max=3600,
+            help="Seconds to wait after SIGTERM (default 10; 35 for a torchrun run).",
         ),
         workdir: str | None = WorkdirOpt,
         json: bool = JsonOpt,
     ) -> None:
         """Stop every process of a run and confirm they are gone."""
         check(host=host, run_id=run_id, workdir=workdir)
-        params: dict[str, Any] = {"host": host, "runId": run_id, "force": force, "grace": grace}
+        params: dict[str, Any] = {"host": host, "runId": run_id, "force": force}
+        if grace is not None:
+            params["grace"] = grace
         if workdir:
             params["workdir"] = workdir
         with DaemonClient.connect() as client:

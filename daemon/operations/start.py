@@ -41,12 +41,16 @@ RESERVED = {
     "meta.json",
     "stop_requested",
     "launch.sh",
+    "torchrun_logs",
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
 # How long a launch that got there first may take to show its trainer (launch.sh waits 10 s).
 LAUNCH_SETTLES = 12.0
-PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}")
+PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}", "{torchrun}")
+TORCHRUN = "{torchrun}"
+# torchrun's per-rank logs and error files, inside the run dir (the rank-failure report).
+TORCHRUN_LOGS = "torchrun_logs"
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
@@ -81,6 +85,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
     _check_template(template, dataset is not None)
+    template = _with_launcher(template, p.launcher, p.gpus)
     if ops.known(p.host, run_id) is not None:
         raise app_error(
             Kind.RUN_EXISTS,
@@ -108,7 +113,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         )
 
     command = _expand(
-        template or _demo_command(dataset),
+        template or _demo_command(dataset, p.launcher),
         python=python,
         dataset=dataset,
         run_dir=run_dir,
@@ -310,6 +315,11 @@ def _check_template(template: list[str] | None, has_dataset: bool) -> None:
         # Only `{name}` is taken for a placeholder: braces of code in the command (a dict in
         # `python -c`, JSON) are the user's own text.
         unknown = [p for p in _PLACEHOLDER.findall(word) if p not in PLACEHOLDERS]
+        if TORCHRUN in word and word != TORCHRUN:
+            raise app_error(
+                Kind.INVALID_COMMAND,
+                f"{{torchrun}} must be a word of its own (it becomes several), not {word!r}.",
+            )
         if unknown:
             raise app_error(
                 Kind.INVALID_COMMAND,
@@ -317,8 +327,54 @@ def _check_template(template: list[str] | None, has_dataset: bool) -> None:
             )
 
 
-def _demo_command(dataset: Path | None) -> list[str]:
-    command = ["{python}", DEMO_TRAINER, "--config", "{config}"]
+def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) -> list[str] | None:
+    """The command template for the launcher asked for; refuses what cannot go together."""
+    uses_torchrun = template is not None and TORCHRUN in template
+    if launcher == "process" and uses_torchrun:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "the command uses {torchrun}, but --launcher process was asked for.",
+        )
+    if launcher != "torchrun" and not uses_torchrun:
+        return template
+    if gpus < 1:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "torchrun starts one rank per GPU: give --gpus N (1 or more), not --gpus 0.",
+        )
+    if template is None or uses_torchrun:
+        return template
+    if template[0] != "{python}":
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "--launcher torchrun needs a command that starts with {python} (it becomes "
+            "torchrun), or one that uses {torchrun} where torchrun goes.",
+        )
+    return [TORCHRUN, *template[1:]]
+
+
+def torchrun_words(python: str, ranks: int) -> list[str]:
+    """torchrun for `ranks` ranks with the run's python. `--standalone` rendezvouses on
+    localhost port 0, a port the kernel picks free, so runs side by side never meet on
+    29500; `--log-dir` keeps each rank's error file in the run dir."""
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={ranks}",
+        f"--log-dir={TORCHRUN_LOGS}",
+    ]
+
+
+def is_torchrun(command: list[str] | None) -> bool:
+    """Whether a run's recorded command runs torchrun (as `{torchrun}` expands)."""
+    return command is not None and "torch.distributed.run" in command[:4]
+
+
+def _demo_command(dataset: Path | None, launcher: str | None) -> list[str]:
+    first = TORCHRUN if launcher == "torchrun" else "{python}"
+    command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 
 
@@ -332,8 +388,11 @@ def _expand(
         "{gpus}": str(gpus),
         "{dataset}": dataset.name if dataset else "",
     }
-    words = []
+    words: list[str] = []
     for word in template:
+        if word == TORCHRUN:
+            words += torchrun_words(python, gpus)
+            continue
         for placeholder, value in values.items():
             word = word.replace(placeholder, value)
         words.append(word)

@@ -9,19 +9,30 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
 
 from .context import Ops
+from .start import is_torchrun
 from .status import from_row
 from .status import status as run_status
+
+DEFAULT_GRACE = 10.0
+# torchrun's agent gives its ranks 30 s after SIGTERM before it kills them: wait for it.
+TORCHRUN_GRACE = 35.0
+
+
+def default_grace(ops: Ops, host: str, run_id: str) -> float:
+    known = ops.known(host, run_id)
+    return TORCHRUN_GRACE if known is not None and is_torchrun(known.command) else DEFAULT_GRACE
 
 
 async def stop(ops: Ops, p: StopParams) -> StopResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
-    if not 0 <= p.grace <= 3600:
+    if p.grace is not None and not 0 <= p.grace <= 3600:
         raise app_error(Kind.INVALID_COMMAND, "grace must be between 0 and 3600 seconds.")
+    grace = p.grace if p.grace is not None else default_grace(ops, p.host, p.run_id)
     launcher = ops.launcher(p.host)
     retried = False
     transport = await ops.transport(p.host)
     try:
-        report = await launcher.stop(transport, run_dir, p.run_id, p.grace, p.force)
+        report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
     except RpcError as error:
         if not answer_may_be_lost(error):
             raise
@@ -30,7 +41,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         retried = True
         try:
             transport = await ops.transport(p.host)
-            report = await launcher.stop(transport, run_dir, p.run_id, p.grace, p.force)
+            report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
         except RpcError as again:
             if not answer_may_be_lost(again):
                 raise
@@ -49,7 +60,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
             Kind.STOP_REFUSED,
             f"{p.run_id} on {p.host} did not stop: process(es) "
             f"{', '.join(map(str, report.survivors))} survived "
-            f"SIGTERM for {p.grace:g} s; use --force to send SIGKILL.",
+            f"SIGTERM for {grace:g} s; use --force to send SIGKILL.",
             survivors=report.survivors,
         )
     if outcome not in ("stopped", "not_running"):

@@ -66,7 +66,7 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
         start_offset = piece.start
         rotated = start_offset == 0 and offset > 0
         data = piece.data
-        running = piece.state == "running"
+        running = piece.state in ("queued", "running")  # a queued run's log is still to come
         keep = len(data)
         more_waiting = start_offset + len(data) < piece.size
         if (running and p.follow or more_waiting) and keep:

@@ -96,7 +96,7 @@ def _pids(value: str | None) -> list[int]:
 
 # ---- runs: status.sh rows, also printed by stop.sh -------------------------------------
 
-FAR_STATES = ("running", "completed", "failed", "stopped", "lost")
+FAR_STATES = ("queued", "running", "completed", "failed", "stopped", "lost")
 
 
 class RunRow(msgspec.Struct, frozen=True):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import traceback
 
-from .messages import EXIT_USAGE, UserError, error
+from .error_file import record_failure
+from .messages import EXIT_USAGE, UserError, error, one_line
 from .stop_flag import StopFlag
 from .training import train
 
@@ -31,7 +33,12 @@ def main(argv: list[str] | None = None) -> int:
         return train(args, stop)
     except UserError as problem:
         error(str(problem))
+        record_failure(f"UserError: {problem}")
         return EXIT_USAGE
     except OSError as problem:  # e.g. a full disk while writing a checkpoint
         error(str(problem))
+        record_failure(f"{type(problem).__name__}: {problem}")
         return 1
+    except Exception as problem:
+        record_failure(one_line(problem), traceback.format_exc())
+        raise

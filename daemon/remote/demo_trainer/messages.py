@@ -6,6 +6,17 @@ import sys
 
 PROGRAM = "demo_trainer"
 EXIT_USAGE = 2
+# Under torchrun every rank runs this code: rank 0 alone prints progress, and the others tag
+# their warnings and errors with their rank.
+_rank = {"rank": 0, "ranks": 1}
+
+
+def set_rank(rank: int, ranks: int) -> None:
+    _rank.update(rank=rank, ranks=ranks)
+
+
+def _who() -> str:
+    return f"{PROGRAM}[rank {_rank['rank']}]" if _rank["ranks"] > 1 else PROGRAM
 
 
 class UserError(Exception):
@@ -13,15 +24,16 @@ class UserError(Exception):
 
 
 def warn(message: str) -> None:
-    print(f"{PROGRAM}: warning: {message}", file=sys.stderr, flush=True)
+    print(f"{_who()}: warning: {message}", file=sys.stderr, flush=True)
 
 
 def error(message: str) -> None:
-    print(f"{PROGRAM}: error: {message}", file=sys.stderr, flush=True)
+    print(f"{_who()}: error: {message}", file=sys.stderr, flush=True)
 
 
 def say(message: str) -> None:
-    print(message, flush=True)
+    if _rank["rank"] == 0:
+        print(message, flush=True)
 
 
 def one_line(error: BaseException) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .parameters import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, PARAM_NAMES, TrainState
 
 if TYPE_CHECKING:
+    from .distributed import World
     from .parameters import Params
 
 
@@ -19,8 +20,16 @@ class TorchModel:
 
     backend = "torch"
 
-    def __init__(self, torch: Any, state: TrainState, vocab_size: int, device: str) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        state: TrainState,
+        vocab_size: int,
+        device: str,
+        world: World | None = None,
+    ) -> None:
         self.torch = torch
+        self.world = world
         self.vocab_size = vocab_size
         self.device = device
         self.adam_t = state.adam_t
@@ -65,6 +74,8 @@ class TorchModel:
         torch = self.torch
         p = self.params
         loss, grads = self._loss_and_grads(contexts, targets)
+        if self.world is not None:
+            self.world.average(list(grads))
         self.adam_t += 1
         t = self.adam_t
         correction2 = math.sqrt(1.0 - ADAM_BETA2**t)

@@ -23,7 +23,8 @@ from .checkpoints import (
 from .config import Config, load_config
 from .dataset import Corpus, Dataset, load_dataset
 from .device_choice import build_model, choose_backend, requested_device, resolve_torch_device
-from .messages import PROGRAM, UserError, one_line, say, warn
+from .distributed import World
+from .messages import PROGRAM, UserError, one_line, say, set_rank, warn
 from .output import OUTPUT_DIR, sample_text, save_output
 from .parameters import TrainState, init_params, param_count, zeros_like
 from .stop_flag import StopFlag
@@ -63,9 +64,11 @@ class StartPoint:
         self.last_loss = checkpoint.get("last_loss")
 
 
-def pick_model(config: Config, state: TrainState, vocab_size: int) -> Model:
+def pick_model(config: Config, state: TrainState, vocab_size: int, world: World) -> Model:
     backend, torch = choose_backend(config)
     wanted_device, origin = requested_device(config)
+    if world.distributed:
+        return _distributed_model(config, state, vocab_size, world, backend, torch)
     if backend == "python":
         if wanted_device not in ("auto", "cpu"):
             warn(
@@ -75,6 +78,36 @@ def pick_model(config: Config, state: TrainState, vocab_size: int) -> Model:
         return build_model(backend, None, state, vocab_size, config, "cpu")
     device = resolve_torch_device(torch, wanted_device, origin)
     return build_model(backend, torch, state, vocab_size, config, device)
+
+
+def _distributed_model(
+    config: Config, state: TrainState, vocab_size: int, world: World, backend: str, torch: Any
+) -> TorchModel:
+    """The torch model of this rank, in the process group: each rank on a GPU of its own
+    (LOCAL_RANK among those CUDA_VISIBLE_DEVICES shows), or every rank on cpu."""
+    if backend != "torch":
+        raise UserError(
+            f"under torchrun ({world.size} ranks) the demo trainer needs torch, and "
+            "torch cannot be imported here (or backend python was asked for)"
+        )
+    wanted_device, origin = requested_device(config)
+    device = resolve_torch_device(torch, wanted_device, origin)
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count()
+        if world.local_rank >= count:
+            raise UserError(
+                f"rank {world.rank} has local rank {world.local_rank}, but torch sees only "
+                f"{count} CUDA device(s); start fewer ranks per node or give the run more GPUs"
+            )
+        device = f"cuda:{world.local_rank}"
+    elif device != "cpu":
+        warn(f"device {device!r} cannot be shared between ranks; using cpu")
+        device = "cpu"
+    model = build_model(backend, torch, state, vocab_size, config, device)
+    assert isinstance(model, TorchModel)
+    world.join(torch, model.device)
+    model.world = world
+    return model
 
 
 def step_on_cpu_after_device_failure(
@@ -94,6 +127,15 @@ def step_on_cpu_after_device_failure(
 
 
 def train(args: argparse.Namespace, stop: StopFlag) -> int:
+    world = World()
+    set_rank(world.rank, world.size)
+    try:
+        return _train(args, stop, world)
+    finally:
+        world.leave()
+
+
+def _train(args: argparse.Namespace, stop: StopFlag, world: World) -> int:
     config = load_config(args.config)
     if args.steps is not None:
         if args.steps < 1:
@@ -110,12 +152,20 @@ def train(args: argparse.Namespace, stop: StopFlag) -> int:
         "dataset_sha256": dataset.sha256,
     }
 
-    remove_stale_temp_files(CHECKPOINT_DIR)
-    remove_stale_temp_files(OUTPUT_DIR)
-    remove_stale_temp_files(".", METRICS_FILE)
+    main = world.is_main  # the one rank that writes files
+    if main:
+        remove_stale_temp_files(CHECKPOINT_DIR)
+        remove_stale_temp_files(OUTPUT_DIR)
+        remove_stale_temp_files(".", METRICS_FILE)
     start = StartPoint(config, dataset, model_info)
-    trim_metrics(start.step if start.resumed else None)
-    model = pick_model(config, start.state, len(vocab))
+    if main:
+        trim_metrics(start.step if start.resumed else None)
+    model = pick_model(config, start.state, len(vocab), world)
+    if not world.same_start(start.step, model.device):
+        raise UserError(
+            f"the ranks found different checkpoints (this one starts at step {start.step}); "
+            f"is {CHECKPOINT_DIR}/ shared by every rank?"
+        )
 
     run_id = os.environ.get("RTRAIN_RUN_ID")
     size = f"{len(dataset.records)} records, {corpus.chars} chars, vocab {len(vocab)}"
@@ -128,6 +178,7 @@ def train(args: argparse.Namespace, stop: StopFlag) -> int:
         f"model char-mlp context {config.context} hidden {config.hidden}",
         f"{param_count(start.state.params)} params",
         f"steps {config.steps}",
+        f"ranks {world.size} (batch {config.batch_size} each)" if world.distributed else "",
     ]
     say(" | ".join(part for part in header if part))
     if start.resumed:
@@ -143,18 +194,27 @@ def train(args: argparse.Namespace, stop: StopFlag) -> int:
     window_losses: list[float] = []
 
     def checkpoint_now() -> None:
-        save_checkpoint(step, model.export_state(), rng, last_loss, model_info)
+        if main:
+            save_checkpoint(step, model.export_state(), rng, last_loss, model_info)
 
-    with open(METRICS_FILE, "a", encoding="utf-8") as metrics:
-        while step < config.steps and stop.signal_number is None:
-            contexts, targets = corpus.draw_batch(rng, config.context, config.batch_size)
+    # Ranks stop together: a signal counts once every rank has heard of it (World.agree),
+    # so none is left waiting in a collective. One process alone stops before a step.
+    stopping = 0 if world.distributed else (stop.signal_number or 0)
+    with open(METRICS_FILE if main else os.devnull, "a", encoding="utf-8") as metrics:
+        while step < config.steps and not stopping:
+            # Every rank draws the whole batch from the shared generator, then takes its share.
+            contexts, targets = corpus.draw_batch(
+                rng, config.context, config.batch_size * world.size
+            )
+            contexts, targets = world.own_share(contexts, targets)
             try:
                 loss = model.train_step(contexts, targets, config.learning_rate)
             except Exception as error:
-                if not isinstance(model, TorchModel) or model.device == "cpu":
+                if not isinstance(model, TorchModel) or model.device == "cpu" or world.distributed:
                     raise
                 model = step_on_cpu_after_device_failure(model, start, step, error, len(vocab))
                 loss = model.train_step(contexts, targets, config.learning_rate)
+            loss, stopping = world.agree(loss, stop.signal_number or 0, model.device)
             if not math.isfinite(loss):
                 raise UserError(
                     f"the loss became {loss} at step {step + 1}; try a smaller learning_rate"
@@ -174,7 +234,7 @@ def train(args: argparse.Namespace, stop: StopFlag) -> int:
             if config.sleep_per_step > 0 and step < config.steps:
                 stop.sleep(config.sleep_per_step)
 
-    if stop.signal_number is not None:
+    if stopping:
         if step != saved_step and step > 0:
             if window_losses:
                 last_loss = sum(window_losses) / len(window_losses)
@@ -184,14 +244,19 @@ def train(args: argparse.Namespace, stop: StopFlag) -> int:
             if step > 0
             else "nothing was trained yet"
         )
-        name = signal.Signals(stop.signal_number).name
-        print(
-            f"{PROGRAM}: stopped by {name} at step {step}; {outcome}", file=sys.stderr, flush=True
-        )
-        return 128 + stop.signal_number
+        name = signal.Signals(stopping).name
+        if main:
+            print(
+                f"{PROGRAM}: stopped by {name} at step {step}; {outcome}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return 128 + stopping
 
     if step != saved_step:
         checkpoint_now()
+    if not main:
+        return 0
     final = model.export_state()
     output_config = {
         "format": "rtrain-demo-char-mlp",

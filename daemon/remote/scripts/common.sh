@@ -346,6 +346,7 @@ state_from_status_file() {
 			RS_STATE=completed
 		else
 			RS_STATE=failed
+			[ -d "$1/torchrun_logs" ] && torchrun_failure "$1"
 		fi
 	fi
 	if [ -e "$1/stop_requested" ]; then
@@ -360,6 +361,52 @@ state_from_status_file() {
 		fi
 	fi
 	return 0
+}
+
+# A torchrun run that failed: RS_DETAIL becomes `rank N: FIRST ERROR LINE`. From the ranks'
+# error files (TORCHELASTIC_ERROR_FILE, written by torch's @record), the earliest one; else
+# from torchrun's own summary in the log (the root cause's rank) and the last exception line
+# the log holds before that summary.
+torchrun_failure() {
+	tf_best='' tf_when='' tf_rank='' tf_message=''
+	for tf_file in "$1"/torchrun_logs/*/attempt_*/*/error.json; do
+		[ -f "$tf_file" ] || continue
+		tf_json=$(head -c 65536 "$tf_file" 2>/dev/null) || continue
+		tf_text=$(printf '%s\n' "$tf_json" | awk '{
+			lead = "{\"message\": {\"message\": \""
+			if (index($0, lead) != 1) exit
+			s = substr($0, length(lead) + 1); out = ""
+			for (i = 1; i <= length(s); i++) {
+				c = substr(s, i, 1)
+				if (c == "\\") { out = out substr(s, i, 2); i++; continue }
+				if (c == "\"") break
+				out = out c
+			}
+			print out
+			exit
+		}')
+		[ -n "$tf_text" ] || continue
+		tf_stamp=$(printf '%s\n' "$tf_json" | sed -n 's/.*"timestamp": "\([0-9]*\)".*/\1/p')
+		if [ -z "$tf_best" ] || { [ -n "$tf_stamp" ] && [ "$tf_stamp" -lt "${tf_when:-0}" ]; }; then
+			tf_best=$tf_file tf_when=${tf_stamp:-0} tf_message=$tf_text
+			tf_rank=${tf_file%/error.json}
+			tf_rank=${tf_rank##*/}
+		fi
+	done
+	if [ -z "$tf_best" ] && [ -f "$1/train.log" ]; then
+		tf_found=$(tail -c 262144 "$1/train.log" 2>/dev/null | awk '
+			/^Root Cause \(first observed failure\):/ { root = 1; rank = ""; next }
+			root && rank == "" && /^ *rank *: [0-9]+/ { sub(/^ *rank *: /, ""); rank = $1; next }
+			!root && /^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt|Exit)(: .*)?$/ &&
+				!/ChildFailedError/ { last = $0 }
+			END { if (rank != "") printf "%s\t%s\n", rank, last }')
+		tf_rank=${tf_found%%"$TAB"*}
+		tf_message=${tf_found#*"$TAB"}
+	fi
+	[ -n "$tf_rank" ] || return 0
+	RS_DETAIL="rank $tf_rank: $(flat "${tf_message:-see train.log}")"
+	# json.dump escapes quotes and backslashes; the sentence shows them plainly.
+	RS_DETAIL=$(printf '%s' "$RS_DETAIL" | sed 's/\\"/"/g; s/\\\\/\\/g' | cut -c 1-300)
 }
 
 # True while the run has a live process: its session leader (pid file, verified by marker and

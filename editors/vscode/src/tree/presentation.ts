@@ -15,6 +15,7 @@ export interface Look {
 }
 
 const RUN_ICONS: Record<RunInfo["state"], { icon: string; color?: string }> = {
+  queued: { icon: "watch", color: "charts.purple" },
   running: { icon: "sync~spin", color: "charts.blue" },
   completed: { icon: "pass", color: "testing.iconPassed" },
   failed: { icon: "error", color: "testing.iconFailed" },
@@ -33,9 +34,14 @@ const HOST_ICONS: Record<HostInfo["connection"], { icon: string; color?: string 
 /** "failed (exit 3)", "stopped", ... as the CLI says it. */
 export function stateText(run: RunInfo): string {
   if (run.state === "failed") {
-    if (run.exitCode !== undefined && run.exitCode !== null) return `failed (exit ${run.exitCode})`;
+    if (run.exitCode !== undefined && run.exitCode !== null) {
+      // A torchrun run says which rank failed first, and why.
+      if (run.reason?.startsWith("rank ")) return `failed (exit ${run.exitCode}, ${run.reason})`;
+      return `failed (exit ${run.exitCode})`;
+    }
     if (run.signal !== undefined && run.signal !== null) return `failed (signal ${run.signal})`;
   }
+  if (run.state === "queued" && run.reason) return `queued (${run.reason})`;
   return run.state;
 }
 

@@ -1,0 +1,169 @@
+"""Runs under torchrun through the CLI: two ranks on CPU (gloo), on `local` and over the real
+sshd, with a python that has torch (tests/torch_python.py)."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cli.conftest import Cli
+from tests.operations.processes import marked_pids
+from tests.torch_python import far_torch_python
+
+# Small and quick: two ranks of the demo trainer take a few seconds on a busy CPU.
+TORCHRUN_DEMO_CONFIG = """\
+steps: 40
+learning_rate: 0.03
+batch_size: 16
+log_every: 10
+checkpoint_every: 20
+context: 3
+hidden: 16
+backend: torch
+device: cpu
+"""
+SLOW = TORCHRUN_DEMO_CONFIG.replace("steps: 40", "steps: 100000") + "sleep_per_step: 0.05\n"
+DATASET = '{"prompt": "Q: up?\\nA:", "completion": " down"}\n' * 40
+# argv: DIR COMMAND...: run COMMAND in DIR (the first run's), in this process.
+RUN_IN_DIR = "import os, sys; os.chdir(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
+STEP = re.compile(r"^step (\d+) \| loss (\d+\.\d+)", re.MULTILINE)
+
+# Rank 1 raises; rank 0 waits to be taken down by torchrun. With `@record` (torch's own
+# error file) or without (torchrun's summary and the log).
+FAILING_RANK = """
+import os, sys, time
+RECORD = {record}
+def main():
+    if os.environ["RANK"] == "1":
+        time.sleep(0.3)
+        raise ValueError("rank one ran out of patience")
+    time.sleep(60)
+if RECORD:
+    from torch.distributed.elastic.multiprocessing.errors import record
+    main = record(main)
+main()
+"""
+
+
+@pytest.fixture
+def torch_python() -> str:
+    return far_torch_python()
+
+
+@pytest.fixture
+def port_29500_taken() -> Iterator[None]:
+    """torchrun's fixed default port held by someone else, as on a shared box."""
+    holder = socket.socket()
+    try:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", 29500))
+        holder.listen()
+    except OSError:
+        pass  # already held (by another test run): just as good
+    try:
+        yield
+    finally:
+        holder.close()
+
+
+def losses(text: str) -> list[float]:
+    return [float(loss) for _, loss in STEP.findall(text)]
+
+
+@pytest.mark.usefixtures("port_29500_taken")
+def test_demo_trainer_under_torchrun_on_local_trains_checkpoints_and_resumes(
+    cli: Cli, torch_python: str
+) -> None:
+    cli.file("cfg.yaml", TORCHRUN_DEMO_CONFIG)
+    cli.file("data.jsonl", DATASET)
+    first = cli.new_run_id("ranks")
+    done = cli(
+        "start", "local", "-c", "cfg.yaml", "-d", "data.jsonl", "--run-id", first,
+        "--workdir", str(cli.local_workdir), "--launcher", "torchrun", "--gpus", "2",
+        "--python", torch_python,
+    )  # fmt: skip
+    assert done.code == 0, done
+    header = next(line for line in done.out_lines if line.startswith("rtrain demo trainer"))
+    assert "ranks 2" in header and "backend torch" in header, header
+    # rank 0 alone prints: one line per logged step, not one per rank
+    assert [int(step) for step, _ in STEP.findall(done.out)] == [10, 20, 30, 40], done
+    trained = losses(done.out)
+    assert trained[-1] < trained[0] * 0.8, trained
+    assert done.err_lines[-1] == f"{first} on local: completed", done
+    run_dir = cli.local_workdir / first
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == [
+        "step-000020.json",
+        "step-000040.json",
+    ]
+    meta = (run_dir / "meta.json").read_text()
+    assert "torch.distributed.run" in meta and "--standalone" in meta
+
+    # Started again in the same run dir with more steps, both ranks resume from step 40.
+    second = cli.new_run_id("again")
+    again = cli(
+        "start", "local", "-c", "cfg.yaml", "--run-id", second,
+        "--workdir", str(cli.local_workdir), "--gpus", "2", "--python", torch_python,
+        "--", "{python}", "-c", RUN_IN_DIR, str(run_dir),
+        "{torchrun}", "demo_trainer.py", "--config", "config.yaml", "--dataset", "data.jsonl",
+        "--steps", "60",
+    )  # fmt: skip
+    assert again.code == 0, again
+    assert "resuming from step 40" in again.out_lines, again
+    assert [int(step) for step, _ in STEP.findall(again.out)] == [50, 60], again
+    assert again.out_lines[-1].startswith("done: 60 steps"), again
+
+
+def test_stopping_a_torchrun_run_over_ssh_leaves_no_rank(cli: Cli, torch_python: str) -> None:
+    cli.file("cfg.yaml", SLOW)
+    cli.file("data.jsonl", DATASET)
+    run_id = cli.new_run_id("stop")
+    cli.start(run_id, dataset="data.jsonl", launcher="torchrun", gpus="2", python=torch_python)
+    cli.wait_far_log(run_id, "step 10 |")
+    ranks = marked_pids(lambda marker: marker == run_id)
+    assert len(ranks) >= 4, ranks  # wrapper, torchrun's agent, two ranks (at least)
+
+    stopped = cli("stop", "plain", run_id)
+    assert (stopped.code, stopped.out) == (0, f"stopped {run_id} on plain\n"), stopped
+    assert marked_pids(lambda marker: marker == run_id) == []
+    assert cli("status", "plain", run_id).out == "stopped\n"
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    assert re.search(r"demo_trainer: stopped by SIGTERM at step \d+; checkpoint saved", log), log
+    assert list((cli.far_run_dir(run_id) / "checkpoints").glob("step-*.json"))
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["error-file", "summary-and-log"])
+def test_a_failing_rank_is_named_with_its_first_error_line(
+    cli: Cli, torch_python: str, record: bool
+) -> None:
+    cli.file("fail.py", FAILING_RANK.format(record=record))
+    run_id = cli.new_run_id("fail")
+    done = cli(
+        "start", "plain", "-c", "fail.py", "--run-id", run_id, "--workdir", cli.workdir,
+        "--gpus", "2", "--python", torch_python, "--", "{torchrun}", "config.yaml",
+    )  # fmt: skip
+    assert done.code == 1, done
+    expected = "failed (exit 1, rank 1: ValueError: rank one ran out of patience)"
+    assert done.err_lines[-1] == f"{run_id} on plain: {expected}", done
+    assert cli("status", "plain", run_id).out == f"{expected}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpus", "0", "--launcher", "torchrun"], "not --gpus 0"),
+        (["--gpus", "2", "--", "{torchrun}x", "t.py"], "a word of its own"),
+        (["--launcher", "torchrun", "--", "bash", "t.sh"], "starts with {python}"),
+        (["--launcher", "process", "--", "{torchrun}", "t.py"], "--launcher process"),
+    ],
+)
+def test_torchrun_requests_that_cannot_work_are_one_sentence(
+    cli: Cli, args: list[str], message: str
+) -> None:
+    cli.file("cfg.yaml", TORCHRUN_DEMO_CONFIG)
+    done = cli("start", "local", "-c", "cfg.yaml", "--no-follow", *args)
+    assert done.code == 2, done
+    assert message in done.err and len(done.err_lines) == 1, done
+    assert not cli.local_workdir.exists() or not list(cli.local_workdir.iterdir())
