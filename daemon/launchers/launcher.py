@@ -18,6 +18,8 @@ from rtrain.daemon.ssh.transport import Transport
 class Launcher(ABC):
     # The name a run records, so every later operation on it uses the same launcher.
     name: str
+    # Seconds a stop waits after SIGTERM when the user gives no --grace.
+    default_grace: float = 10.0
 
     @abstractmethod
     async def launch(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.process import PROCESS
+from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -54,9 +55,10 @@ class Ops:
     async def transport(self, host: str) -> Transport:
         return await self.hosts.get(host)
 
-    def launcher(self, host: str) -> Launcher:
-        """How runs are run on `host`. One launcher today: the detached process."""
-        return PROCESS
+    def launcher(self, host: str, command: Sequence[str] | None = None) -> Launcher:
+        """How runs are run on `host`: the detached process, or torchrun when the run's
+        command (as recorded, expanded) runs it."""
+        return TORCHRUN if is_torchrun(command) else PROCESS
 
     def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:
         """The host cannot be asked: the run's state is unknown, and here is why."""

@@ -15,6 +15,7 @@ from typing import Literal
 
 import msgspec
 
+from rtrain.daemon.launchers.torchrun import TORCHRUN_LOGS, torchrun_words
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
@@ -41,16 +42,14 @@ RESERVED = {
     "meta.json",
     "stop_requested",
     "launch.sh",
-    "torchrun_logs",
+    TORCHRUN_LOGS,
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
 # How long a launch that got there first may take to show its trainer (launch.sh waits 10 s).
 LAUNCH_SETTLES = 12.0
 PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}", "{torchrun}")
-TORCHRUN = "{torchrun}"
-# torchrun's per-rank logs and error files, inside the run dir (the rank-failure report).
-TORCHRUN_LOGS = "torchrun_logs"
+TORCHRUN_WORD = "{torchrun}"
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
@@ -210,7 +209,7 @@ async def _launch(
     ops: Ops, transport: Transport, host: str, argv: list[str], secret_lines: bytes
 ) -> Launched:
     run_dir, run_id, python, *command = argv
-    return await ops.launcher(host).launch(
+    return await ops.launcher(host, command).launch(
         transport, run_dir, run_id, python, command, secret_lines
     )
 
@@ -315,7 +314,7 @@ def _check_template(template: list[str] | None, has_dataset: bool) -> None:
         # Only `{name}` is taken for a placeholder: braces of code in the command (a dict in
         # `python -c`, JSON) are the user's own text.
         unknown = [p for p in _PLACEHOLDER.findall(word) if p not in PLACEHOLDERS]
-        if TORCHRUN in word and word != TORCHRUN:
+        if TORCHRUN_WORD in word and word != TORCHRUN_WORD:
             raise app_error(
                 Kind.INVALID_COMMAND,
                 f"{{torchrun}} must be a word of its own (it becomes several), not {word!r}.",
@@ -329,7 +328,7 @@ def _check_template(template: list[str] | None, has_dataset: bool) -> None:
 
 def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) -> list[str] | None:
     """The command template for the launcher asked for; refuses what cannot go together."""
-    uses_torchrun = template is not None and TORCHRUN in template
+    uses_torchrun = template is not None and TORCHRUN_WORD in template
     if launcher == "process" and uses_torchrun:
         raise app_error(
             Kind.INVALID_COMMAND,
@@ -350,30 +349,11 @@ def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) 
             "--launcher torchrun needs a command that starts with {python} (it becomes "
             "torchrun), or one that uses {torchrun} where torchrun goes.",
         )
-    return [TORCHRUN, *template[1:]]
-
-
-def torchrun_words(python: str, ranks: int) -> list[str]:
-    """torchrun for `ranks` ranks with the run's python. `--standalone` rendezvouses on
-    localhost port 0, a port the kernel picks free, so runs side by side never meet on
-    29500; `--log-dir` keeps each rank's error file in the run dir."""
-    return [
-        python,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={ranks}",
-        f"--log-dir={TORCHRUN_LOGS}",
-    ]
-
-
-def is_torchrun(command: list[str] | None) -> bool:
-    """Whether a run's recorded command runs torchrun (as `{torchrun}` expands)."""
-    return command is not None and "torch.distributed.run" in command[:4]
+    return [TORCHRUN_WORD, *template[1:]]
 
 
 def _demo_command(dataset: Path | None, launcher: str | None) -> list[str]:
-    first = TORCHRUN if launcher == "torchrun" else "{python}"
+    first = TORCHRUN_WORD if launcher == "torchrun" else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 
@@ -390,7 +370,7 @@ def _expand(
     }
     words: list[str] = []
     for word in template:
-        if word == TORCHRUN:
+        if word == TORCHRUN_WORD:
             words += torchrun_words(python, gpus)
             continue
         for placeholder, value in values.items():

@@ -9,26 +9,17 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
 
 from .context import Ops
-from .start import is_torchrun
 from .status import from_row
 from .status import status as run_status
-
-DEFAULT_GRACE = 10.0
-# torchrun's agent gives its ranks 30 s after SIGTERM before it kills them: wait for it.
-TORCHRUN_GRACE = 35.0
-
-
-def default_grace(ops: Ops, host: str, run_id: str) -> float:
-    known = ops.known(host, run_id)
-    return TORCHRUN_GRACE if known is not None and is_torchrun(known.command) else DEFAULT_GRACE
 
 
 async def stop(ops: Ops, p: StopParams) -> StopResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     if p.grace is not None and not 0 <= p.grace <= 3600:
         raise app_error(Kind.INVALID_COMMAND, "grace must be between 0 and 3600 seconds.")
-    grace = p.grace if p.grace is not None else default_grace(ops, p.host, p.run_id)
-    launcher = ops.launcher(p.host)
+    known = ops.known(p.host, p.run_id)
+    launcher = ops.launcher(p.host, known.command if known is not None else None)
+    grace = p.grace if p.grace is not None else launcher.default_grace
     retried = False
     transport = await ops.transport(p.host)
     try:
