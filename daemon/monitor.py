@@ -1,4 +1,5 @@
-"""Keeps active runs' states fresh: one batched status command per host per interval.
+"""Keeps active runs' states fresh: one batched command per host per interval (watch.sh),
+which also brings the runs' new log bytes (for their metrics) and the host's GPU telemetry.
 
 Changes are recorded (and so pushed to subscribers as `run/changed`); a host that cannot
 be reached turns its running runs `unknown`, with the reason, until it answers again.
@@ -16,7 +17,7 @@ from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import RunInfo
 
 from .operations.context import Ops
-from .operations.status import refresh
+from .operations.watch import watch_host
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class Monitor:
     async def _poll_host(self, host: str, runs: list[RunInfo]) -> None:
         self.polls += 1
         try:
-            fresh = await refresh(self.ops, host, runs)
+            fresh, moved = await watch_host(self.ops, host, runs)
         except RpcError as error:
             for run in runs:
                 if run.state != "unknown" or run.reason != error.message:
@@ -74,4 +75,4 @@ class Monitor:
         for old, new in zip(runs, fresh, strict=True):
             if new is None:
                 new = msgspec.structs.replace(old, state="lost", reason="the run directory is gone")
-            self.ops.record(new)
+            self.ops.record(new, metrics_changed=new.run_id in moved)

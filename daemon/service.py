@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ class Service:
         # Seconds between refreshes of active runs; RTRAIN_POLL_INTERVAL overrides the config.
         interval = os.environ.get("RTRAIN_POLL_INTERVAL")
         self.poll_interval = float(interval) if interval else None
+        # Adds what a run's log said (progress, latest values) to it; set by wiring.
+        self.annotate: Callable[[m.RunInfo], m.RunInfo] = lambda run: run
         self.state_dir = state_dir
         self.log_path = log_path
         self.registry = registry
@@ -105,4 +108,5 @@ class Service:
     async def runs_list(self, params: m.RunsListParams, ctx: RequestContext) -> m.RunsListResult:
         if params.subscribe:
             ctx.session.subscribed = True
-        return m.RunsListResult(runs=self.registry.list(params.host, params.state))
+        runs = self.registry.list(params.host, params.state)
+        return m.RunsListResult(runs=[self.annotate(run) for run in runs])

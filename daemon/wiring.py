@@ -7,6 +7,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
+
 from rtrain.protocol import messages as m
 
 from .client_session import Handler, RequestContext
@@ -14,6 +16,7 @@ from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
 from .operations.fetch import fetch
+from .operations.metrics import metrics
 from .operations.preflight import preflight
 from .operations.start import start
 from .operations.status import status
@@ -39,6 +42,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     hosts = HostPool(service.runtime_dir, service.registry, config)
     ops = Ops(service.registry, hosts, service.publish_run)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
+    service.annotate = ops.metrics.annotate
 
     async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> Any:
         return await preflight(ops, p)
@@ -49,7 +53,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         return result
 
     async def do_status(p: m.RunRef, ctx: RequestContext) -> Any:
-        return await status(ops, p)
+        result = await status(ops, p)
+        return m.StatusResult(run=ops.metrics.annotate(result.run))
 
     async def do_tail(p: m.TailParams, ctx: RequestContext) -> Any:
         return await tail(ops, p, ctx)
@@ -60,8 +65,17 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_stop(p: m.StopParams, ctx: RequestContext) -> Any:
         return await stop(ops, p)
 
+    async def do_metrics(p: m.MetricsParams, ctx: RequestContext) -> Any:
+        return await metrics(ops, p, ctx)
+
     async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
-        return m.HostsListResult(hosts=hosts.host_infos())
+        infos = []
+        for info in hosts.host_infos():
+            sample = ops.metrics.latest_gpus(info.alias)
+            if sample is not None:
+                info = msgspec.structs.replace(info, gpus=sample.gpus, gpus_at=sample.time)
+            infos.append(info)
+        return m.HostsListResult(hosts=infos)
 
     service.handlers = method_table(
         service,
@@ -70,6 +84,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/start": do_start,
             "run/status": do_status,
             "run/tail": do_tail,
+            "run/metrics": do_metrics,
             "run/fetch": do_fetch,
             "run/stop": do_stop,
             "hosts/list": do_hosts,

@@ -121,6 +121,59 @@ def byte_progress(
     )
 
 
+# ---- metrics and GPUs ------------------------------------------------------------------
+
+
+class Progress(Result):
+    """Where a run's progress bar stands (tqdm's `n/total [elapsed<remaining, rate]`)."""
+
+    n: float
+    total: float | None = None
+    percent: float | None = None
+    rate: float | None = None  # items per second
+    eta: float | None = None  # seconds left, as the bar estimated
+    elapsed: float | None = None  # seconds, as the bar counted
+
+
+class GpuProcess(Result):
+    """A compute process on a GPU; `runId` when it belongs to a run rtrain watches."""
+
+    pid: int
+    used_memory_mib: float | None = None
+    name: str | None = None
+    run_id: str | None = None
+
+
+class GpuStat(Result):
+    """One GPU as nvidia-smi reported it; a field it answered `[N/A]` or `[Not Supported]`
+    for is left out."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    utilization: float | None = None  # percent
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    processes: list[GpuProcess] = []
+
+
+class GpuSample(Result):
+    """A host's GPUs at one poll (`time`: epoch seconds)."""
+
+    time: float
+    gpus: list[GpuStat]
+
+
+class Series(Result):
+    """One metric of a run: `values[i]` at `steps[i]`; null where the log said NaN or inf."""
+
+    name: str
+    steps: list[float]
+    values: list[float | None]
+
+
 # ---- runs ------------------------------------------------------------------------------
 
 
@@ -140,6 +193,11 @@ class RunInfo(Result):
     started_at: float | None = None
     last_seen: float | None = None
     reason: str | None = None
+    # Read from the run's log and metrics.jsonl while it runs (docs/metrics.md).
+    progress: Progress | None = None
+    latest: dict[str, float | None] | None = None
+    # Indices of the GPUs the run's processes use, where nvidia-smi tells.
+    gpus: list[int] | None = None
 
 
 class GpuInfo(Result):
@@ -282,6 +340,39 @@ class StopResult(Result):
     run: RunInfo
 
 
+class MetricsParams(Params):
+    host: str
+    run_id: str
+    workdir: str | None = None
+    # Stream `run/points` until the run ends, instead of answering at once.
+    follow: bool = False
+
+
+class MetricsResult(Result):
+    """`run/metrics`: a run's series, latest values and progress, and its host's GPU history."""
+
+    host: str
+    run_id: str
+    series: list[Series]
+    latest: dict[str, float | None]
+    progress: Progress | None = None
+    gpu_history: list[GpuSample] = []
+    run: RunInfo | None = None
+
+
+class MetricsUpdate(Result):
+    """`run/points`, during a `run/metrics` with `follow`: points added since the last one
+    (all of them when `reset`), the latest values and progress, and a new GPU sample."""
+
+    host: str
+    run_id: str
+    series: list[Series]
+    latest: dict[str, float | None]
+    progress: Progress | None = None
+    gpu: GpuSample | None = None
+    reset: bool = False
+
+
 class RunsListParams(Params):
     host: str | None = None
     state: RunState | None = None
@@ -306,6 +397,9 @@ class HostInfo(Result):
     runs: int = 0
     running: int = 0
     last_error: str | None = None
+    # The host's GPUs at the monitor's last poll (`gpusAt`), when it has any.
+    gpus: list[GpuStat] = []
+    gpus_at: float | None = None
 
 
 class HostsListResult(Result):

@@ -68,6 +68,13 @@ _TABLE = [
         "client->server",
         "Stream a run's log as run/log notifications until it ends.",
     ),
+    Method(
+        "run/metrics",
+        m.MetricsParams,
+        m.MetricsResult,
+        "client->server",
+        "A run's metrics, progress and its host's GPUs; with follow, run/points until it ends.",
+    ),
     Method("run/status", m.RunRef, m.StatusResult, "client->server", "The state of a run."),
     Method(
         "run/fetch",
@@ -101,6 +108,7 @@ _TABLE = [
     Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
     Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),
     Method("run/changed", m.RunChanged, None, "server->client", "A run's state changed."),
+    Method("run/points", m.MetricsUpdate, None, "server->client", "New metrics of a followed run."),
     Method(
         "run/reconnecting",
         m.Reconnecting,

@@ -19,6 +19,14 @@ from .describe import state_text, table, when
 from .exit_codes import ClientKind
 from .input_checks import check
 from .log_follow import follow_log
+from .metrics_view import (
+    MetricsFollower,
+    gpu_text,
+    loss_text,
+    metrics_params,
+    progress_text,
+    show_metrics,
+)
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar, human_bytes
 from .status_view import show_status
@@ -236,6 +244,35 @@ def register(app: typer.Typer) -> None:
 
     @app.command(cls=PlainUsage)
     @friendly_errors
+    def metrics(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        follow: bool = typer.Option(
+            False, "--follow/--no-follow", help="Keep showing new values until the run ends."
+        ),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Show what a run's log says: the latest value of each metric, a sparkline of the
+        loss, progress and ETA; with --json the series, one object per step."""
+        check(host=host, run_id=run_id, workdir=workdir)
+        params = metrics_params(host, run_id, workdir, follow)
+        with DaemonClient.connect() as client:
+            if not follow:
+                show_metrics(client.request("run/metrics", params), json)
+                return
+            follower = MetricsFollower(json)
+            try:
+                result = client.request("run/metrics", params, on_notification=follower)
+            except KeyboardInterrupt:
+                follower.end()
+                raise typer.Exit(130) from None
+            follower.end()
+        if not json and result.run is not None:
+            note(f"{run_id} on {host}: {state_text(result.run)}")
+
+    @app.command()
+    @friendly_errors
     def fetch(
         host: str = HostArg,
         run_id: str = RunArg,
@@ -337,8 +374,18 @@ def register(app: typer.Typer) -> None:
             return
         print(
             table(
-                ["RUN", "HOST", "STATE", "STARTED"],
-                [[r.run_id, r.host, state_text(r), when(r.started_at)] for r in found],
+                ["RUN", "HOST", "STATE", "STARTED", "PROGRESS", "LOSS"],
+                [
+                    [
+                        r.run_id,
+                        r.host,
+                        state_text(r),
+                        when(r.started_at),
+                        progress_text(r.progress) or "-",
+                        loss_text(r.latest) or "-",
+                    ]
+                    for r in found
+                ],
             )
         )
 
@@ -353,7 +400,7 @@ def register(app: typer.Typer) -> None:
             return
         print(
             table(
-                ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING"],
+                ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GPUS"],
                 [
                     [
                         h.alias,
@@ -361,6 +408,7 @@ def register(app: typer.Typer) -> None:
                         h.transport or "-",
                         str(h.runs),
                         str(h.running),
+                        ", ".join(gpu_text(g) for g in h.gpus) or "-",
                     ]
                     for h in found
                 ],

@@ -6,6 +6,7 @@ both clients' answers read alike, so what is printed is the same either way.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from .describe import state_text
@@ -25,5 +26,13 @@ def show_status(
     run = client.request("run/status", params).run
     if json:
         print_json(run)
+    elif sys.stdout.isatty():
+        # People read more; a script reading a pipe compares the state alone.
+        from .metrics_view import loss_text, progress_text
+
+        extra = [progress_text(run.progress), loss_text(run.latest)]
+        if run.gpus:
+            extra.append("GPUs " + ",".join(str(i) for i in run.gpus))
+        print("  ".join([state_text(run), *(e for e in extra if e)]))
     else:
         print(state_text(run))

@@ -10,6 +10,7 @@ from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.process import PROCESS
 from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
+from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -25,17 +26,21 @@ class Ops:
     # (host, run_id) of starts in progress: their inputs are still being shipped, so the far
     # side would call them "never launched"; nobody but the start itself decides their state.
     starting: set[tuple[str, str]] = field(default_factory=set)
+    # What the runs' logs said (progress, series) and the hosts' GPUs, for the views.
+    metrics: MetricsStore = field(default_factory=MetricsStore)
 
-    def record(self, run: RunInfo) -> RunInfo:
-        """Store `run`; tell subscribers when anything they show changed."""
+    def record(self, run: RunInfo, metrics_changed: bool = False) -> RunInfo:
+        """Store `run`; tell subscribers when anything they show changed (its state, or, with
+        `metrics_changed`, what its log said)."""
         before = self.registry.get(run.host, run.run_id)
         self.registry.upsert(run)
-        if before is None or (before.state, before.exit_code, before.reason) != (
-            run.state,
-            run.exit_code,
-            run.reason,
+        if (
+            metrics_changed
+            or before is None
+            or (before.state, before.exit_code, before.reason)
+            != (run.state, run.exit_code, run.reason)
         ):
-            self.publish(run)
+            self.publish(self.metrics.annotate(run))
         return run
 
     def known(self, host: str, run_id: str) -> RunInfo | None:

@@ -77,6 +77,7 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
                 keep, held_at = whole, start_offset + whole
         if keep or rotated:
             ctx.notify("run/log", log_chunk(p.host, p.run_id, start_offset, data[:keep], rotated))
+            ops.metrics.feed(p.host, p.run_id, "log", start_offset, data[:keep], rotated)
         offset = start_offset + keep
         if len(data) >= MAX_CHUNK:
             continue  # more is waiting: read on at once

@@ -94,7 +94,7 @@ def test_runs_and_hosts_list_what_happened(cli: Cli) -> None:
     table = cli("runs")
     assert table.code == 0, table
     header, *rows = table.out_lines
-    assert header.split() == ["RUN", "HOST", "STATE", "STARTED"]
+    assert header.split() == ["RUN", "HOST", "STATE", "STARTED", "PROGRESS", "LOSS"]
     cells = {row.split()[0]: row.split() for row in rows}
     assert set(cells) == {good, bad, here}
     assert cells[good][1:3] == ["plain", "completed"]
@@ -114,10 +114,17 @@ def test_runs_and_hosts_list_what_happened(cli: Cli) -> None:
 
     hosts = cli("hosts")
     assert hosts.code == 0, hosts
-    assert hosts.out_lines[0].split() == ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING"]
+    assert hosts.out_lines[0].split() == [
+        "HOST",
+        "CONNECTION",
+        "TRANSPORT",
+        "RUNS",
+        "RUNNING",
+        "GPUS",
+    ]
     by_alias = {line.split()[0]: line.split() for line in hosts.out_lines[1:]}
-    assert by_alias["plain"][2:] == ["exec", "2", "0"]
-    assert by_alias["local"][2:] == ["local", "1", "0"]
+    assert by_alias["plain"][2:5] == ["exec", "2", "0"]
+    assert by_alias["local"][2:] == ["local", "1", "0", "-"]
     listed = {h["alias"]: h for h in cli("hosts", "--json").json()}
     assert (listed["plain"]["transport"], listed["plain"]["runs"]) == ("exec", 2)
     assert listed["local"]["transport"] == "local"
@@ -130,7 +137,7 @@ def test_no_runs_yet(cli: Cli) -> None:
     assert cli("runs", "--json").json() == []
     # The embedded host is always there to try rtrain on.
     hosts = cli("hosts")
-    assert hosts.out_lines[1:] == ["local  connected   local      0     0"], hosts
+    assert hosts.out_lines[1:] == ["local  connected   local      0     0        -"], hosts
 
 
 def test_unknown_run_and_taken_run_id_are_one_sentence(cli: Cli) -> None:

@@ -3,6 +3,12 @@
 It reports N identical H100s, N read from a file in the user's home so a test can change it,
 and prints what the real tool prints for the invocations rtrain relies on. It is a bash script
 so it needs no interpreter on the far side beyond the login shell.
+
+Load: a process of the user with `RTRAIN_FAKE_GPU_LOAD=INDEX:UTIL:MEM_MIB[,...]` in its
+environment (a test's trainer, started under `env`) computes on those GPUs: they report that
+utilization and memory, and `--query-compute-apps` lists the process. `NA` or `NS` as a value
+is answered `[N/A]` or `[Not Supported]`, as the real tool does for what it cannot read (in
+containers, on some boards). GPU 1 and up report `power.draw` as `[N/A]`.
 """
 
 DEFAULT_GPU_COUNT = 2
@@ -36,9 +42,56 @@ bus_id() { printf '00000000:%02X:00.0' $((24 + 16 * $1)); }
 is_field() {
     case $1 in
         index | name | uuid | pci.bus_id | driver_version | count | memory.total | memory.used | \
-            memory.free | utilization.gpu | temperature.gpu) return 0 ;;
+            memory.free | utilization.gpu | temperature.gpu | power.draw) return 0 ;;
     esac
     return 1
+}
+
+is_app_field() {
+    case $1 in
+        pid | gpu_uuid | used_memory | process_name) return 0 ;;
+    esac
+    return 1
+}
+
+# "PID INDEX UTIL MEM" per RTRAIN_FAKE_GPU_LOAD entry of the user's processes, once.
+loads=""
+loads_read=0
+read_loads() {
+    [ "$loads_read" = 1 ] && return
+    loads_read=1
+    local hit pid spec entry i u m
+    while IFS= read -r -d '' hit; do
+        pid=${hit#/proc/}
+        pid=${pid%%/*}
+        spec=${hit#*:RTRAIN_FAKE_GPU_LOAD=}
+        for entry in ${spec//,/ }; do
+            IFS=: read -r i u m <<<"$entry"
+            loads+="$pid $i ${u:-0} ${m:-0}"$'\n'
+        done
+    done < <(grep -zsH '^RTRAIN_FAKE_GPU_LOAD=' /proc/[0-9]*/environ 2>/dev/null)
+}
+
+# A load value as the real tool prints it: NA and NS are what it cannot read.
+shown_value() {
+    case $1 in
+        NA) printf '[N/A]' ;;
+        NS) printf '[Not Supported]' ;;
+        *) printf '%s' "$1" ;;
+    esac
+}
+
+# $1 gpu index, $2 column of the load (3 utilization, 4 memory): the first process's value
+# on that GPU (NA/NS as given), else 0.
+load_of() {
+    read_loads
+    local pid i u m
+    while read -r pid i u m; do
+        [ -n "$pid" ] && [ "$i" = "$1" ] || continue
+        if [ "$2" = 3 ]; then printf '%s' "$u"; else printf '%s' "$m"; fi
+        return
+    done <<<"$loads"
+    printf '0'
 }
 
 # $1 field, $2 gpu index, $3 1 when units are left out
@@ -52,17 +105,46 @@ field_value() {
         driver_version) printf '%s' "$driver" ;;
         count) printf '%s' "$count" ;;
         memory.total | memory.free) printf '%s' "$mem_total"; unit=" MiB" ;;
-        memory.used) printf '0'; unit=" MiB" ;;
-        utilization.gpu) printf '0'; unit=" %" ;;
+        memory.used) value=$(load_of "$2" 4); shown_value "$value"; unit=" MiB" ;;
+        utilization.gpu) value=$(load_of "$2" 3); shown_value "$value"; unit=" %" ;;
         temperature.gpu) printf '31' ;;
+        power.draw)
+            if [ "$2" = 0 ]; then printf '69.88'; unit=" W"; else value=NA; shown_value NA; fi
+            ;;
     esac
+    case ${value-} in NA | NS) unit="" ;; esac
+    value=""
     [ "$3" = 1 ] || printf '%s' "$unit"
+}
+
+# One line per process with a load, the fields asked for.
+print_apps() {
+    read_loads
+    local pid i u m line field name
+    while read -r pid i u m; do
+        [ -n "$pid" ] && [ "$i" -lt "$count" ] || continue
+        name=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1)
+        line=""
+        for field in "${fields[@]}"; do
+            case $field in
+                pid) line+="${line:+, }$pid" ;;
+                gpu_uuid) line+="${line:+, }$(gpu_uuid "$i")" ;;
+                used_memory)
+                    line+="${line:+, }$(shown_value "$m")"
+                    case $m in NA | NS) ;; *) [ "$nounits" = 1 ] || line+=" MiB" ;; esac
+                    ;;
+                process_name) line+="${line:+, }${name:-[Not Found]}" ;;
+            esac
+        done
+        echo "$line"
+    done <<<"$loads"
 }
 
 field_header() {
     case $1 in
         memory.*) printf '%s [MiB]' "$1" ;;
         utilization.gpu) printf '%s [%%]' "$1" ;;
+        power.draw) printf '%s [W]' "$1" ;;
         *) printf '%s' "$1" ;;
     esac
 }
@@ -112,10 +194,11 @@ print_table() {
     echo "+$(repeat - 89)+"
 }
 
-query="" format="" list=0 query_given=0 format_given=0
+query="" format="" list=0 query_given=0 format_given=0 apps=0 value=""
 while [ $# -gt 0 ]; do
     case $1 in
         --query-gpu=*) query=${1#--query-gpu=}; query_given=1 ;;
+        --query-compute-apps=*) query=${1#--query-compute-apps=}; query_given=1; apps=1 ;;
         --format=*) format=${1#--format=}; format_given=1 ;;
         -L | --list-gpus) list=1 ;;
         -h | --help) print_help; exit 0 ;;
@@ -142,7 +225,8 @@ if [ "$query_given" = 1 ] || [ "$format_given" = 1 ]; then
     [ "${#fields[@]}" -gt 0 ] || bad_arguments
     for ((f = 0; f < ${#fields[@]}; f++)); do
         fields[f]=${fields[f]// /}
-        if ! is_field "${fields[f]}"; then
+        if { [ "$apps" = 0 ] && ! is_field "${fields[f]}"; } ||
+            { [ "$apps" = 1 ] && ! is_app_field "${fields[f]}"; }; then
             printf 'Field "%s" is not a valid field to query.\n\n' "${fields[f]}"
             exit 2
         fi
@@ -158,6 +242,16 @@ if [ "$list" = 1 ]; then
     for ((i = 0; i < count; i++)); do
         echo "GPU $i: $model (UUID: $(gpu_uuid "$i"))"
     done
+elif [ "$apps" = 1 ]; then
+    if [ "$header" = 1 ]; then
+        line=""
+        for field in "${fields[@]}"; do
+            case $field in used_memory) field="used_gpu_memory [MiB]" ;; esac
+            line+="${line:+, }$field"
+        done
+        echo "$line"
+    fi
+    print_apps
 elif [ "$query_given" = 1 ]; then
     if [ "$header" = 1 ]; then
         line=""

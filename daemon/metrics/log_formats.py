@@ -1,0 +1,160 @@
+"""What one line of a training log says about metrics: a pure function of the line.
+
+Formats (docs/metrics.md has them exactly):
+- rtrain's own `step 10 | loss 3.2145 | lr 0.01`: `|`-separated `name number` fields;
+- a Python dict as HF Trainer prints it, `{'loss': 1.2345, 'learning_rate': 2e-05, ...}`;
+- a JSON object, `{"loss": 1.2, "step": 3}`: its numeric top-level fields;
+- a tqdm bar, `Epoch 1:  45%|####5     | 45/100 [00:12<00:15,  3.61it/s, loss=0.5]`:
+  the progress (n, total, rate, remaining time) and the postfix's numbers.
+
+Every pattern is anchored and linear, and a line longer than MAX_LINE is not looked at, so
+no line costs more than reading its bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+MAX_LINE = 4096
+MAX_NAME = 64
+MAX_FIELDS = 32
+
+_NUMBER = (
+    r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+    r"|nan|NaN|-?inf|-?Infinity"
+)
+_NAME = r"[A-Za-z_][A-Za-z0-9_./-]{0,63}"
+_PIPE_FIELD = re.compile(rf"\s*({_NAME})[\s:=]+({_NUMBER})\s*")
+_DICT_FIELD = re.compile(rf"""['"]({_NAME})['"]\s*:\s*({_NUMBER})\s*(?=[,}}])""")
+_TQDM = re.compile(
+    r"(?:(?P<pct>\d{1,3})%\|[^|]{0,120}\|\s*)?"
+    r"(?P<n>\d+(?:\.\d+)?)(?P<nsuffix>[kMG]?)(?:/(?P<total>\d+(?:\.\d+)?)(?P<tsuffix>[kMG]?))?"
+    r"(?:\s*[A-Za-z]{0,10})?\s*"
+    r"\[(?P<elapsed>[\d:]{1,12})(?:<(?P<remaining>[\d:?]{1,12}))?,\s*"
+    r"(?P<rate>[\d.]+|\?)\s*(?P<unit>[A-Za-z]{0,10}/s|s/[A-Za-z]{0,10})"
+    r"(?P<postfix>(?:,[^\]]{0,1000})?)\]"
+)
+_POSTFIX_FIELD = re.compile(rf"\s*({_NAME})=({_NUMBER})\s*")
+_SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a progress bar stands: `n` of `total` (when known), items per second, seconds
+    left (when tqdm could tell)."""
+
+    n: float
+    total: float | None = None
+    rate: float | None = None
+    remaining: float | None = None
+    elapsed: float | None = None
+
+
+@dataclass
+class Reading:
+    """What a line said: numeric fields by name (`step` among them when given), progress."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    progress: Progress | None = None
+
+
+def read_line(line: str) -> Reading | None:
+    """The metrics in one line (one `\\r`-separated state of it), or None when it has none."""
+    text = line.strip()
+    if not text or len(text) > MAX_LINE:
+        return None
+    if text[0] == "{" and text[-1] == "}":
+        return _object(text)
+    if text.startswith("step") and "|" in text:
+        return _piped(text)
+    if "/s" in text or "s/" in text:
+        return _tqdm(text)
+    return None
+
+
+def _number(text: str) -> float:
+    return float(text.replace("Infinity", "inf"))
+
+
+def _fields(pairs: list[tuple[str, str]]) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for name, number in pairs[:MAX_FIELDS]:
+        values[name] = _number(number)
+    return values
+
+
+def _piped(text: str) -> Reading | None:
+    pairs = []
+    for part in text.split("|", MAX_FIELDS)[:MAX_FIELDS]:
+        match = _PIPE_FIELD.fullmatch(part)
+        if match is None:
+            return None  # not this format after all: every field must be `name number`
+        pairs.append((match[1], match[2]))
+    values = _fields(pairs)
+    return Reading(values) if "step" in values and len(values) > 1 else None
+
+
+def _object(text: str) -> Reading | None:
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        # Not JSON: a Python dict as HF Trainer prints it (single quotes, nan).
+        values = _fields(_DICT_FIELD.findall(text))
+    else:
+        if not isinstance(decoded, dict):
+            return None
+        values = {}
+        for name, value in list(decoded.items())[: MAX_FIELDS * 4]:
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and isinstance(name, str)
+                and 0 < len(name) <= MAX_NAME
+            ):
+                values[name] = float(value)
+            if len(values) >= MAX_FIELDS:
+                break
+    return Reading(values) if values else None
+
+
+def _tqdm(text: str) -> Reading | None:
+    match = _TQDM.search(text)
+    if match is None:
+        return None
+    n = float(match["n"]) * _SUFFIX[match["nsuffix"]]
+    total = float(match["total"]) * _SUFFIX[match["tsuffix"]] if match["total"] else None
+    rate = None if match["rate"] == "?" else _safe_float(match["rate"])
+    if rate is not None and match["unit"].startswith("s/"):
+        rate = 1 / rate if rate else None
+    progress = Progress(
+        n=n,
+        total=total,
+        rate=rate,
+        remaining=_clock(match["remaining"]),
+        elapsed=_clock(match["elapsed"]),
+    )
+    values = _fields(_POSTFIX_FIELD.findall(match["postfix"].lstrip(",")))
+    return Reading(values, progress)
+
+
+def _safe_float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _clock(text: str | None) -> float | None:
+    """Seconds in tqdm's `MM:SS` or `H:MM:SS`; None for `?`."""
+    if not text or "?" in text:
+        return None
+    seconds = 0.0
+    for part in text.split(":"):
+        if not part.isdigit():
+            return None
+        seconds = seconds * 60 + int(part)
+    return seconds

@@ -1,0 +1,151 @@
+"""One run's metrics, kept bounded: fed bytes by offset, it holds series and the latest values.
+
+Bytes come from two readers of the same log (a tail, the monitor's polls) and from
+metrics.jsonl; each source is consumed once by offset, so a byte read twice counts once. A
+line is parsed when it ends (`\\n`, or `\\r` for a redrawn bar); the line still being written
+is looked at only for the bar's progress. Every limit here holds whatever the log holds:
+MAX_PARSE bytes parsed per read, MAX_PENDING bytes of an unfinished line, MAX_SERIES series
+of MAX_POINTS points each.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .log_formats import MAX_LINE, Progress, Reading, read_line
+
+MAX_PENDING = MAX_LINE
+# Of one feed, only the last MAX_PARSE bytes are parsed: a flood of lines costs a bounded
+# amount of work per read, and what is skipped shows as a gap in the series.
+MAX_PARSE = 64 * 1024
+MAX_SERIES = 32
+MAX_POINTS = 2048
+# Names of a step field, in the order they are believed.
+STEP_NAMES = ("step", "global_step", "iteration", "iter")
+# A log line ends at a newline, or at a carriage return (a bar redrawn); a JSON line at "\n".
+_LOG_END = re.compile(rb"[\r\n]")
+_JSONL_END = re.compile(rb"\n")
+
+
+@dataclass
+class Series:
+    name: str
+    seqs: list[int] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+    def add(self, seq: int, step: float, value: float) -> None:
+        self.seqs.append(seq)
+        self.steps.append(step)
+        self.values.append(value)
+        if len(self.seqs) > MAX_POINTS:
+            # Halve: every other point of the older half goes, the recent half stays whole,
+            # so the curve keeps its shape and its latest detail.
+            half = len(self.seqs) // 2
+            keep = list(range(0, half, 2)) + list(range(half, len(self.seqs)))
+            self.seqs = [self.seqs[i] for i in keep]
+            self.steps = [self.steps[i] for i in keep]
+            self.values = [self.values[i] for i in keep]
+
+
+@dataclass
+class _Source:
+    """Where reading one file stands."""
+
+    consumed: int = 0
+    pending: bytearray = field(default_factory=bytearray)
+    skipping: bool = False  # inside a line too long to look at: drop bytes to its end
+
+
+class RunSeries:
+    def __init__(self) -> None:
+        self.series: dict[str, Series] = {}
+        self.latest: dict[str, float] = {}
+        self.progress: Progress | None = None
+        self.seq = 0  # bumped for every point; what a follower has seen is a seq
+        self.records = 0
+        self._sources: dict[str, _Source] = {}
+
+    # ---- feeding ------------------------------------------------------------------------
+
+    def feed(self, source: str, offset: int, data: bytes, restarted: bool = False) -> bool:
+        """Take bytes [offset, offset+len) of `source` ("log" or "jsonl"); True when anything
+        shown (a point, the progress) changed."""
+        state = self._sources.setdefault(source, _Source())
+        if restarted:
+            state.consumed, state.skipping = 0, False
+            state.pending.clear()
+        end = offset + len(data)
+        if end <= state.consumed:
+            return False
+        if offset > state.consumed:
+            # A gap (the monitor skipped to the latest bytes): the line in hand is not whole.
+            state.pending.clear()
+            state.skipping = offset > 0
+        else:
+            data = data[state.consumed - offset :]
+        state.consumed = end
+        if len(data) > MAX_PARSE:
+            data = data[-MAX_PARSE:]
+            state.pending.clear()
+            state.skipping = True
+        before = (self.seq, self.progress)
+        self._split(state, data, source)
+        if source == "log" and state.pending and not state.skipping:
+            self._peek_progress(bytes(state.pending))
+        return (self.seq, self.progress) != before
+
+    def consumed(self, source: str) -> int:
+        state = self._sources.get(source)
+        return state.consumed if state else 0
+
+    def _split(self, state: _Source, data: bytes, source: str) -> None:
+        start = 0
+        for end in (_JSONL_END if source == "jsonl" else _LOG_END).finditer(data):
+            piece = data[start : end.start()]
+            if state.skipping:
+                state.skipping = False
+            elif len(state.pending) + len(piece) <= MAX_PENDING:
+                self._line(bytes(state.pending + piece))
+            state.pending.clear()
+            start = end.end()
+        rest = data[start:]
+        if rest and not state.skipping:
+            if len(state.pending) + len(rest) > MAX_PENDING:
+                state.pending.clear()
+                state.skipping = True
+            else:
+                state.pending += rest
+
+    def _line(self, raw: bytes) -> None:
+        reading = read_line(raw.decode(errors="replace"))
+        if reading is not None:
+            self._take(reading)
+
+    def _peek_progress(self, raw: bytes) -> None:
+        reading = read_line(raw.decode(errors="replace"))
+        if reading is not None and reading.progress is not None:
+            self.progress = reading.progress
+
+    def _take(self, reading: Reading) -> None:
+        if reading.progress is not None:
+            self.progress = reading.progress
+        values = dict(reading.values)
+        step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
+        if not values:
+            return
+        self.records += 1
+        if step is None or not math.isfinite(step):
+            # No step of its own (HF Trainer's dicts): where the bar stands, else its count.
+            step = self.progress.n if self.progress is not None else float(self.records)
+        self.seq += 1
+        for name, value in values.items():
+            series = self.series.get(name)
+            if series is None:
+                if len(self.series) >= MAX_SERIES:
+                    continue
+                series = self.series[name] = Series(name)
+            series.add(self.seq, step, value)
+            self.latest[name] = value

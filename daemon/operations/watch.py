@@ -1,0 +1,61 @@
+"""The monitor's poll of one host: the runs' states, their new log bytes, the host's GPUs.
+
+One watch.sh per workdir of the host's active runs (nearly always one), GPUs asked in the
+first only, so a poll is still one remote command per host.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+
+from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
+from rtrain.daemon.remote.watch_output import decode_watch
+from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.messages import GpuSample, RunInfo
+
+from .context import Ops, now
+from .run_state import apply_row
+
+# The most bytes of one file a poll brings; when more are new, the newest of them.
+MAX_SLICE = 256 * 1024
+
+
+async def watch_host(
+    ops: Ops, host: str, runs: list[RunInfo], max_slice: int = MAX_SLICE, gpus: bool = True
+) -> tuple[list[RunInfo | None], set[str]]:
+    """Each run as the host says it stands (None: gone), and the run ids whose metrics moved."""
+    transport = await ops.transport(host)
+    by_workdir: dict[str, list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
+        by_workdir[posixpath.dirname(remote_dir)].append(run)
+    found: dict[str, list[str]] = {}
+    moved: set[str] = set()
+    for number, (workdir, members) in enumerate(by_workdir.items()):
+        args = [workdir, "1" if gpus and number == 0 else "0", str(max_slice)]
+        asked: dict[tuple[str, str], int] = {}
+        for run in members:
+            for source in ("log", "jsonl"):
+                asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
+            args += [run.run_id, str(asked[(run.run_id, "log")]), str(asked[(run.run_id, "jsonl")])]
+        done = await transport.run("watch", args, timeout=60)
+        out = decode_watch(done.stdout)
+        if done.returncode != 0 and not out.runs:
+            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {done.error_text}")
+        for row in out.runs:
+            found[row[0]] = row
+        if out.gpus:
+            ops.metrics.add_gpu_sample(
+                host, GpuSample(time=now(), gpus=gpu_stats(out.gpus, out.apps))
+            )
+        for piece in out.slices:
+            sent = asked.get((piece.run_id, piece.name))
+            if sent is None:
+                continue  # not a run this poll asked about
+            # The file is shorter than where reading stood: it was replaced, read it anew.
+            restarted = piece.start < sent
+            if ops.metrics.feed(host, piece.run_id, piece.name, piece.start, piece.data, restarted):
+                moved.add(piece.run_id)
+    fresh = [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]
+    return fresh, moved

@@ -1,0 +1,128 @@
+"""Metrics read from a run's log and metrics.jsonl, and GPU telemetry, as the CLI shows them."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
+
+# One line of each documented format, then a metrics.jsonl beside the log.
+MIXED_TRAINER = r"""
+import json, sys
+print("step 1 | loss 2.5 | lr 0.01")
+print("{'loss': 2.0, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.5}")
+print('{"step": 3, "loss": 1.5, "accuracy": 0.75, "tag": "x"}')
+sys.stdout.write("\rTraining:  40%|####      | 4/10 [00:02<00:03,  2.00it/s, loss=1.25]")
+print()
+print("step 5 | loss nan | lr 0.01")
+print("a line that says nothing | step or loss")
+with open("metrics.jsonl", "w") as f:
+    f.write(json.dumps({"step": 6, "eval_loss": 0.9}) + "\n")
+print("done", flush=True)
+"""
+
+EXPECTED_ROWS = [
+    {"step": 1, "loss": 2.5, "lr": 0.01},
+    {"step": 2, "loss": 2.0, "grad_norm": 0.5, "learning_rate": 2e-05, "epoch": 0.5},
+    {"step": 3, "loss": 1.5, "accuracy": 0.75},
+    {"step": 4, "loss": 1.25},
+    {"step": 5, "loss": None, "lr": 0.01},
+    {"step": 6, "eval_loss": 0.9},
+]
+
+
+def wait_for(cli: Cli, args: list[str], ready: Any) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        done = cli(*args)
+        assert done.code == 0, done
+        value = ready(done)
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"never ready: {done}"
+        time.sleep(0.2)
+
+
+def test_each_format_comes_out_as_series(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", MIXED_TRAINER)
+    cli.wait_state("plain", run_id, "completed")
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    assert done.json() == EXPECTED_ROWS
+
+    # The words: every series' latest value, the bar's progress.
+    shown = cli("metrics", "plain", run_id)
+    assert shown.code == 0, shown
+    lines = {line.split()[0]: line.split()[1:] for line in shown.out_lines}
+    assert lines["loss"] == ["nan"]
+    assert lines["eval_loss"] == ["0.9"]
+    assert lines["progress"][:2] == ["40%", "(4/10)"]
+
+    # `runs` and `status --json` carry the latest loss and the progress.
+    runs = cli("runs", "--json").json()
+    [run] = [r for r in runs if r["runId"] == run_id]
+    assert run["latest"]["eval_loss"] == 0.9 and run["latest"]["loss"] is None
+    assert run["progress"] == {
+        "n": 4,
+        "total": 10,
+        "percent": 40,
+        "rate": 2,
+        "eta": 3,
+        "elapsed": 2,
+    }
+    table = cli("runs").out_lines
+    [row] = [line for line in table if line.startswith(run_id)]
+    assert "40% (4/10) ETA 00:03" in row and "loss nan" in row
+    status = cli("status", "plain", run_id, "--json").json()
+    assert status["latest"]["accuracy"] == 0.75
+    # Piped, status says the state alone: scripts compare it.
+    assert cli("status", "plain", run_id).out == "completed\n"
+
+
+def test_metrics_follow_streams_points_until_the_run_ends(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", WAITING_TRAINER)
+    follow = cli.spawn("metrics", "plain", run_id, "--follow", "--json")
+    first = json.loads(follow.wait_for_line(lambda line: '"loss"' in line))
+    assert first == {"step": 1, "loss": 1.0}
+    cli.finish(run_id)
+    second = json.loads(follow.wait_for_line(lambda line: '"loss"' in line))
+    assert second == {"step": 2, "loss": 0.5}
+    done = follow.finish()
+    assert done.code == 0, done
+
+
+def test_hosts_and_status_show_the_gpus_a_run_uses(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    # The fake nvidia-smi counts this process as computing on GPUs 0 and 1; on GPU 1 it
+    # cannot read utilization or memory, as happens in containers.
+    load = "RTRAIN_FAKE_GPU_LOAD=0:87:30000,1:NA:NS"
+    cli.start(run_id, "env", load, "{python}", "-c", WAITING_TRAINER)
+
+    def plain_gpus(done: Any) -> Any:
+        [plain] = [h for h in done.json() if h["alias"] == "plain"]
+        gpus = plain.get("gpus")
+        return gpus if gpus and gpus[0].get("processes") else None
+
+    gpus = wait_for(cli, ["hosts", "--json"], plain_gpus)
+    assert [g["index"] for g in gpus] == [0, 1]
+    assert gpus[0]["utilization"] == 87 and gpus[0]["memoryUsedMib"] == 30000
+    assert gpus[0]["memoryTotalMib"] == 81559 and gpus[0]["powerW"] == 69.88
+    # [N/A] and [Not Supported] are left out, not read as numbers.
+    assert "utilization" not in gpus[1] and "memoryUsedMib" not in gpus[1]
+    assert "powerW" not in gpus[1] and gpus[1]["temperatureC"] == 31
+    [process] = gpus[0]["processes"]
+    assert process["runId"] == run_id and process["usedMemoryMib"] == 30000
+    assert "usedMemoryMib" not in gpus[1]["processes"][0]
+
+    table = cli("hosts").out_lines
+    [row] = [line for line in table if line.startswith("plain")]
+    assert "0: 87% 29.3/79.6 GiB, 1: - ?/79.6 GiB" in row
+    status = cli("status", "plain", run_id, "--json").json()
+    assert status["gpus"] == [0, 1]
+
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")

@@ -1,0 +1,107 @@
+"""One run's series, fed as the log arrives: the right points once each, bounded whatever the
+log holds."""
+
+from __future__ import annotations
+
+from rtrain.daemon.metrics.run_series import (
+    MAX_PARSE,
+    MAX_PENDING,
+    MAX_POINTS,
+    MAX_SERIES,
+    RunSeries,
+)
+
+MIXED = (
+    b"loading\n"
+    b"step 1 | loss 2.5 | lr 0.01\n"
+    b"{'loss': 2.0, 'epoch': 0.5}\n"
+    b"\r 10%|#  | 1/10 [00:01<00:09, 1.00it/s]\r 30%|### | 3/10 [00:03<00:07, 1.00it/s]"
+    b"\r    \r{'loss': 1.75, 'epoch': 0.75}\n"
+    b'{"step": 9, "loss": 1.5}\n'
+)
+
+
+def points(run: RunSeries, name: str) -> list[tuple[float, float]]:
+    series = run.series[name]
+    return list(zip(series.steps, series.values, strict=True))
+
+
+def test_a_mixed_log_fed_in_pieces_and_twice_counts_each_line_once() -> None:
+    run = RunSeries()
+    for cut in range(0, len(MIXED), 7):
+        run.feed("log", cut, MIXED[cut : cut + 7])
+    run.feed("log", 0, MIXED)  # a second reader of the same bytes
+    # Without a step: the bar's position when there is one, else the record's number.
+    assert points(run, "loss") == [(1, 2.5), (2, 2.0), (3, 1.75), (9, 1.5)]
+    assert points(run, "epoch") == [(2, 0.5), (3, 0.75)]
+    assert run.latest == {"loss": 1.5, "lr": 0.01, "epoch": 0.75}
+    assert run.progress is not None and (run.progress.n, run.progress.total) == (3, 10)
+
+
+def test_the_bar_being_drawn_counts_before_its_line_ends() -> None:
+    run = RunSeries()
+    first = b"\r 20%|## | 2/10 [00:02<00:08, 1.00it/s]"
+    assert run.feed("log", 0, first)
+    assert run.progress is not None and run.progress.n == 2
+    assert run.feed("log", len(first), b"\r 50%|#####| 5/10 [00:05<00:05, 1.00it/s]")
+    assert run.progress.n == 5
+
+
+def test_a_replaced_log_starts_over_and_a_gap_drops_the_broken_line() -> None:
+    run = RunSeries()
+    run.feed("log", 0, b"step 1 | loss 1.0\nstep 2 | lo")
+    run.feed("log", 100, b"ss 9.0\nstep 3 | loss 0.5\n")  # bytes 30..100 never came
+    assert points(run, "loss") == [(1, 1.0), (3, 0.5)]
+    run.feed("log", 0, b"step 1 | loss 4.0\n", restarted=True)
+    assert points(run, "loss")[-1] == (1, 4.0)
+    assert run.consumed("log") == 18
+
+
+def test_a_hostile_log_stays_bounded() -> None:
+    run = RunSeries()
+    offset = 0
+
+    def feed(data: bytes) -> None:
+        nonlocal offset
+        run.feed("log", offset, data)
+        offset += len(data)
+
+    # A 3 MB line without a newline, in 1 MiB reads: never held, never parsed.
+    for _ in range(3):
+        feed(b"x" * (1 << 20))
+        assert len(run._sources["log"].pending) <= MAX_PENDING
+    feed(b"\nstep 1 | loss 1.0\n")
+    assert points(run, "loss") == [(1, 1.0)]
+    # NaN and infinities are values like any other (shown as null on the wire).
+    feed(b"step 2 | loss nan\nstep 3 | loss inf\n")
+    assert [v for _, v in points(run, "loss")][1:] != [1.0, 1.0]
+    # 10^6 lines of a thousand metric names, in 1 MiB reads: a bounded share of each read is
+    # parsed, and the series stay within their limits.
+    lines = b"".join(b"step %d | m%d 1.5 | loss 0.25\n" % (i, i % 1000) for i in range(10**6))
+    before = run.records
+    for cut in range(0, len(lines), 1 << 20):
+        feed(lines[cut : cut + (1 << 20)])
+    reads = len(lines) // (1 << 20) + 1
+    assert run.records - before <= reads * (MAX_PARSE // 25 + 1)
+    assert len(run.series) <= MAX_SERIES
+    assert all(len(s.steps) <= MAX_POINTS for s in run.series.values())
+    assert run.latest["loss"] == 0.25
+
+
+def test_many_points_are_thinned_keeping_the_latest_whole() -> None:
+    run = RunSeries()
+    data = b"".join(b"step %d | loss %d\n" % (i, i) for i in range(1, 5001))
+    for cut in range(0, len(data), 4096):
+        run.feed("log", cut, data[cut : cut + 4096])
+    steps = run.series["loss"].steps
+    assert len(steps) <= MAX_POINTS
+    assert steps == sorted(steps) and steps[0] == 1 and steps[-1] == 5000
+    assert steps[-100:] == [float(i) for i in range(4901, 5001)]
+
+
+def test_metrics_jsonl_is_a_source_of_its_own() -> None:
+    run = RunSeries()
+    run.feed("log", 0, b"step 1 | loss 2.0\n")
+    run.feed("jsonl", 0, b'{"step": 1, "eval_loss": 1.9}\n{"step": 2, "eval_loss": 1.7}\n')
+    assert points(run, "eval_loss") == [(1, 1.9), (2, 1.7)]
+    assert run.consumed("log") == 18 and run.consumed("jsonl") == 60
