@@ -8,10 +8,10 @@ READ_ONCE bytes, with the same watch.sh the monitor sends.
 
 from __future__ import annotations
 
-from rtrain.daemon.client_session import RequestContext
 from rtrain.protocol.messages import MetricsParams, MetricsResult, MetricsUpdate, RunInfo, RunRef
 
 from .context import Ops
+from .notifier import Notifier
 from .status import status as run_status
 from .watch import watch_host
 
@@ -21,7 +21,7 @@ READ_ONCE = 1024 * 1024
 ACTIVE = ("running", "unknown")
 
 
-async def metrics(ops: Ops, p: MetricsParams, ctx: RequestContext) -> MetricsResult:
+async def metrics(ops: Ops, p: MetricsParams, ctx: Notifier) -> MetricsResult:
     ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
     run = (await run_status(ops, ref)).run
     store = ops.metrics
@@ -40,7 +40,7 @@ async def metrics(ops: Ops, p: MetricsParams, ctx: RequestContext) -> MetricsRes
     )
 
 
-async def _follow(ops: Ops, p: MetricsParams, ctx: RequestContext, run: RunInfo) -> RunInfo:
+async def _follow(ops: Ops, p: MetricsParams, ctx: Notifier, run: RunInfo) -> RunInfo:
     store = ops.metrics
     seq, progress = store.seq(p.host, p.run_id), store.progress(p.host, p.run_id)
     gpu = store.latest_gpus(p.host)

@@ -10,7 +10,7 @@ import posixpath
 from collections import defaultdict
 
 from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
-from rtrain.daemon.remote.watch_output import decode_watch
+from rtrain.daemon.remote import contract
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import GpuSample, RunInfo
 
@@ -30,21 +30,19 @@ async def watch_host(
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
         by_workdir[posixpath.dirname(remote_dir)].append(run)
-    found: dict[str, list[str]] = {}
+    found: dict[str, contract.RunRow] = {}
     moved: set[str] = set()
     for number, (workdir, members) in enumerate(by_workdir.items()):
-        args = [workdir, "1" if gpus and number == 0 else "0", str(max_slice)]
         asked: dict[tuple[str, str], int] = {}
+        triples = []
         for run in members:
             for source in ("log", "jsonl"):
                 asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
-            args += [run.run_id, str(asked[(run.run_id, "log")]), str(asked[(run.run_id, "jsonl")])]
-        done = await transport.run("watch", args, timeout=60)
-        out = decode_watch(done.stdout)
-        if done.returncode != 0 and not out.runs:
-            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {done.error_text}")
-        for row in out.runs:
-            found[row[0]] = row
+            triples.append((run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")]))
+        out = await contract.watch(transport, workdir, gpus and number == 0, max_slice, triples)
+        if out.exit != contract.Exit.OK and not out.runs:
+            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
+        found.update(out.runs)
         if out.gpus:
             ops.metrics.add_gpu_sample(
                 host, GpuSample(time=now(), gpus=gpu_stats(out.gpus, out.apps))

@@ -353,6 +353,86 @@ async def read_log(
     )
 
 
+# ---- watch.sh ----------------------------------------------------------------------------
+
+
+class WatchSlice(msgspec.Struct, frozen=True):
+    """`slice RUN_ID NAME START COUNT SIZE`, then COUNT raw bytes of the file from START."""
+
+    run_id: str
+    name: str  # "log" (train.log) or "jsonl" (metrics.jsonl)
+    start: int
+    size: int  # of the whole file when it was read
+    data: bytes
+
+
+class WatchReport(Answer, frozen=True, kw_only=True):
+    """watch.sh: run rows, nvidia-smi's CSV lines (`gpus`; `apps` as (run id or "-", CSV)),
+    and the slices."""
+
+    runs: dict[str, RunRow]
+    gpus: list[str]
+    apps: list[tuple[str, str]]
+    slices: list[WatchSlice]
+
+
+async def watch(
+    transport: Transport,
+    workdir: str,
+    gpus: bool,
+    limit: int,
+    runs: Sequence[tuple[str, int, int]],
+) -> WatchReport:
+    """watch.sh for (run id, log offset, metrics.jsonl offset) triples."""
+    args = [workdir, "1" if gpus else "0", str(limit)]
+    for run_id, log_offset, jsonl_offset in runs:
+        args += [run_id, str(log_offset), str(jsonl_offset)]
+    done = await transport.run("watch", args, timeout=60)
+    return decode_watch(done.stdout, done.returncode, done.error_text)
+
+
+def decode_watch(stdout: bytes, exit: int = 0, error_text: str = "") -> WatchReport:
+    """watch.sh's output. Slices hold a log's raw bytes, which may imitate any line (a
+    forged `run` row among them): machine lines are read only before the first slice, and
+    each slice is taken by its byte count. A slice cut short is dropped."""
+    rows: list[RunRow] = []
+    gpu_lines: list[str] = []
+    apps: list[tuple[str, str]] = []
+    slices: list[WatchSlice] = []
+    at = 0
+    while at < len(stdout):
+        end = stdout.find(b"\n", at)
+        if end < 0:
+            break
+        key, *fields = stdout[at:end].decode(errors="replace").split("\t")
+        at = end + 1
+        if key == "slice":
+            if len(fields) < 5 or not all(f.isdigit() for f in fields[2:5]):
+                break
+            start, count, size = (int(f) for f in fields[2:5])
+            data = stdout[at : at + count]
+            if len(data) < count:
+                break
+            slices.append(WatchSlice(fields[0], fields[1], start, size, data))
+            at += count + 1  # and the newline after the bytes
+        elif slices:
+            break  # nothing but slices may follow a slice
+        elif key == "run":
+            rows.append(_run_row(fields))
+        elif key == "gpu" and fields:
+            gpu_lines.append(fields[0])
+        elif key == "app" and len(fields) >= 2:
+            apps.append((fields[0], fields[1]))
+    return WatchReport(
+        runs={row.run_id: row for row in rows},
+        gpus=gpu_lines,
+        apps=apps,
+        slices=slices,
+        exit=exit,
+        error_text=error_text,
+    )
+
+
 # ---- list_files.sh -----------------------------------------------------------------------
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtrain.daemon.remote.watch_output import WatchOutput, decode_watch
+from rtrain.daemon.remote.contract import WatchReport, decode_watch
 from tests.hosts.fake_nvidia_smi import render_script
 
 from .conftest import Remote, wait_file, wait_for
@@ -23,7 +23,7 @@ with open("metrics.jsonl", "wb") as f:
 """
 
 
-def watch(remote: Remote, *args: str, env: dict[str, str] | None = None) -> WatchOutput:
+def watch(remote: Remote, *args: str, env: dict[str, str] | None = None) -> WatchReport:
     result = remote.run("watch", *args, env=env)
     assert result.returncode == 0, result
     return decode_watch(result.stdout)
@@ -33,10 +33,11 @@ def test_states_and_the_exact_new_bytes_of_each_file(remote: Remote) -> None:
     launched = remote.launch(WRITER)
     wait_file(launched.run_dir / "status")
     out = watch(remote, "~/.rtrain", "0", "1000", launched.run_id, "0", "0", "gone-run", "0", "0")
-    assert [row[:2] for row in out.runs] == [
-        [launched.run_id, "completed"],
-        ["gone-run", "missing"],
+    assert [(row.run_id, row.state) for row in out.runs.values()] == [
+        (launched.run_id, "completed"),
+        ("gone-run", "missing"),
     ]
+    assert "forged" not in out.runs
     log, jsonl = out.slices
     assert (log.run_id, log.name, log.start, log.size, log.data) == (
         launched.run_id,
@@ -66,7 +67,8 @@ def test_bad_arguments_are_refused(remote: Remote) -> None:
         result = remote.run("watch", *args)
         assert result.returncode == 2, (args, result)
     out = watch(remote, "~/.rtrain", "0", "10", "../etc", "0", "0")
-    assert out.runs == [["../etc", "missing", "-", "-", "-", "invalid run id"]]
+    assert list(out.runs) == ["../etc"]
+    assert (out.runs["../etc"].state, out.runs["../etc"].detail) == ("missing", "invalid run id")
 
 
 def test_gpus_and_the_runs_computing_on_them(remote: Remote, tmp_path: Path) -> None:
