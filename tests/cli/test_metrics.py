@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from typing import Any
 
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
+from tests.hosts import GPULOAD_USER
 
 # One line of each documented format, then a metrics.jsonl beside the log.
 MIXED_TRAINER = r"""
@@ -100,29 +102,38 @@ def test_hosts_and_status_show_the_gpus_a_run_uses(cli: Cli) -> None:
     # The fake nvidia-smi counts this process as computing on GPUs 0 and 1; on GPU 1 it
     # cannot read utilization or memory, as happens in containers.
     load = "RTRAIN_FAKE_GPU_LOAD=0:87:30000,1:NA:NS"
-    cli.start(run_id, "env", load, "{python}", "-c", WAITING_TRAINER)
+    far_workdir = cli.hosts.home(GPULOAD_USER) / ".rtrain-cli" / cli.tag
+    try:
+        started = cli(
+            "start", "gpuload", "-c", cli.file("cfg.yaml", "steps: 1\n").name,
+            "--run-id", run_id, "--workdir", cli.workdir, "--gpus", "0", "--no-follow",
+            "--", "env", load, "{python}", "-c", WAITING_TRAINER,
+        )  # fmt: skip
+        assert started.code == 0, started
 
-    def plain_gpus(done: Any) -> Any:
-        [plain] = [h for h in done.json() if h["alias"] == "plain"]
-        gpus = plain.get("gpus")
-        return gpus if gpus and gpus[0].get("processes") else None
+        def gpuload_gpus(done: Any) -> Any:
+            [host] = [h for h in done.json() if h["alias"] == "gpuload"]
+            gpus = host.get("gpus")
+            return gpus if gpus and gpus[0].get("processes") else None
 
-    gpus = wait_for(cli, ["hosts", "--json"], plain_gpus)
-    assert [g["index"] for g in gpus] == [0, 1]
-    assert gpus[0]["utilization"] == 87 and gpus[0]["memoryUsedMib"] == 30000
-    assert gpus[0]["memoryTotalMib"] == 81559 and gpus[0]["powerW"] == 69.88
-    # [N/A] and [Not Supported] are left out, not read as numbers.
-    assert "utilization" not in gpus[1] and "memoryUsedMib" not in gpus[1]
-    assert "powerW" not in gpus[1] and gpus[1]["temperatureC"] == 31
-    [process] = gpus[0]["processes"]
-    assert process["runId"] == run_id and process["usedMemoryMib"] == 30000
-    assert "usedMemoryMib" not in gpus[1]["processes"][0]
+        gpus = wait_for(cli, ["hosts", "--json"], gpuload_gpus)
+        assert [g["index"] for g in gpus] == [0, 1]
+        assert gpus[0]["utilization"] == 87 and gpus[0]["memoryUsedMib"] == 30000
+        assert gpus[0]["memoryTotalMib"] == 81559 and gpus[0]["powerW"] == 69.88
+        # [N/A] and [Not Supported] are left out, not read as numbers.
+        assert "utilization" not in gpus[1] and "memoryUsedMib" not in gpus[1]
+        assert "powerW" not in gpus[1] and gpus[1]["temperatureC"] == 31
+        ours = [p for p in gpus[0]["processes"] if p["runId"] == run_id]
+        assert ours and all(p["usedMemoryMib"] == 30000 for p in ours)
+        assert all("usedMemoryMib" not in p for p in gpus[1]["processes"])
 
-    table = cli("hosts").out_lines
-    [row] = [line for line in table if line.startswith("plain")]
-    assert "0: 87% 29.3/79.6 GiB, 1: - ?/79.6 GiB" in row
-    status = cli("status", "plain", run_id, "--json").json()
-    assert status["gpus"] == [0, 1]
+        table = cli("hosts").out_lines
+        [row] = [line for line in table if line.startswith("gpuload")]
+        assert "0: 87% 29.3/79.6 GiB, 1: - ?/79.6 GiB" in row
+        status = cli("status", "gpuload", run_id, "--json").json()
+        assert status["gpus"] == [0, 1]
 
-    cli.finish(run_id)
-    cli.wait_state("plain", run_id, "completed")
+        (far_workdir / run_id / "finish").touch()
+        cli.wait_state("gpuload", run_id, "completed")
+    finally:
+        shutil.rmtree(far_workdir, ignore_errors=True)

@@ -2,6 +2,14 @@
 
 from tests.hosts.proxy import TcpProxy
 from tests.hosts.session import TestHosts, start_test_hosts
-from tests.hosts.user_accounts import GPU_USER, NOGPU_USER, NOISY_USER
+from tests.hosts.user_accounts import GPU_USER, GPULOAD_USER, NOGPU_USER, NOISY_USER
 
-__all__ = ["GPU_USER", "NOGPU_USER", "NOISY_USER", "TcpProxy", "TestHosts", "start_test_hosts"]
+__all__ = [
+    "GPU_USER",
+    "GPULOAD_USER",
+    "NOGPU_USER",
+    "NOISY_USER",
+    "TcpProxy",
+    "TestHosts",
+    "start_test_hosts",
+]

@@ -5,6 +5,7 @@ Hosts (all on 127.0.0.1, one host key, so one "machine" behind several doors):
   nogpu     the same sshd, user rtrain-nogpu (no nvidia-smi at all)
   noisy     the same sshd, user rtrain-noisy, whose ~/.bashrc and ~/.profile print to stdout
             and stderr (fake nvidia-smi with 2 GPUs)
+  gpuload   the same sshd, user rtrain-gpuload (fake nvidia-smi with 2 GPUs, for telemetry)
   console   console-only gateway sshd, user rtrain-gpu: PTY shell only, no exec/scp/sftp
   passonly  password-only sshd: key logins are refused
   closed    a port with nothing listening
@@ -23,6 +24,7 @@ from tests.hosts.client_config import Alias, ClientConfig
 from tests.hosts.sshd import SSHD, Sshd
 from tests.hosts.user_accounts import (
     GPU_USER,
+    GPULOAD_USER,
     NOGPU_USER,
     NOISY_USER,
     authorize_key,
@@ -194,13 +196,18 @@ class TestHosts:
         self.user_public_key = self.user_key.with_suffix(".pub").read_text().strip()
         host_public_key = " ".join(self.host_key.with_suffix(".pub").read_text().split()[:2])
 
-        for user, with_gpus in ((GPU_USER, True), (NOGPU_USER, False), (NOISY_USER, True)):
+        for user, with_gpus in (
+            (GPU_USER, True),
+            (NOGPU_USER, False),
+            (NOISY_USER, True),
+            (GPULOAD_USER, True),
+        ):
             account = ensure_user(user)
             install_home_files(account, with_gpus=with_gpus, noisy=user == NOISY_USER)
             authorize_key(account, self.user_public_key)
             self._users[user] = account
 
-        users = f"AllowUsers {GPU_USER} {NOGPU_USER} {NOISY_USER}"
+        users = f"AllowUsers {GPU_USER} {NOGPU_USER} {NOISY_USER} {GPULOAD_USER}"
         self._plain = Sshd(
             "plain",
             self.base,
@@ -249,6 +256,7 @@ class TestHosts:
         self.add_alias("plain", self.plain_port, GPU_USER)
         self.add_alias("nogpu", self.plain_port, NOGPU_USER)
         self.add_alias("noisy", self.plain_port, NOISY_USER)
+        self.add_alias("gpuload", self.plain_port, GPULOAD_USER)
         self.add_alias("console", self.console_port, GPU_USER)
         self.add_alias("passonly", self.passonly_port, GPU_USER)
         self.add_alias("closed", self.closed_port, GPU_USER)

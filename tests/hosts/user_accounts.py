@@ -28,6 +28,9 @@ GPU_USER = "rtrain-gpu"
 NOGPU_USER = "rtrain-nogpu"
 # Its ~/.bashrc and ~/.profile print to stdout and stderr (a lab server's greeting).
 NOISY_USER = "rtrain-noisy"
+# A GPU user of its own for GPU telemetry: its fake nvidia-smi answers to loads that test
+# trainers declare (fake_nvidia_smi.py), and no older copy of the suite rewrites it.
+GPULOAD_USER = "rtrain-gpuload"
 
 # Comment on this session's client key; the pid lets a later session drop keys of dead ones.
 KEY_COMMENT_PREFIX = "rtrain-test-hosts:"
