@@ -49,6 +49,8 @@ class IsolatedDaemon:
         if poll_interval_s is not None:
             self.env["RTRAIN_POLL_INTERVAL"] = str(poll_interval_s)
         self._process: subprocess.Popen[bytes] | None = None
+        # The interpreter the daemon runs under (another install compares two versions).
+        self.python = sys.executable
 
     @property
     def socket_path(self) -> Path:
@@ -66,7 +68,7 @@ class IsolatedDaemon:
     def start(self) -> None:
         with open(self.root / "daemon.out", "ab") as out:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", self.module],
+                [self.python, "-m", self.module],
                 env=self.env,
                 cwd=REPO,  # so a module of the benchmark's own (`bench.…`) is found
                 stdin=subprocess.DEVNULL,

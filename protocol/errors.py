@@ -48,6 +48,8 @@ class Kind(StrEnum):
     INVALID_PATH = "invalid_path"
     INVALID_COMMAND = "invalid_command"
     INVALID_SECRET = "invalid_secret"
+    INVALID_REQUIREMENT = "invalid_requirement"
+    INVALID_MODEL = "invalid_model"
     LOCAL_FILE_MISSING = "local_file_missing"
     PATH_OUTSIDE_RUN = "path_outside_run"
     HOST_UNREACHABLE = "host_unreachable"

@@ -200,10 +200,27 @@ class RunInfo(Result):
     gpus: list[int] | None = None
 
 
+class GpuProcess(Result):
+    """A process holding memory on a GPU, as nvidia-smi lists it."""
+
+    pid: int
+    used_mib: int | None = None
+    name: str | None = None
+    # The rtrain run it belongs to (its RTRAIN_RUN_ID marker); None: not rtrain's, or a
+    # process of another user whose environment cannot be read.
+    run_id: str | None = None
+
+
 class GpuInfo(Result):
     index: int
     name: str
     memory_mib: int | None = None
+    memory_used_mib: int | None = None
+    utilization_percent: int | None = None
+    uuid: str | None = None
+    processes: list[GpuProcess] = []
+    # A process that is not rtrain's holds this GPU now.
+    in_use_by_other: bool = False
 
 
 class PreflightParams(Params):
@@ -211,6 +228,86 @@ class PreflightParams(Params):
     gpus: int = 1
     python: str = DEFAULT_PYTHON
     workdir: str = DEFAULT_WORKDIR
+    # Requirement strings (`transformers>=5`, `peft`) the chosen python must satisfy.
+    requires: list[str] = []
+    # Local files or directories `start` would ship; their size is checked against the disk.
+    inputs: list[str] = []
+    # Hugging Face model ids (`ORG/NAME`) the host must be able to download.
+    hf_models: list[str] = []
+    # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
+    secrets: dict[str, str] = {}
+
+
+class TorchInfo(Result):
+    version: str
+    # The CUDA version torch was built for; None for a CPU-only build.
+    cuda: str | None = None
+    cuda_available: bool | None = None
+    device_count: int | None = None
+
+
+class PythonCandidate(Result):
+    """Another interpreter found on the host, and what it can do."""
+
+    path: str
+    usable: bool
+    version: str | None = None
+    executable: str | None = None
+    torch: TorchInfo | None = None
+    error: str | None = None
+
+
+class DriverInfo(Result):
+    version: str | None = None
+    # The newest CUDA the driver supports (nvidia-smi's "CUDA Version").
+    cuda_version: str | None = None
+
+
+class PackageCheck(Result):
+    requirement: str
+    name: str
+    ok: bool
+    # The installed version; None when it is not installed (or could not be read).
+    installed: str | None = None
+    problem: str | None = None
+    fix: str | None = None
+
+
+class DiskCheck(Result):
+    free_bytes: int
+    ship_bytes: int
+    margin_bytes: int
+    ok: bool
+
+
+HubVerdict = Literal[
+    "ok", "no_token", "not_granted", "token_scope", "not_found", "unreachable", "error"
+]
+
+
+class HubAccess(Result):
+    """Whether the host can download one Hugging Face model."""
+
+    model: str
+    ok: bool
+    verdict: HubVerdict
+    message: str
+    status: int | None = None
+    error_code: str | None = None
+    endpoint: str | None = None
+    # Where the token tried came from: "secret", "host environment", "host token file", "none".
+    token_source: str | None = None
+
+
+FindingLevel = Literal["ok", "info", "warning", "problem"]
+
+
+class Finding(Result):
+    """One line of the verdict as every client shows it: what was checked, and the result."""
+
+    topic: str
+    text: str
+    level: FindingLevel = "ok"
 
 
 class PreflightResult(Result):
@@ -224,6 +321,20 @@ class PreflightResult(Result):
     free_disk_bytes: int | None = None
     torch_version: str | None = None
     cuda_version: str | None = None
+    findings: list[Finding] = []
+    python_executable: str | None = None
+    torch: TorchInfo | None = None
+    python_candidates: list[PythonCandidate] = []
+    # An interpreter of the host to use instead of the requested one, when there is a better.
+    suggested_python: str | None = None
+    driver: DriverInfo | None = None
+    # GPUs no other process holds now (rtrain's own GPU claims are not counted here).
+    gpus_free: int | None = None
+    packages: list[PackageCheck] = []
+    disk: DiskCheck | None = None
+    hugging_face: list[HubAccess] = []
+    # What the login shell printed to stdout around the command (a noisy ~/.bashrc).
+    shell_noise: str | None = None
 
 
 class StartParams(Params):

@@ -16,6 +16,8 @@ _WORKDIR = re.compile(r"~?[A-Za-z0-9._/-]*")
 _HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@-]{0,252}")
 _PYTHON = re.compile(r"[A-Za-z0-9_./+-]{1,255}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# A Hub repo id: NAME or ORG/NAME, as huggingface_hub's validate_repo_id accepts them.
+_HF_MODEL = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
 
 def run_id(value: str) -> str:
@@ -76,6 +78,31 @@ def secret_name(value: str) -> str:
             "(letters, digits and _, not starting with a digit).",
         )
     return value
+
+
+def hf_model(value: str) -> str:
+    if not _HF_MODEL.fullmatch(value) or ".." in value or value.endswith((".git", ".")):
+        raise app_error(
+            Kind.INVALID_MODEL,
+            f"Hugging Face model {value!r} is not a model id: give ORG/NAME as on its page, "
+            "e.g. meta-llama/Llama-3.1-8B.",
+        )
+    return value
+
+
+def requirement(value: str) -> str:
+    """A PEP 508 requirement (`transformers>=5`, `peft`); returns its distribution name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(value).name
+    except InvalidRequirement as error:
+        raise app_error(
+            Kind.INVALID_REQUIREMENT,
+            f"requirement {value!r} is not one pip understands "
+            f"({str(error).splitlines()[0]}); "
+            "write it like 'transformers>=5' or 'peft'.",
+        ) from None
 
 
 def fetch_path(value: str) -> str:

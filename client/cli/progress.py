@@ -6,13 +6,7 @@ import sys
 import time
 from typing import Any
 
-
-def human_bytes(count: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(count) < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} GB"
+from rtrain.protocol.byte_sizes import human_bytes
 
 
 class ProgressBar:

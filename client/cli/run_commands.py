@@ -11,6 +11,7 @@ import typer
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import Interrupted
 from rtrain.protocol import validation
+from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR, RunState
 
@@ -28,7 +29,7 @@ from .metrics_view import (
     show_metrics,
 )
 from .output import fail, friendly_errors, note, print_json
-from .progress import ProgressBar, human_bytes
+from .progress import ProgressBar
 from .status_view import show_status
 from .usage import PlainUsage
 

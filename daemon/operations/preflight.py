@@ -1,66 +1,150 @@
-"""host/preflight: can this host train? A verdict with one sentence per problem."""
+"""host/preflight: can this host train? A verdict with one sentence per problem.
+
+One far-side probe (preflight.sh) gathers everything; the judging lives beside this file, one
+topic each: the python and torch, the GPUs, packages, the disk, Hugging Face access.
+"""
 
 from __future__ import annotations
 
 from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Exit
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol import validation
+from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import GpuInfo, PreflightParams, PreflightResult
+from rtrain.protocol.messages import Finding, PreflightParams, PreflightResult
 
 from .context import Ops
+from .preflight_disk import judge_disk, ship_bytes
+from .preflight_gpus import count_reason, driver_info, free_now, gpu_findings, gpu_list
+from .preflight_hub import judge_hub
+from .preflight_packages import judge_packages, probe_names
+from .preflight_python import judge_python, torch_info
+
+HF_TOKEN = "HF_TOKEN"
 
 
-async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
+def _validate(p: PreflightParams) -> None:
     validation.host(p.host)
     validation.workdir(p.workdir)
     validation.python(p.python)
     if p.gpus < 0:
         raise app_error(Kind.INVALID_COMMAND, f"gpus must be 0 or more, not {p.gpus}.")
+    for text in p.requires:
+        validation.requirement(text)
+    for model in p.hf_models:
+        validation.hf_model(model)
+    for name, value in p.secrets.items():
+        validation.secret_name(name)
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise app_error(
+                Kind.INVALID_SECRET, f"secret {name} holds a control character; a token cannot."
+            )
+
+
+async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
+    _validate(p)
+    # Local paths are read before anything reaches the host.
+    shipped = ship_bytes(p.inputs) if p.inputs else None
     try:
         transport = await ops.transport(p.host)
-        report = await contract.preflight(transport, p.python, p.workdir)
+        # The token travels on stdin only: never an argument, never in a file.
+        report = await contract.preflight(
+            transport,
+            p.python,
+            p.workdir,
+            dists=probe_names(p.requires),
+            hf_models=p.hf_models,
+            hf_token=p.secrets.get(HF_TOKEN, ""),
+        )
     except RpcError as error:
         if host_did_not_answer(error) or error.kind == Kind.REMOTE_FAILED:
-            return PreflightResult(host=p.host, ok=False, reasons=[error.message])
+            return PreflightResult(
+                host=p.host,
+                ok=False,
+                reasons=[error.message],
+                findings=[Finding("host", error.message, "problem")],
+            )
         raise
-    reasons = []
-    python_version = None
-    if report.python_ok:
-        python_version = report.python_version or ""
-    else:
-        reasons.append(f"{p.python} not usable: {report.python_error or 'did not run'}")
-    gpus = [
-        GpuInfo(
-            index=gpu.index if gpu.index is not None else i,
-            name=gpu.name,
-            memory_mib=gpu.memory_mib,
-        )
-        for i, gpu in enumerate(report.gpus)
-    ]
-    if len(gpus) < p.gpus:
-        smi = report.nvidia_smi
-        if smi and smi[0] == "missing":
-            why = "nvidia-smi not found: no NVIDIA driver on the host's PATH"
-        elif smi and smi[0] == "error":
-            why = f"nvidia-smi failed: {' '.join(smi[1:])}"
-        else:
-            why = "no CUDA GPU visible to nvidia-smi"
-        reasons.append(f"needs {p.gpus} GPU(s), found {len(gpus)} ({why})")
+    reasons: list[str] = []
+    findings: list[Finding] = [Finding("transport", f"{p.host} over {transport.kind}")]
+
+    def problem(topic: str, reason: str) -> None:
+        reasons.append(reason)
+        findings.append(Finding(topic, reason, "problem"))
+
+    python = judge_python(p.python, p.gpus, report)
+    findings += python.findings
+    for reason in python.reasons:
+        problem("python", reason)
+
+    gpus = gpu_list(report)
+    driver = driver_info(report)
+    findings += gpu_findings(gpus, driver)
+    short = count_reason(p.gpus, gpus, report)
+    if short is not None:
+        problem("gpu", short)
+
+    packages = judge_packages(p.python, p.requires, report)
+    findings += packages.findings
+    for reason in packages.reasons:
+        problem("packages", reason)
+
     if not report.workdir_ok:
-        reasons.append(f"workdir {p.workdir} not usable: {report.workdir_error or 'not writable'}")
-    if report.exit != Exit.OK and not report.said_anything:
-        reasons.append(f"the preflight script failed on {p.host}: {report.error_text}")
+        why = report.workdir_error or "not writable"
+        problem("workdir", f"workdir {p.workdir} not usable: {why}")
+    disk, disk_reason = judge_disk(shipped, report.free_bytes)
+    if report.workdir and report.free_bytes is not None:
+        text = f"{report.workdir}: {human_bytes(report.free_bytes)} free"
+        if disk is not None:
+            text += (
+                f"; start would ship {human_bytes(disk.ship_bytes)} "
+                f"(+ {human_bytes(disk.margin_bytes)} margin)"
+            )
+        findings.append(Finding("workdir", text))
+    if disk_reason:
+        problem("disk", disk_reason)
+
+    hub = judge_hub(report, p.hf_models)
+    for access in hub:
+        if access.ok:
+            findings.append(Finding("hugging face", access.message))
+        else:
+            problem("hugging face", access.message)
+
+    if report.shell_noise:
+        first = report.shell_noise.splitlines()[0]
+        findings.append(
+            Finding(
+                "shell",
+                f"the login shell on {p.host} prints to stdout around every command "
+                f"({first!r}, from ~/.bashrc or a login file); preflight reads past it",
+                "info",
+            )
+        )
+    if report.exit != contract.Exit.OK and not report.complete:
+        problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
+
+    torch = report.torch
     return PreflightResult(
         host=p.host,
         ok=not reasons,
         reasons=reasons,
         transport=transport.kind,
-        python_version=python_version,
+        python_version=report.python_version,
         gpus=gpus,
         workdir=report.workdir,
         free_disk_bytes=report.free_bytes,
-        torch_version=report.torch,
-        cuda_version=report.cuda if report.cuda != "none" else None,
+        torch_version=torch.version if torch else None,
+        cuda_version=torch.cuda if torch else None,
+        findings=findings,
+        python_executable=report.python_executable,
+        torch=torch_info(torch),
+        python_candidates=python.candidates,
+        suggested_python=python.suggested,
+        driver=driver,
+        gpus_free=free_now(gpus) if gpus else None,
+        packages=packages.checks,
+        disk=disk,
+        hugging_face=hub,
+        shell_noise=report.shell_noise,
     )

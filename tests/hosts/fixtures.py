@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.hosts.pythons_host import PythonsHost, torch_available_here
 from tests.hosts.session import TestHosts, missing_requirements, start_test_hosts
 
 
@@ -28,5 +29,21 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestHosts]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Tests that use the hosts carry the `ssh` marker, so `-m "not ssh"` leaves them out.
     for item in items:
-        if "ssh_hosts" in getattr(item, "fixturenames", ()):
+        if {"ssh_hosts", "pythons_host"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.ssh)
+
+
+@pytest.fixture(scope="session")
+def pythons_host(ssh_hosts: TestHosts) -> Iterator[PythonsHost]:
+    """A far user with two pythons, one with torch (see pythons_host.py), on its own sshd."""
+    if not torch_available_here():
+        reason = "the two-pythons host needs torch installed for the tests (pip install torch)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI must provide it.", pytrace=False)
+        pytest.skip(reason)
+    host = PythonsHost(ssh_hosts)
+    try:
+        host.start()
+        yield host
+    finally:
+        host.close()

@@ -32,7 +32,8 @@ def test_plain_host_is_ready(ops: Ops) -> None:
 def test_too_few_gpus(ops: Ops) -> None:
     result = preflight(ops, gpus=3, workdir=ops.workdir)
     assert not result.ok
-    assert result.reasons == ["needs 3 GPU(s), found 2 (no CUDA GPU visible to nvidia-smi)"]
+    # GPUs were found: no parenthesis claiming none are visible.
+    assert result.reasons == ["needs 3 GPU(s), found 2"]
 
 
 def test_host_without_nvidia_smi(ops: Ops) -> None:
@@ -62,3 +63,22 @@ def test_unwritable_workdir(ops: Ops) -> None:
     assert not result.ok
     [reason] = result.reasons
     assert reason.startswith("workdir /root/rtrain-cannot-write-here not usable: ")
+
+
+def test_an_interpreter_that_fails_says_so_in_a_sentence(ops: Ops) -> None:
+    result = preflight(ops, python="/bin/false", gpus=0, workdir=ops.workdir)
+    assert not result.ok
+    [reason] = [r for r in result.reasons if r.startswith("/bin/false")]
+    assert reason.startswith(
+        "/bin/false not usable: it exited with status 1 without answering the probe; "
+        "is it a Python interpreter?"
+    ), reason
+
+
+def test_a_program_that_is_not_python_never_shows_the_probe(ops: Ops) -> None:
+    result = preflight(ops, python="ls", gpus=0, workdir=ops.workdir)
+    assert not result.ok
+    [reason] = [r for r in result.reasons if r.startswith("ls ")]
+    assert reason.startswith("ls not usable: it exited with status 2 without answering"), reason
+    for text in [*result.reasons, *(f.text for f in result.findings)]:
+        assert "import" not in text and "RTRAIN_PROBE" not in text and "exec(" not in text

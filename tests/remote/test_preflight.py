@@ -93,16 +93,42 @@ def test_torch_and_its_cuda_are_reported_when_torch_imports(
 def test_lists_each_gpu(
     remote: Remote, bare_python: str, fake_nvidia_smi: Callable[[str], str]
 ) -> None:
+    # What the real nvidia-smi answers to preflight's query: a name may hold a comma.
     path = fake_nvidia_smi(
-        "printf '0, NVIDIA H100 80GB HBM3, 81559\\n1, NVIDIA H100 80GB HBM3, 81559\\n'\n"
+        'case "$*" in\n'
+        "*--query-gpu=*) printf '0, NVIDIA H100 80GB HBM3, 81559, 30000, 87, GPU-a, 550.54.15\\n"
+        "1, NVIDIA A100-SXM4-80GB, rev 2, 81920, [N/A], [Not Supported], GPU-b, 550.54.15\\n' ;;\n"
+        "*--query-compute-apps=*) printf 'GPU-a, 4242, 30000, /usr/bin/python3\\n' ;;\n"
+        "*) echo '| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4   |' ;;\n"
+        "esac\n"
     )
     result = remote.run("preflight", bare_python, "~/x", env={**remote.env, "PATH": path})
 
     assert result.values("gpu") == [
-        ["0", "NVIDIA H100 80GB HBM3", "81559"],
-        ["1", "NVIDIA H100 80GB HBM3", "81559"],
+        ["0", "NVIDIA H100 80GB HBM3", "81559", "30000", "87", "GPU-a", "550.54.15"],
+        [
+            "1",
+            "NVIDIA A100-SXM4-80GB, rev 2",
+            "81920",
+            "[N/A]",
+            "[Not Supported]",
+            "GPU-b",
+            "550.54.15",
+        ],
     ]
+    assert result.value("driver_cuda") == "12.4"
+    # Not a process of the far user's: its environment cannot be read, so it is no run's.
+    assert result.values("gpu_app") == [["GPU-a", "4242", "30000", "-", "/usr/bin/python3"]]
     assert result.values("nvidia_smi") == []
+
+
+def test_a_short_gpu_line_still_names_the_gpu(
+    remote: Remote, bare_python: str, fake_nvidia_smi: Callable[[str], str]
+) -> None:
+    path = fake_nvidia_smi("printf '0, NVIDIA H100 80GB HBM3, 81559\\n'\n")
+    result = remote.run("preflight", bare_python, "~/x", env={**remote.env, "PATH": path})
+
+    assert result.values("gpu") == [["0", "NVIDIA H100 80GB HBM3", "81559"]]
 
 
 def test_broken_driver_is_an_error_with_its_message(

@@ -1,7 +1,381 @@
-# preflight.sh PYTHON WORKDIR: can this host train? Reports; the daemon decides.
+# preflight.sh PYTHON WORKDIR [--dist NAME]... [--hf MODEL]...: can this host train? One probe
+# for every check; it reports, the daemon decides. With --hf, stdin holds one line: the
+# Hugging Face token to try (empty: the host's own), read before anything else runs.
 need_args "$#" 2
 python_arg=$1
 workdir_arg=$2
+shift 2
+# Before the first line of ours, and after the last, stdout holds only what the login shell
+# printed (a noisy ~/.bashrc): the daemon reports it.
+emit begin
+
+pf_dists=
+pf_models=
+while [ "$#" -gt 0 ]; do
+	case $1 in
+	--dist | --hf)
+		[ "$#" -ge 2 ] || fail "$E_USAGE" usage
+		# Names only ever of these characters; the daemon checked them already.
+		case $2 in
+		'' | -* | *[!A-Za-z0-9._/-]*) fail "$E_USAGE" bad_name "$(flat "$2")" ;;
+		esac
+		if [ "$1" = --dist ]; then
+			pf_dists="$pf_dists$2$NL"
+		else
+			pf_models="$pf_models$2$NL"
+		fi
+		shift 2
+		;;
+	*) fail "$E_USAGE" usage ;;
+	esac
+done
+pf_token=
+if [ -n "$pf_models" ]; then
+	IFS= read -r pf_token || :
+fi
+
+# The Python probe, the same for the requested interpreter and every candidate. Its syntax
+# also parses under Python 2, so an old `python` still says which version it is. It runs
+# through a bootstrap that reads it from the environment: an interpreter that is not Python
+# (`--python ls`) then never prints the probe back into a message.
+PF_PROBE='import os, sys
+try:
+    import signal
+    signal.alarm(int(os.environ.get("RTRAIN_PROBE_ALARM", "40")))
+except Exception:
+    pass
+os.environ.pop("RTRAIN_PROBE", None)
+
+
+def out(*fields):
+    text = "\t".join(str(f).replace("\t", " ").replace("\r", " ").replace("\n", " ") for f in fields)
+    sys.stdout.write("pyprobe_" + text + "\n")
+    sys.stdout.flush()
+
+
+out("version", "%d.%d.%d" % tuple(sys.version_info[:3]))
+out("executable", sys.executable or "")
+# One interpreter with one set of packages, however it was reached (a symlink, a pyenv shim);
+# a venv shares its base interpreter but not its packages.
+out("identity", "%s|%s" % (os.path.realpath(sys.executable or ""), sys.prefix))
+if sys.version_info < (3, 6):
+    out("done")
+    sys.exit(0)
+mode = os.environ.pop("RTRAIN_PROBE_MODE", "python")
+names = [name for name in os.environ.pop("RTRAIN_PROBE_NAMES", "").split("\n") if name]
+import platform
+try:
+    marker_env = {
+        "implementation_name": sys.implementation.name,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_python_implementation": platform.python_implementation(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "python_full_version": platform.python_version(),
+        "python_version": "%d.%d" % tuple(sys.version_info[:2]),
+        "sys_platform": sys.platform,
+    }
+    out("env", *sorted("%s=%s" % item for item in marker_env.items()))
+except Exception:
+    pass
+
+
+def torch_build(spec):
+    """torch/version.py read without importing torch (seconds): its version and CUDA build."""
+    for folder in spec.submodule_search_locations or []:
+        try:
+            with open(os.path.join(folder, "version.py")) as f:
+                names = {}
+                exec(compile(f.read(), "torch/version.py", "exec"), names)
+            return str(names["__version__"]), names.get("cuda")
+        except Exception:
+            pass
+    return None
+
+
+def torch_probe(light):
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("torch")
+    except Exception:
+        spec = None
+    if spec is None:
+        out("torch_missing")
+        return
+    build = torch_build(spec) if light else None
+    # A candidate with a CPU build needs no import to be judged; one with CUDA is imported to
+    # learn whether it sees the GPUs.
+    if build is not None and not build[1]:
+        out("torch", build[0])
+        out("torch_cuda", "none")
+        out("torch_gpus", 0, 0)
+        return
+    try:
+        import torch
+    except Exception as error:
+        out("torch_error", "%s: %s" % (type(error).__name__, error))
+        return
+    out("torch", getattr(torch, "__version__", "?"))
+    out("torch_cuda", getattr(getattr(torch, "version", None), "cuda", None) or "none")
+    try:
+        available = bool(torch.cuda.is_available())
+        out("torch_gpus", 1 if available else 0, torch.cuda.device_count() if available else 0)
+    except Exception as error:
+        out("torch_gpus", 0, 0, "%s: %s" % (type(error).__name__, error))
+
+
+def dist_probe():
+    if not names:
+        return  # importlib.metadata alone takes a third of a second to import
+    try:
+        from importlib import metadata
+    except ImportError:
+        try:
+            import importlib_metadata as metadata
+        except ImportError:
+            for name in names:
+                out("dist", name, "?")
+            return
+    for name in names:
+        try:
+            out("dist", name, metadata.version(name))
+        except metadata.PackageNotFoundError:
+            out("dist", name, "-")
+        except Exception:
+            out("dist", name, "?")
+
+
+def token():
+    given = sys.stdin.readline().strip()
+    if given:
+        return given, "secret"
+    for variable in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        if os.environ.get(variable, "").strip():
+            return os.environ[variable].strip(), "host environment"
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    try:
+        with open(os.environ.get("HF_TOKEN_PATH") or os.path.join(home, "token")) as f:
+            saved = f.read().strip()
+    except OSError:
+        saved = ""
+    return (saved, "host token file") if saved else ("", "none")
+
+
+def hub_probe():
+    import urllib.error, urllib.parse, urllib.request
+    secret, source = token()
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    out("hf_endpoint", endpoint)
+    out("hf_token", source)
+    home = urllib.parse.urlsplit(endpoint)[:2]
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(Stay)
+    for model in names:
+        url = "%s/api/models/%s/auth-check" % (endpoint, model)
+        for hop in range(5):
+            request = urllib.request.Request(url, headers={"User-Agent": "rtrain-preflight"})
+            # The token goes to the Hub itself, never to wherever a redirect points.
+            if secret and urllib.parse.urlsplit(url)[:2] == home:
+                request.add_header("Authorization", "Bearer " + secret)
+            try:
+                answer = opener.open(request, timeout=15)
+                status, headers = answer.status, answer.headers
+            except urllib.error.HTTPError as error:
+                status, headers = error.code, error.headers
+                if status in (301, 302, 303, 307, 308) and headers.get("Location") and hop < 4:
+                    url = urllib.parse.urljoin(url, headers["Location"])
+                    continue
+            except Exception as error:
+                reason = getattr(error, "reason", None) or error
+                out("hf", model, "unreachable", "", str(reason))
+                break
+            out("hf", model, status, headers.get("X-Error-Code", ""), headers.get("X-Error-Message", ""))
+            break
+
+
+if mode == "hub":
+    hub_probe()
+elif mode == "quick":
+    import importlib.util
+    try:
+        out("torch_found", 1 if importlib.util.find_spec("torch") is not None else 0)
+    except Exception:
+        out("torch_found", 0)
+else:
+    torch_probe(mode == "candidate")
+    dist_probe()
+out("done")
+'
+PF_BOOT='import os; exec(os.environ["RTRAIN_PROBE"])'
+
+# py_probe PYTHON MODE [NAMES]: run the probe. Its answers land in PY_* variables (PY_HAS
+# lists the keys it printed), anything else it printed in PY_REST, its exit status in
+# PY_STATUS. In a subshell with a clean environment from the home directory, so nothing in the
+# caller's PYTHONPATH or directory shadows the interpreter's own packages.
+py_probe() {
+	pp_all=$(
+		unset PYTHONPATH
+		cd -- "${HOME:-/}" 2>/dev/null || cd /
+		# Everything but the bootstrap travels in the environment: a program that is not
+		# Python has nothing of ours to print back.
+		RTRAIN_PROBE=$PF_PROBE RTRAIN_PROBE_MODE=$2 RTRAIN_PROBE_NAMES=${3-}
+		export RTRAIN_PROBE RTRAIN_PROBE_MODE RTRAIN_PROBE_NAMES
+		if have timeout; then
+			exec timeout 45 "$1" -c "$PF_BOOT" </dev/null 2>&1
+		else
+			exec "$1" -c "$PF_BOOT" </dev/null 2>&1
+		fi
+	)
+	PY_STATUS=$?
+	PY_REST='' PY_HAS=' ' PY_DISTS=''
+	PY_VERSION='' PY_EXECUTABLE='' PY_IDENTITY='' PY_ENV='' PY_TORCH='' PY_TORCH_CUDA=''
+	PY_TORCH_GPUS='' PY_TORCH_ERROR='' PY_TORCH_FOUND=''
+	# One pass, in this shell: no process per field.
+	while IFS= read -r pp_line || [ -n "$pp_line" ]; do
+		case $pp_line in
+		pyprobe_*)
+			pp_line=${pp_line#pyprobe_}
+			pp_key=${pp_line%%"$TAB"*}
+			pp_value=
+			case $pp_line in *"$TAB"*) pp_value=${pp_line#*"$TAB"} ;; esac
+			PY_HAS="$PY_HAS$pp_key "
+			case $pp_key in
+			version) PY_VERSION=$pp_value ;;
+			executable) PY_EXECUTABLE=$pp_value ;;
+			identity) PY_IDENTITY=$pp_value ;;
+			env) PY_ENV=$pp_value ;;
+			torch) PY_TORCH=$pp_value ;;
+			torch_cuda) PY_TORCH_CUDA=$pp_value ;;
+			torch_gpus) PY_TORCH_GPUS=$pp_value ;;
+			torch_error) PY_TORCH_ERROR=$pp_value ;;
+			torch_found) PY_TORCH_FOUND=$pp_value ;;
+			dist) PY_DISTS="${PY_DISTS}dist$TAB$pp_value$NL" ;;
+			esac
+			;;
+		# The bootstrap echoed by a program that is not Python is dropped, not shown.
+		*RTRAIN_PROBE*) ;;
+		?*) PY_REST="$PY_REST$pp_line$NL" ;;
+		esac
+		pp_line=
+	done <<EOF
+$pp_all
+EOF
+}
+
+py_has() {
+	case $PY_HAS in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+# The last line a failed probe printed, for the daemon's sentence.
+py_last_words() {
+	plw=${PY_REST%"$NL"}
+	plw=${plw##*"$NL"}
+	flat "$plw"
+}
+
+# True when PATH (an interpreter) sits in a venv: it shares its base's binary, not its packages.
+in_venv() {
+	[ -f "${1%/*}/../pyvenv.cfg" ]
+}
+
+# The GPUs, the driver and the processes on them: `gpu`, `driver_cuda`, `gpu_app` lines, or
+# `nvidia_smi missing|error MSG`.
+gpu_probe() {
+	if ! have nvidia-smi; then
+		emit nvidia_smi missing
+		return 0
+	fi
+	if ! gpu_out=$(nvidia-smi --query-gpu=index,name,memory.total,memory.used,utilization.gpu,uuid,driver_version \
+		--format=csv,noheader,nounits </dev/null 2>&1); then
+		emit nvidia_smi error "$(flat "$gpu_out")"
+		return 0
+	fi
+	while IFS= read -r gpu_line || [ -n "$gpu_line" ]; do
+		[ -n "$gpu_line" ] || continue
+		# "0, NVIDIA H100 80GB HBM3, 81559, 0, 0, GPU-..., 550.54.15": the index first, five
+		# fields last, the name (which may hold a comma) between.
+		gpu_index=${gpu_line%%,*}
+		gpu_rest=${gpu_line#*,}
+		gpu_commas=$(printf '%s' "$gpu_line" | tr -cd ,)
+		if [ "${#gpu_commas}" -lt 6 ]; then
+			# Not the seven fields asked for: take the name and the memory, as far as they go.
+			gpu_name=${gpu_rest%%,*}
+			gpu_total=${gpu_rest##*,}
+			emit gpu "$(flat "$gpu_index")" "$(flat "${gpu_name# }")" "$(flat "${gpu_total# }")"
+			gpu_line=
+			continue
+		fi
+		gpu_driver=${gpu_rest##*,}
+		gpu_rest=${gpu_rest%,*}
+		gpu_uuid=${gpu_rest##*,}
+		gpu_rest=${gpu_rest%,*}
+		gpu_util=${gpu_rest##*,}
+		gpu_rest=${gpu_rest%,*}
+		gpu_used=${gpu_rest##*,}
+		gpu_rest=${gpu_rest%,*}
+		gpu_total=${gpu_rest##*,}
+		gpu_name=${gpu_rest%,*}
+		emit gpu "$(flat "$gpu_index")" "$(flat "${gpu_name# }")" "$(flat "${gpu_total# }")" \
+			"$(flat "${gpu_used# }")" "$(flat "${gpu_util# }")" "$(flat "${gpu_uuid# }")" \
+			"$(flat "${gpu_driver# }")"
+		gpu_line=
+	done <<EOF
+$gpu_out
+EOF
+	# The CUDA version the driver supports is only in the table's banner.
+	cuda_line=$(nvidia-smi </dev/null 2>/dev/null | grep -m1 'CUDA Version')
+	case $cuda_line in
+	*'CUDA Version:'*)
+		driver_cuda=${cuda_line#*CUDA Version:}
+		driver_cuda=${driver_cuda# }
+		emit driver_cuda "$(flat "${driver_cuda%% *}")"
+		;;
+	esac
+	apps_out=$(nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory,process_name \
+		--format=csv,noheader,nounits </dev/null 2>/dev/null) || apps_out=
+	while IFS= read -r app_line || [ -n "$app_line" ]; do
+		case $app_line in
+		GPU-*,*,*,*) ;;
+		*) continue ;;
+		esac
+		app_uuid=${app_line%%,*}
+		app_rest=${app_line#*, }
+		app_pid=${app_rest%%,*}
+		app_rest=${app_rest#*, }
+		app_mem=${app_rest%%,*}
+		app_name=${app_rest#*, }
+		# Whose is it: a run of rtrain's carries its marker; another user's process cannot
+		# be read at all, and counts as someone else's.
+		app_run=-
+		if is_uint "$app_pid" && [ -r "/proc/$app_pid/environ" ]; then
+			app_run=$({ tr '\0' '\n' <"/proc/$app_pid/environ"; } 2>/dev/null | sed -n 's/^RTRAIN_RUN_ID=//p' | head -n 1)
+			[ -n "$app_run" ] || app_run=-
+		fi
+		emit gpu_app "$(flat "$app_uuid")" "$(flat "$app_pid")" "$(flat "$app_mem")" "$(flat "$app_run")" "$(flat "$app_name")"
+		app_line=
+	done <<EOF
+$apps_out
+EOF
+}
+
+# nvidia-smi is slow on real hosts (it wakes the driver): it answers while python starts.
+pf_tmp=$(mktemp -d 2>/dev/null) || pf_tmp=
+if [ -n "$pf_tmp" ]; then
+	gpu_probe >"$pf_tmp/gpu" &
+	gpu_job=$!
+	gpu_lines=
+else
+	gpu_lines=$(gpu_probe)
+fi
 
 # PYTHON may be `~/venv/bin/python`: expand the tilde like a workdir.
 case $python_arg in
@@ -9,49 +383,160 @@ case $python_arg in
 *) python_cmd=$python_arg ;;
 esac
 
-# Each python probe arms its own alarm, so a wedged interpreter cannot hold the channel open.
+hub_python=
+search=0
+torch_cpu=0
+seen_ids=' '
+seen_real=' '
 if ! have "$python_cmd"; then
 	emit python_ok 0
 	emit python_error "$(flat "$python_arg: command not found")"
-elif python_out=$("$python_cmd" -c 'import signal, sys
-signal.alarm(20)
-print("%d.%d.%d" % sys.version_info[:3])' 2>&1); then
-	emit python_ok 1
-	emit python_version "$(flat "$python_out")"
-	torch_out=$("$python_cmd" -c 'import signal
-signal.alarm(30)
-import torch
-print(torch.__version__)
-print(torch.version.cuda or "none")' 2>/dev/null) && {
-		torch_version=${torch_out%%"$NL"*}
-		torch_cuda=${torch_out#*"$NL"}
-		emit torch "$(flat "$torch_version")"
-		emit cuda "$(flat "$torch_cuda")"
-	}
+	search=1
 else
-	emit python_ok 0
-	emit python_error "$(flat "$python_out")"
+	py_probe "$python_cmd" python "$pf_dists"
+	if py_has version; then
+		emit python_ok 1
+		emit python_version "$(flat "$PY_VERSION")"
+		emit python_executable "$(flat "$PY_EXECUTABLE")"
+		[ -z "$PY_ENV" ] || emit python_env "$PY_ENV"
+		hub_python=$python_cmd
+		seen_ids=" $PY_IDENTITY "
+		pf_path=$(command -v "$python_cmd")
+		in_venv "$pf_path" || seen_real=" $(real_path "$pf_path" 2>/dev/null) "
+		if py_has torch; then
+			emit torch "$PY_TORCH"
+			emit cuda "$PY_TORCH_CUDA"
+			[ -z "$PY_TORCH_GPUS" ] || emit torch_gpus "$PY_TORCH_GPUS"
+			[ "$PY_TORCH_CUDA" != none ] || torch_cpu=1
+		elif py_has torch_error; then
+			emit torch_error "$PY_TORCH_ERROR"
+			search=1
+		elif py_has torch_missing; then
+			search=1
+		elif py_has done; then
+			: # too old a Python to look for torch
+		else
+			emit torch_error "$(flat "the probe ended (exit status $PY_STATUS) while importing torch: $(py_last_words)")"
+			search=1
+		fi
+		printf '%s' "$PY_DISTS"
+		py_has done || [ -z "$pf_dists" ] || emit dists_unchecked
+	else
+		emit python_ok 0
+		emit python_status "$PY_STATUS"
+		emit python_error "$(py_last_words)"
+		search=1
+	fi
 fi
 
-if ! have nvidia-smi; then
-	emit nvidia_smi missing
-elif gpu_out=$(nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader,nounits 2>&1); then
-	while IFS= read -r gpu_line || [ -n "$gpu_line" ]; do
-		[ -n "$gpu_line" ] || continue
-		# "0, NVIDIA H100 80GB HBM3, 81559": index first, memory last, the name between.
-		gpu_index=${gpu_line%%,*}
-		gpu_rest=${gpu_line#*,}
-		gpu_memory=${gpu_rest##*,}
-		gpu_name=${gpu_rest%,*}
-		gpu_name=${gpu_name# }
-		gpu_memory=${gpu_memory# }
-		emit gpu "$(flat "$gpu_index")" "$(flat "$gpu_name")" "$(flat "$gpu_memory")"
-		gpu_line=
+if [ -n "$pf_tmp" ]; then
+	wait "$gpu_job" 2>/dev/null
+	gpu_lines=$(cat "$pf_tmp/gpu" 2>/dev/null)
+	rm -rf -- "$pf_tmp"
+fi
+[ -z "$gpu_lines" ] || printf '%s\n' "$gpu_lines"
+# A CPU-only torch on a host with GPUs: a CUDA build elsewhere on the host is worth naming.
+case $NL$gpu_lines in
+*"${NL}gpu$TAB"*) [ "$torch_cpu" = 0 ] || search=1 ;;
+esac
+
+# The other interpreters of the host, each probed once with a timeout.
+pf_candidates() {
+	for pc_name in python3 python python3.14 python3.13 python3.12 python3.11 python3.10 \
+		python3.9 python3.8; do
+		command -v "$pc_name" 2>/dev/null
+	done
+	for pc_path in /usr/local/bin/python3 /usr/local/bin/python3.[0-9] \
+		/usr/local/bin/python3.[0-9][0-9] /opt/conda/bin/python /opt/conda/envs/*/bin/python \
+		"${CONDA_EXE%/bin/conda}"/envs/*/bin/python "${MAMBA_ROOT_PREFIX:-/nonexistent}"/envs/*/bin/python \
+		"$HOME"/*/bin/python "$HOME"/*/envs/*/bin/python "$HOME"/.conda/envs/*/bin/python \
+		"$HOME"/.venv*/bin/python "$HOME"/venvs/*/bin/python "$HOME"/.virtualenvs/*/bin/python; do
+		[ -f "$pc_path" ] && [ -x "$pc_path" ] && printf '%s\n' "$pc_path"
+	done
+}
+
+if [ "$search" = 1 ]; then
+	probed=0
+	paths_seen=$NL
+	cand_list=$(pf_candidates)
+	while IFS= read -r cand; do
+		[ -n "$cand" ] || continue
+		case $paths_seen in
+		*"$NL$cand$NL"*) continue ;;
+		esac
+		paths_seen="$paths_seen$cand$NL"
+		# Outside a venv an interpreter is its binary: one already probed is skipped unrun.
+		if ! in_venv "$cand"; then
+			cand_real=$(real_path "$cand" 2>/dev/null) || cand_real=$cand
+			case $seen_real in
+			*" $cand_real "*) continue ;;
+			esac
+			seen_real="$seen_real$cand_real "
+		fi
+		[ "$probed" -lt 12 ] || break
+		probed=$((probed + 1))
+		py_probe "$cand" quick
+		if ! py_has version; then
+			emit candidate "$(flat "$cand")" - - - - - - "$(flat "exit status $PY_STATUS: $(py_last_words)")"
+			continue
+		fi
+		[ -n "$hub_python" ] || hub_python=$cand
+		# A pyenv shim is a script that runs an interpreter seen under another name.
+		case $seen_ids in
+		*" $PY_IDENTITY "*) continue ;;
+		esac
+		seen_ids="$seen_ids$PY_IDENTITY "
+		if [ "$PY_TORCH_FOUND" != 1 ]; then
+			emit candidate "$(flat "$cand")" "$PY_VERSION" - - - - "$(flat "$PY_EXECUTABLE")" ""
+			continue
+		fi
+		py_probe "$cand" candidate
+		cand_avail=${PY_TORCH_GPUS%%"$TAB"*}
+		cand_devices=${PY_TORCH_GPUS#*"$TAB"}
+		cand_devices=${cand_devices%%"$TAB"*}
+		cand_error=$PY_TORCH_ERROR
+		if ! py_has torch && [ -z "$cand_error" ] && ! py_has done; then
+			cand_error="the probe ended (exit status $PY_STATUS) while importing torch"
+		fi
+		emit candidate "$(flat "$cand")" "$PY_VERSION" "$PY_TORCH" "$PY_TORCH_CUDA" \
+			"$cand_avail" "$cand_devices" "$(flat "$PY_EXECUTABLE")" "$(flat "$cand_error")"
 	done <<EOF
-$gpu_out
+$cand_list
 EOF
-else
-	emit nvidia_smi error "$(flat "$gpu_out")"
+fi
+
+if [ -n "$pf_models" ]; then
+	[ -n "$hub_python" ] || for hub_try in python3 python; do
+		have "$hub_try" && hub_python=$hub_try && break
+	done
+	if [ -z "$hub_python" ]; then
+		while IFS= read -r hub_model; do
+			[ -z "$hub_model" ] || emit hf "$hub_model" unreachable "" "no Python on the host to ask the Hub with"
+		done <<EOF
+$pf_models
+EOF
+	else
+		# printf is built in: the token is never an argument of any process.
+		hub_all=$(
+			unset PYTHONPATH
+			cd -- "${HOME:-/}" 2>/dev/null || cd /
+			RTRAIN_PROBE=$PF_PROBE RTRAIN_PROBE_MODE=hub RTRAIN_PROBE_NAMES=$pf_models
+			export RTRAIN_PROBE RTRAIN_PROBE_MODE RTRAIN_PROBE_NAMES
+			printf '%s\n' "$pf_token" | "$hub_python" -c "$PF_BOOT" 2>&1
+		)
+		pf_token=
+		while IFS= read -r hub_line; do
+			case $hub_line in
+			pyprobe_hf*) printf '%s\n' "${hub_line#pyprobe_}" ;;
+			esac
+		done <<EOF
+$hub_all
+EOF
+		case $hub_all in
+		*pyprobe_done*) ;;
+		*) emit hf_failed "$(flat "${hub_all##*"$NL"}")" ;;
+		esac
+	fi
 fi
 
 if workdir=$(expand_workdir "$workdir_arg"); then
@@ -90,4 +575,5 @@ else
 fi
 emit boot_id "$(boot_id)"
 emit uname "$(flat "$(uname -srm 2>/dev/null)")"
+emit end
 exit 0
