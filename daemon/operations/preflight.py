@@ -116,8 +116,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         findings.append(
             Finding(
                 "shell",
-                f"the login shell on {p.host} prints to stdout around every command "
-                f"({first!r}, from ~/.bashrc or a login file); preflight reads past it",
+                f"the login shell on {p.host} prints before every command ({first!r}, "
+                "from ~/.bashrc or a login file); rtrain reads past it",
                 "info",
             )
         )

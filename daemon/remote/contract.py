@@ -196,8 +196,12 @@ class ProbedHub(msgspec.Struct, frozen=True):
     message: str | None
 
 
-class PreflightReport(Answer, frozen=False, kw_only=True):
-    """Everything preflight.sh found; the script reports, the operation judges."""
+class PreflightReport(msgspec.Struct, kw_only=True):
+    """Everything preflight.sh found; the script reports, the operation judges. Filled line
+    by line as the answer is read, so not frozen; `exit` and `error_text` as in Answer."""
+
+    exit: int
+    error_text: str
 
     python_ok: bool = False
     python_version: str | None = None
@@ -228,7 +232,7 @@ class PreflightReport(Answer, frozen=False, kw_only=True):
     setsid: bool | None = None
     boot_id: str | None = None
     uname: str | None = None
-    # Whether the script ran to its end, and what the login shell printed around it.
+    # Whether the script ran to its end, and what the login printed before it.
     complete: bool = False
     shell_noise: str | None = None
 
@@ -269,21 +273,20 @@ async def preflight(
         args += ["--hf", model]
     stdin = f"{hf_token}\n".encode() if hf_models else None
     done = await transport.run("preflight", args, stdin=stdin, timeout=PREFLIGHT_TIMEOUT)
-    return parse_preflight(done.stdout, done.returncode, done.error_text)
+    return parse_preflight(done.stdout, done.returncode, done.error_text, done.noise)
 
 
-def parse_preflight(stdout: bytes, exit: int = 0, error_text: str = "") -> PreflightReport:
+def parse_preflight(
+    stdout: bytes, exit: int = 0, error_text: str = "", noise_bytes: bytes = b""
+) -> PreflightReport:
     report = PreflightReport(exit=exit, error_text=error_text)
     lines = stdout.decode(errors="replace").splitlines()
-    # Lines before `begin` and after `end` come from the login shell, not the script.
-    begin = next((i for i, line in enumerate(lines) if line == "begin"), None)
-    end = next((i for i in range(len(lines) - 1, -1, -1) if lines[i] == "end"), None)
-    noise = [*(lines[:begin] if begin is not None else []), *(lines[end + 1 :] if end else [])]
-    noise = [line for line in noise if line.strip()]
+    # What the login printed before the script (the transport keeps it apart).
+    noise = [line for line in noise_bytes.decode(errors="replace").splitlines() if line.strip()]
     if noise:
         report.shell_noise = "\n".join(noise)[:500]
-    report.complete = end is not None
-    body = lines[(begin + 1 if begin is not None else 0) : end]
+    report.complete = "end" in lines
+    body = lines
     torch_fields: dict[str, str] = {}
     torch_gpus: list[str] = []
     for line in body:

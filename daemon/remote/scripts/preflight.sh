@@ -5,9 +5,6 @@ need_args "$#" 2
 python_arg=$1
 workdir_arg=$2
 shift 2
-# Before the first line of ours, and after the last, stdout holds only what the login shell
-# printed (a noisy ~/.bashrc): the daemon reports it.
-emit begin
 
 pf_dists=
 pf_models=
