@@ -200,17 +200,6 @@ class RunInfo(Result):
     gpus: list[int] | None = None
 
 
-class GpuProcess(Result):
-    """A process holding memory on a GPU, as nvidia-smi lists it."""
-
-    pid: int
-    used_mib: int | None = None
-    name: str | None = None
-    # The rtrain run it belongs to (its RTRAIN_RUN_ID marker); None: not rtrain's, or a
-    # process of another user whose environment cannot be read.
-    run_id: str | None = None
-
-
 class GpuInfo(Result):
     index: int
     name: str
@@ -218,6 +207,7 @@ class GpuInfo(Result):
     memory_used_mib: int | None = None
     utilization_percent: int | None = None
     uuid: str | None = None
+    # `runId` None: not rtrain's, or another user's process whose environment is unreadable.
     processes: list[GpuProcess] = []
     # A process that is not rtrain's holds this GPU now.
     in_use_by_other: bool = False

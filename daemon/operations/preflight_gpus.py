@@ -14,7 +14,12 @@ def gpu_list(report: PreflightReport) -> list[GpuInfo]:
     gpus = []
     for probed in report.gpus:
         processes = [
-            GpuProcess(pid=app.pid, used_mib=app.used_mib, name=app.name, run_id=app.run_id)
+            GpuProcess(
+                pid=app.pid,
+                used_memory_mib=None if app.used_mib is None else float(app.used_mib),
+                name=app.name,
+                run_id=app.run_id,
+            )
             for app in report.gpu_apps
             if probed.uuid is not None and app.gpu_uuid == probed.uuid
         ]
