@@ -318,7 +318,7 @@ class PreflightResult(Result):
     # An interpreter of the host to use instead of the requested one, when there is a better.
     suggested_python: str | None = None
     driver: DriverInfo | None = None
-    # GPUs no other process holds now (rtrain's own GPU claims are not counted here).
+    # Of `gpus`, those no other process uses and no rtrain run of `workdir` holds now.
     gpus_free: int | None = None
     packages: list[PackageCheck] = []
     disk: DiskCheck | None = None
@@ -340,6 +340,10 @@ class StartParams(Params):
     command: list[str] | None = None
     # null: `torchrun` when the command has `{torchrun}`, else `process`.
     launcher: Launcher | None = None
+    # Too few GPUs free: queue the run on the host (state `queued`) instead of refusing it.
+    wait: bool = False
+    # Count GPUs busy with processes that are not rtrain runs as free.
+    share_gpus: bool = False
     # Environment for the trainer, NAME -> value; never put on a command line or in a file.
     secrets: dict[str, str] = {}
     progress_token: str | int | None = None

@@ -73,6 +73,8 @@ def register(app: typer.Typer) -> None:
         elif verdict.ok:
             print(f"{host} is ready to train.")
             gpu_names = ", ".join(f"{g.index}: {g.name}" for g in verdict.gpus) or "none"
+            if verdict.gpus_free is not None:
+                gpu_names += f" ({verdict.gpus_free} of {len(verdict.gpus)} free now)"
             print(
                 f"  transport: {verdict.transport}\n  python:    {verdict.python_version}\n"
                 f"  gpus:      {gpu_names}\n  workdir:   {verdict.workdir}"
@@ -125,6 +127,12 @@ def register(app: typer.Typer) -> None:
         run_id: str | None = typer.Option(
             None, "--run-id", help="Name of the run (default: run-<epoch>-<hex>)."
         ),
+        wait: bool = typer.Option(
+            False, "--wait", help="Too few GPUs free: queue the run on the host until they are."
+        ),
+        share_gpus: bool = typer.Option(
+            False, "--share-gpus", help="Count GPUs busy with other (non-rtrain) processes as free."
+        ),
         python: str = typer.Option(DEFAULT_PYTHON, "--python", help="Interpreter on the host."),
         workdir: str = typer.Option(DEFAULT_WORKDIR, "--workdir", help="Remote work directory."),
         follow: bool = typer.Option(
@@ -176,6 +184,10 @@ def register(app: typer.Typer) -> None:
             params["command"] = list(command)
         if launcher is not None:
             params["launcher"] = launcher
+        if wait:
+            params["wait"] = True
+        if share_gpus:
+            params["shareGpus"] = True
         if secrets:
             params["secrets"] = secrets
         bar = ProgressBar(None if not json else False)
@@ -207,7 +219,10 @@ def register(app: typer.Typer) -> None:
             if json:
                 print_json(result)
             else:
-                print(f"✓ started {run.run_id} on {host}")
+                if run.state == "queued":
+                    print(f"✓ queued {run.run_id} on {host}: {run.reason}")
+                else:
+                    print(f"✓ started {run.run_id} on {host}")
                 print(f"  tail:  rtrain tail {host} {run.run_id}")
                 print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
             if follow:

@@ -41,7 +41,8 @@ def torchrun_words(python: str, ranks: int) -> list[str]:
 
 def is_torchrun(command: Sequence[str] | None) -> bool:
     """Whether a run's recorded command runs torchrun (as `{torchrun}` expands)."""
-    return command is not None and MODULE in command[:4]
+    # within the first words: after a GPU gate's own (see operations/gpu_sharing.py)
+    return command is not None and MODULE in command[:16]
 
 
 TORCHRUN = TorchrunLauncher()

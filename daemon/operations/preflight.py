@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import host_did_not_answer
+from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -15,7 +16,7 @@ from rtrain.protocol.messages import Finding, PreflightParams, PreflightResult
 
 from .context import Ops
 from .preflight_disk import judge_disk, ship_bytes
-from .preflight_gpus import count_reason, driver_info, free_now, gpu_findings, gpu_list
+from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
 from .preflight_packages import judge_packages, probe_names
 from .preflight_python import judge_python, torch_info
@@ -124,6 +125,10 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     if report.exit != contract.Exit.OK and not report.complete:
         problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
 
+    gpus_free = None
+    if gpus:
+        held = await _held_by_runs(transport, p.workdir) if report.workdir_ok else set()
+        gpus_free = sum(1 for gpu in gpus if not gpu.in_use_by_other and gpu.index not in held)
     torch = report.torch
     return PreflightResult(
         host=p.host,
@@ -142,9 +147,20 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         python_candidates=python.candidates,
         suggested_python=python.suggested,
         driver=driver,
-        gpus_free=free_now(gpus) if gpus else None,
+        gpus_free=gpus_free,
         packages=packages.checks,
         disk=disk,
         hugging_face=hub,
         shell_noise=report.shell_noise,
     )
+
+
+async def _held_by_runs(transport: Transport, workdir: str) -> set[int]:
+    """The GPUs rtrain runs of `workdir` hold (their claims on the host), as a start sees them."""
+    try:
+        claims = await contract.gpu_claims(transport, workdir, share=False)
+    except RpcError as error:
+        if host_did_not_answer(error):
+            return set()
+        raise
+    return {slot.index for slot in claims.gpus if slot.state == "held"}

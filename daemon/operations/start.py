@@ -23,9 +23,10 @@ from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunInfo, StartParams, StartResult, byte_progress
+from rtrain.protocol.messages import RunInfo, RunState, StartParams, StartResult, byte_progress
 
 from .context import Ops, now
+from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
 from .status import refresh
 
@@ -43,6 +44,8 @@ RESERVED = {
     "stop_requested",
     "launch.sh",
     TORCHRUN_LOGS,
+    GATE_FILE,
+    "queued",
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -94,6 +97,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
 
     try:
         transport = await ops.transport(p.host)
+        plan = await plan_gpus(transport, p, workdir, run_id)
         prepared = await contract.prepare(transport, workdir, run_id)
     except RpcError as error:
         raise _nothing_started(error, p.host) from None
@@ -139,10 +143,11 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         shipments.append((dataset, dataset.name))
     if template is None:
         shipments.append((demo_trainer_bundle(), DEMO_TRAINER))
+    if plan.gate:
+        shipments.append((gate_file(), GATE_FILE))
+    argv = [run_dir, run_id, python, *gate_prefix(p, run_dir, run_id, plan), *command]
     try:
-        return await _ship_and_launch(
-            ops, transport, p, ctx, pending, shipments, [run_dir, run_id, python, *command]
-        )
+        return await _ship_and_launch(ops, transport, p, ctx, pending, shipments, argv, plan)
     finally:
         ops.starting.discard((p.host, run_id))
 
@@ -155,6 +160,7 @@ async def _ship_and_launch(
     pending: RunInfo,
     shipments: list[tuple[Path | bytes, str]],
     argv: list[str],
+    plan: GpuPlan,
 ) -> StartResult:
     run_dir, run_id = pending.remote_dir or "", pending.run_id
     try:
@@ -180,8 +186,8 @@ async def _ship_and_launch(
                 ops.registry.delete(p.host, run_id)
                 raise
             log.info("start %s/%s: %s; asking again", p.host, run_id, error.message)
-            return await _launch_again(ops, p, pending, argv, secret_lines, uploaded)
-        return _launched(ops, p, pending, launched, uploaded)
+            return await _launch_again(ops, p, pending, argv, secret_lines, uploaded, plan)
+        return _launched(ops, p, pending, launched, uploaded, plan)
 
     # Once the launch has begun it is finished and recorded even if the client cancels:
     # the answer then says the run started, so a start never leaves an untold trainer.
@@ -215,7 +221,7 @@ async def _launch(
 
 
 def _launched(
-    ops: Ops, p: StartParams, pending: RunInfo, launched: Launched, uploaded: int
+    ops: Ops, p: StartParams, pending: RunInfo, launched: Launched, uploaded: int, plan: GpuPlan
 ) -> StartResult:
     if launched.pid is None:
         ops.registry.delete(p.host, pending.run_id)
@@ -223,9 +229,15 @@ def _launched(
         why = " ".join(launched.error) or launched.error_text
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
     started_at = launched.started_at or now()
+    # A run that waits for GPUs is queued on the host from its first moment.
+    state: RunState = "queued" if plan.queued_reason else "running"
     run = ops.record(
         msgspec.structs.replace(
-            pending, state="running", started_at=started_at, last_seen=now(), reason=None
+            pending,
+            state=state,
+            started_at=started_at,
+            last_seen=now(),
+            reason=plan.queued_reason,
         )
     )
     return StartResult(run=run, pid=launched.pid, uploaded_bytes=uploaded)
@@ -238,6 +250,7 @@ async def _launch_again(
     argv: list[str],
     secret_lines: bytes,
     uploaded: int,
+    plan: GpuPlan,
 ) -> StartResult:
     """The launch's answer was lost with the connection: the trainer may or may not run.
     A second launch settles it, through a fresh connection: the far side's atomic claim
@@ -246,7 +259,7 @@ async def _launch_again(
         transport = await ops.transport(p.host)
         launched = await _launch(ops, transport, p.host, argv, secret_lines)
         if not launched.already_launched:
-            return _launched(ops, p, pending, launched, uploaded)
+            return _launched(ops, p, pending, launched, uploaded, plan)
         # The first launch got there. Its trainer may still be on its way up: ask until the
         # host says more than "launched, nothing alive yet" (launch.sh allows 10 s).
         deadline = time.monotonic() + LAUNCH_SETTLES

@@ -38,6 +38,7 @@ class Exit(IntEnum):
     IO = 14
     ALREADY_LAUNCHED = 15
     RUN_EXISTS = 17
+    GPUS_BUSY = 18
 
 
 class Lines:
@@ -388,6 +389,54 @@ def parse_preflight(
         padded = [*torch_gpus, "", ""][:2]
         report.torch = _torch(torch_fields["torch"], torch_fields.get("cuda"), *padded)
     return report
+
+
+# ---- gpus.sh -----------------------------------------------------------------------------
+
+
+class GpuSlot(msgspec.Struct, frozen=True):
+    """One GPU as the runs of a workdir share it: `free`, `held` (by run `holder`), or
+    `busy` (`used_mib` in use by a process that is no run of this workdir)."""
+
+    index: int
+    state: str
+    holder: str | None
+    used_mib: int | None
+
+
+class GpuClaims(Answer, frozen=True, kw_only=True):
+    total: int
+    gpus: list[GpuSlot]
+
+    @property
+    def free(self) -> list[int]:
+        return [slot.index for slot in self.gpus if slot.state == "free"]
+
+
+async def gpu_claims(transport: Transport, workdir: str, share: bool) -> GpuClaims:
+    """gpus.sh look: which GPUs of the host the runs of `workdir` hold now."""
+    done = await transport.run("gpus", ["look", workdir, "1" if share else "0"], timeout=60)
+    lines = Lines(done.stdout)
+    slots = []
+    for row in lines.rows("gpu"):
+        index = _int(row[0]) if row else None
+        if index is None or len(row) < 3:
+            continue
+        state = row[1]
+        slots.append(
+            GpuSlot(
+                index=index,
+                state=state,
+                holder=row[2] if state == "held" else None,
+                used_mib=_int(row[2]) if state == "busy" else None,
+            )
+        )
+    return GpuClaims(
+        total=_int(lines.value("gpus_total")) or 0,
+        gpus=slots,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
 
 
 # ---- prepare.sh and launch.sh ------------------------------------------------------------

@@ -11,7 +11,8 @@ def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
     assert done.out_lines[0] == "plain is ready to train."
     details = dict(line.strip().split(":", 1) for line in done.out_lines[1:])
     assert details["transport"].strip() == "exec"
-    assert details["gpus"].strip() == "0: NVIDIA H100 80GB HBM3, 1: NVIDIA H100 80GB HBM3"
+    gpus = "0: NVIDIA H100 80GB HBM3, 1: NVIDIA H100 80GB HBM3 (2 of 2 free now)"
+    assert details["gpus"].strip() == gpus
 
     as_json = cli("preflight", "plain", "--workdir", cli.workdir, "--json")
     assert as_json.code == 0, as_json

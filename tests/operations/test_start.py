@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rtrain.client.errors import Interrupted
+from rtrain.daemon.operations.gpu_sharing import gate_file
 from tests.operations import trainers
 from tests.operations.harness import Ops
 from tests.operations.processes import pid_alive, run_pids
@@ -33,7 +34,9 @@ def test_start_ships_inputs_and_launches_detached(ops: Ops) -> None:
     run_dir = ops.far_run_dir(run_id)
     assert started.run.state == "running"
     assert started.run.remote_dir == str(run_dir)
-    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size
+    # gpus=2 on a host with GPUs: the run's first step, the GPU gate, travels with the inputs.
+    gate = len(gate_file())
+    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size + gate
 
     # The run dir is private, the inputs arrived intact under their names.
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700

@@ -36,6 +36,7 @@ E_LAUNCH_TIMEOUT=12
 E_IO=14
 E_ALREADY_LAUNCHED=15
 E_RUN_EXISTS=17
+E_GPUS_BUSY=18
 
 # One protocol line: the first argument is the key, the rest are tab-separated fields.
 emit() {
@@ -443,6 +444,12 @@ run_state() {
 	state_from_status_file "$1" && return 0
 	if run_alive "$1" "$2"; then
 		RS_STATE=running
+		# gpus.sh's gate waits for GPUs on the host; `queued` says for what.
+		if [ -f "$1/queued" ]; then
+			RS_STATE=queued
+			{ IFS= read -r RS_DETAIL <"$1/queued"; } 2>/dev/null
+			RS_DETAIL=$(flat "${RS_DETAIL:-waiting for GPUs}")
+		fi
 		return 0
 	fi
 	# The wrapper may have written its status between the two looks.
