@@ -20,6 +20,8 @@ from rtrain.protocol.connection import Connection, Role
 from rtrain.protocol.events import ConnectionBroken, Notification, Request
 from rtrain.protocol.lifecycle import State
 
+from .local_disk import refused_anywhere
+
 log = logging.getLogger(__name__)
 
 # Frames waiting for a client that does not read; past this the client is dropped.
@@ -118,6 +120,10 @@ class ClientSession:
             result = await handler(request.params, RequestContext(self, request.id))
         except e.RpcError as error:
             self._reply_error(request.id, error)
+            return
+        except OSError as error:  # this machine's disk said no: the user's to fix
+            log.warning("%s: %s", request.method, error)
+            self._reply_error(request.id, refused_anywhere(error))
             return
         except Exception as error:  # a bug: answer, log, and keep serving
             log.exception("internal error in %s", request.method)

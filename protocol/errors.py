@@ -64,6 +64,9 @@ class Kind(StrEnum):
     STOP_REFUSED = "stop_refused"
     REMOTE_FAILED = "remote_failed"
     TIMEOUT = "timeout"
+    # This machine's own disk refused (a directory that cannot be made, a full disk, a
+    # permission): the user's to fix, never an internal error.
+    LOCAL_IO = "local_io"
 
 
 # Kinds that mean "the request itself is wrong" (the CLI exits 2), as opposed to "it failed".

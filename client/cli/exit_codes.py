@@ -34,7 +34,6 @@ class ClientKind(StrEnum):
     METHOD_NOT_FOUND = "method_not_found"  # a daemon too old for this command
     DAEMON_UNAVAILABLE = "daemon_unavailable"  # none answers, and none could be started
     DAEMON_CONNECTION = "daemon_connection"  # the connection to it broke
-    LOCAL_IO = "local_io"  # this machine's own disk refused (a path, a permission)
     INTERRUPTED = "interrupted"  # Ctrl-C while a request was under way
 
 
@@ -46,7 +45,6 @@ EXIT_BY_KIND: dict[str, Exit] = {
     ClientKind.METHOD_NOT_FOUND: Exit.FAILED,
     ClientKind.DAEMON_UNAVAILABLE: Exit.FAILED,
     ClientKind.DAEMON_CONNECTION: Exit.FAILED,
-    ClientKind.LOCAL_IO: Exit.FAILED,
     ClientKind.INTERRUPTED: Exit.INTERRUPTED,
 }
 

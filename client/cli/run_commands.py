@@ -52,6 +52,19 @@ def _existing(value: Path | None) -> Path | None:
     return value
 
 
+def _fetch_interrupted(out: Path, progress: list[Any]) -> str:
+    """What a fetch cancelled by Ctrl-C kept, and what not."""
+    sofar = ""
+    if progress and progress[0].total_bytes and progress[0].done_bytes:
+        done, total = progress[0].done_bytes, progress[0].total_bytes
+        sofar = f" (about {human_bytes(done)} of {human_bytes(total)} had arrived)"
+    return (
+        f"interrupted: the fetch was cancelled{sofar}. The files that had arrived are in "
+        f"{out} and verified; the one on its way was removed, so no partial file is left. "
+        "Run the same fetch again for the rest."
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command(cls=PlainUsage)
     @friendly_errors
@@ -315,11 +328,22 @@ def register(app: typer.Typer) -> None:
         if workdir:
             params["workdir"] = workdir
         bar = ProgressBar(None if not json else False)
+        arrived: list[Any] = []  # the last progress, to say how far it got
+
+        def on_progress(method: str, progress: Any) -> None:
+            bar.update(progress)
+            arrived[:] = [progress.value]
+
         with DaemonClient.connect() as client:
             try:
                 result = client.request(
-                    "run/fetch", params, on_notification=lambda _m, p: bar.update(p)
+                    "run/fetch", params, on_notification=on_progress, cancel_on_interrupt=True
                 )
+            except Interrupted as interrupted:
+                bar.clear()
+                if interrupted.result is None:
+                    fail(_fetch_interrupted(out, arrived), kind=ClientKind.INTERRUPTED)
+                result = interrupted.result  # it had finished: say so as usual
             finally:
                 bar.clear()
         if json:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from rtrain.daemon.local_disk import refused
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Exit
 from rtrain.daemon.ssh.transport import fetch_unverified
@@ -34,6 +35,11 @@ async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
     dest = Path(p.dest).expanduser()
     if dest.exists() and not dest.is_dir():
         raise app_error(Kind.INVALID_PATH, f"{p.dest} exists and is not a directory.")
+    try:
+        # Before any ssh: a destination that cannot be made is known at once.
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise refused(error, f"create the directory {dest} to fetch into") from None
     transport = await ops.transport(p.host)
     # No hashes in the listing: send.sh hashes each file as it sends it.
     listing = await contract.list_files(transport, run_dir, rel, hashed=False)

@@ -21,9 +21,11 @@ import pytest
 from tests.cli.leftovers import kill_marked
 from tests.cli.rtrain_command import Outcome, RunningCommand, run_rtrain
 from tests.daemon_fixtures import DaemonEnv
-from tests.hosts import GPU_USER, TestHosts
+from tests.hosts import GPU_USER, TcpProxy, TestHosts
 
 WAIT_S = 30.0
+# The plain host reached through a proxy the test can stall or cut (the `link` fixture).
+PROXIED_ALIAS = "awayhost"
 POLL_INTERVAL = "0.5"
 
 # A config for the demo trainer that finishes in well under a second without torch.
@@ -176,3 +178,14 @@ def cli(
         kill_marked(cli.tag)
         shutil.rmtree(cli.far_workdir, ignore_errors=True)
         shutil.rmtree(cli.local_workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def link(cli: Cli, ssh_hosts: TestHosts) -> Iterator[TcpProxy]:
+    """A proxy in front of the plain host: the alias `awayhost` reaches it through it."""
+    proxy = TcpProxy(ssh_hosts.plain_port)
+    ssh_hosts.add_alias(PROXIED_ALIAS, proxy.port)
+    try:
+        yield proxy
+    finally:
+        proxy.close()

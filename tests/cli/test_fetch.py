@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from tests.cli.conftest import OUTPUTS_TRAINER, Cli
+import json
+import signal
+import time
+
+from tests.cli.conftest import OUTPUTS_TRAINER, PROXIED_ALIAS, WAIT_S, Cli
+from tests.hosts import TcpProxy
 
 
 def test_fetch_lists_each_file_and_copies_it_exactly(cli: Cli) -> None:
@@ -48,3 +53,60 @@ def test_fetch_of_a_missing_path_is_one_sentence(cli: Cli) -> None:
     (sentence,) = done.err_lines
     assert sentence.startswith("rtrain: ") and "lora_model" in sentence, sentence
     assert not (cli.cwd / "out" / "lora_model").exists()
+
+
+def test_a_destination_that_cannot_be_made_is_one_sentence(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", OUTPUTS_TRAINER)
+    cli.wait_state("plain", run_id, "completed")
+    done = cli("fetch", "plain", run_id, "lora_model", "-o", "/proc/nope")
+    assert (done.code, done.out) == (1, ""), done
+    assert done.err_lines == [
+        "rtrain: cannot create the directory /proc/nope to fetch into: No such file or directory."
+    ], done
+    log = cli.daemon.log.read_text()
+    assert "Traceback" not in log and "internal error" not in log.lower()
+
+
+def test_no_local_disk_error_is_an_internal_error(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", OUTPUTS_TRAINER)
+    cli.wait_state("plain", run_id, "completed")
+    # Where the file should land, a directory is in the way: the rename cannot happen.
+    (cli.cwd / "out" / "lora_model" / "adapter.txt").mkdir(parents=True)
+    done = cli("fetch", "plain", run_id, "lora_model", "-o", "out", "--json")
+    assert (done.code, done.out) == (1, ""), done
+    error = json.loads(done.err)["error"]
+    assert error["kind"] == "local_io", error
+    assert "Internal error" not in error["message"]
+    assert str(cli.cwd / "out" / "lora_model" / "adapter.txt") in error["message"], error
+    assert "Traceback" not in cli.daemon.log.read_text()
+
+
+BIG_TRAINER = """
+import os
+with open("big.bin", "wb") as f:
+    f.write(os.urandom(48 * 1024 * 1024))
+print("step 1 | loss 1.0", flush=True)
+"""
+
+
+def test_ctrl_c_during_fetch_says_what_was_kept(cli: Cli, link: TcpProxy) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", BIG_TRAINER)
+    cli.wait_state("plain", run_id, "completed")
+    out = cli.cwd / "out"
+    link.delay_s = 0.05  # a WAN: the file takes long enough to be interrupted on its way
+    fetching = cli.spawn("fetch", PROXIED_ALIAS, run_id, "big.bin", "-o", "out",
+                         "--workdir", cli.workdir)  # fmt: skip
+    deadline = time.monotonic() + WAIT_S
+    while not list(out.glob(".big.bin.rtrain-*")):
+        assert time.monotonic() < deadline and fetching.process.poll() is None, "no fetch began"
+        time.sleep(0.01)
+    fetching.process.send_signal(signal.SIGINT)
+    done = fetching.finish()
+    assert (done.code, done.out) == (130, ""), done
+    (sentence,) = done.err.splitlines()
+    assert sentence.startswith("rtrain: interrupted: the fetch was cancelled"), done
+    assert "are in out and verified" in sentence and "no partial file is left" in sentence
+    assert list(out.iterdir()) == []  # the file on its way is gone, whole or not at all

@@ -5,25 +5,10 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 
-import pytest
-
+from tests.cli.conftest import PROXIED_ALIAS as ALIAS
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
-from tests.hosts import TcpProxy, TestHosts
-
-ALIAS = "awayhost"
-
-
-@pytest.fixture
-def link(cli: Cli, ssh_hosts: TestHosts) -> Iterator[TcpProxy]:
-    """A proxy in front of the plain host: the alias `awayhost` reaches it through it."""
-    proxy = TcpProxy(ssh_hosts.plain_port)
-    ssh_hosts.add_alias(ALIAS, proxy.port)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
+from tests.hosts import TcpProxy
 
 
 def take_away(link: TcpProxy) -> int:
