@@ -35,11 +35,25 @@ async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
     dest = Path(p.dest).expanduser()
     if dest.exists() and not dest.is_dir():
         raise app_error(Kind.INVALID_PATH, f"{p.dest} exists and is not a directory.")
+    # Before any ssh: a destination that cannot be made is known at once. A fetch that then
+    # fails leaves no empty directory of its own making behind.
+    made = [d for d in (dest, *dest.parents) if not d.exists()]
     try:
-        # Before any ssh: a destination that cannot be made is known at once.
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise refused(error, f"create the directory {dest} to fetch into") from None
+    try:
+        return await _fetch_into(ops, p, ctx, run_dir, rel, dest)
+    except BaseException:
+        for directory in made:  # deepest first; only while empty
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
+
+
+async def _fetch_into(
+    ops: Ops, p: FetchParams, ctx: Notifier, run_dir: str, rel: str, dest: Path
+) -> FetchResult:
     transport = await ops.transport(p.host)
     # No hashes in the listing: send.sh hashes each file as it sends it.
     listing = await contract.list_files(transport, run_dir, rel, hashed=False)

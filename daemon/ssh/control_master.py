@@ -79,14 +79,17 @@ class ControlMaster:
         behind until it is reaped (and ssh would then quietly bypass it with a fresh
         connection), and a wedged one would hold every command until its timeout.
         """
+        # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that comes as
+        # its inner await completes, and this runs before every command (a cancelled fetch
+        # then went on to the end).
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(str(self.path)), HELLO_TIMEOUT
-            )
+            async with asyncio.timeout(HELLO_TIMEOUT):
+                reader, writer = await asyncio.open_unix_connection(str(self.path))
         except (OSError, TimeoutError):
             return False
         try:
-            greeting = await asyncio.wait_for(reader.readexactly(len(MUX_HELLO)), HELLO_TIMEOUT)
+            async with asyncio.timeout(HELLO_TIMEOUT):
+                greeting = await reader.readexactly(len(MUX_HELLO))
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             greeting = b""
         finally:
