@@ -78,6 +78,8 @@ BAD_INPUT_KINDS: frozenset[Kind] = frozenset(
         Kind.INVALID_PATH,
         Kind.INVALID_COMMAND,
         Kind.INVALID_SECRET,
+        Kind.INVALID_REQUIREMENT,
+        Kind.INVALID_MODEL,
         Kind.LOCAL_FILE_MISSING,
         Kind.PATH_OUTSIDE_RUN,
         Kind.RUN_EXISTS,
