@@ -181,3 +181,50 @@ def test_caller_carrying_the_marker_is_spared(remote: Remote) -> None:
     assert {int(pid) for pid in result.value("killed").split()} == set(pids)
     assert not any(alive(pid) for pid in pids)
     assert state() == "stopped"
+
+
+# On SIGTERM the trainer hands its checkpoint to a process of its own and exits: the writer
+# appears after the signal, takes a while, and must be left to finish.
+CHECKPOINT_HANDOFF = """
+import signal, subprocess, sys, time
+WRITER = (
+    "import os, time; open('ckpt.part', 'w').write('half'); time.sleep({seconds}); "
+    "open('ckpt.part', 'w').write('whole'); os.rename('ckpt.part', 'ckpt')"
+)
+def hand_off(signum, frame):
+    subprocess.Popen([sys.executable, "-c", WRITER])
+    sys.exit(143)
+signal.signal(signal.SIGTERM, hand_off)
+open("ready", "w").close()
+time.sleep(120)
+"""
+
+
+def test_a_process_started_during_the_grace_is_left_to_finish(remote: Remote) -> None:
+    launched = remote.launch(CHECKPOINT_HANDOFF.replace("{seconds}", "1.5"))
+    wait_for(lambda: (launched.run_dir / "ready").exists(), what="trainer ready")
+
+    result = remote.stop(launched, grace="30")
+
+    assert result.value("outcome") == "stopped", result
+    assert (launched.run_dir / "ckpt").read_text() == "whole"
+    assert not (launched.run_dir / "ckpt.part").exists()
+    assert marked_pids(launched.run_id) == []
+
+
+def test_a_newcomer_outliving_the_grace_is_a_survivor_until_force_kills_it(
+    remote: Remote,
+) -> None:
+    launched = remote.launch(CHECKPOINT_HANDOFF.replace("{seconds}", "120"))
+    wait_for(lambda: (launched.run_dir / "ready").exists(), what="trainer ready")
+
+    polite = remote.stop(launched, grace="1", force="0")
+
+    assert polite.returncode == 6 and polite.value("outcome") == "survived", polite
+    [writer] = [int(pid) for pid in polite.value("survivors").split()]
+    assert alive(writer) and (launched.run_dir / "ckpt.part").exists()
+
+    forced = remote.stop(launched, grace="0", force="1")
+
+    assert forced.value("outcome") == "stopped", forced
+    assert not alive(writer) and marked_pids(launched.run_id) == []

@@ -253,6 +253,8 @@ is_kin() {
 # Every live pid whose environment carries the run's marker, one per line, caller excluded.
 marked_pids() {
 	have_proc || return 0
+	# The glob below must expand even for a caller in `set -f` (it ends with `set +f` anyway).
+	set +f
 	if grep_z_ok; then
 		mp_files=$(grep -lszxF -e "RTRAIN_RUN_ID=$1" /proc/[0-9]*/environ)
 	else

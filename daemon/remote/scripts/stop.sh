@@ -136,7 +136,9 @@ signal_newcomers() {
 	done
 }
 
-# Poll up to N naps until nothing of the run is left; newcomers get SIGNAL too.
+# Poll up to N naps until nothing of the run is left; newcomers get SIGNAL too, unless it
+# is empty: during the grace a process the run starts (a checkpoint writer, a launcher's
+# cleanup) is part of its shutdown and is left to finish.
 wait_gone() {
 	w_left=$1
 	# Most processes end within milliseconds of the signal: look again almost at once
@@ -150,7 +152,7 @@ wait_gone() {
 		nap
 		collect
 		[ -z "$LIVE" ] && return 0
-		signal_newcomers "$2"
+		[ -n "$2" ] && signal_newcomers "$2"
 		w_left=$((w_left - 1))
 	done
 	collect
@@ -175,7 +177,7 @@ if [ -d "$RUN_DIR" ]; then
 fi
 SIGNALLED=$LIVE
 signal_live TERM
-if ! wait_gone "$grace_naps" TERM && [ "$force" = 1 ]; then
+if ! wait_gone "$grace_naps" "" && [ "$force" = 1 ]; then
 	signal_live KILL
 	for k_pid in $LIVE; do
 		case " $SIGNALLED " in
