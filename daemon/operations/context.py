@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.process import PROCESS
@@ -32,6 +34,10 @@ class Ops:
     def record(self, run: RunInfo, metrics_changed: bool = False) -> RunInfo:
         """Store `run`; tell subscribers when anything they show changed (its state, or, with
         `metrics_changed`, what its log said)."""
+        if run.created_at and run.started_at and run.started_at < run.created_at:
+            # The host's clock says when it started, in whole seconds (`date +%s`) and maybe
+            # skewed; a run never starts before rtrain created it, so no answer says so.
+            run = msgspec.structs.replace(run, started_at=run.created_at)
         before = self.registry.get(run.host, run.run_id)
         self.registry.upsert(run)
         if (

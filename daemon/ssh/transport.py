@@ -46,7 +46,11 @@ class Completed:
     @property
     def error_text(self) -> str:
         text = self.stderr.decode(errors="replace").strip()
-        return text.splitlines()[-1] if text else f"exit status {self.returncode}"
+        if not text:
+            return f"exit status {self.returncode}"
+        # The scripts say `rtrain: ...` (for a person reading a far log); the client puts its
+        # own `rtrain:` in front of the sentence this becomes part of.
+        return text.splitlines()[-1].removeprefix("rtrain: ")
 
 
 class Transport(ABC):

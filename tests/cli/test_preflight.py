@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rtrain.protocol.schema import protocol_schema
 from tests.cli.conftest import Cli
 
 
@@ -62,3 +63,14 @@ def test_an_unknown_alias_says_which_ssh_config_hides_it(cli: Cli) -> None:
     assert reason.startswith("host unreachable: nosuch-alias: ssh: Could not resolve"), reason
     assert f"rtrain reads the ssh config {config} (RTRAIN_SSH_CONFIG" in reason, reason
     assert "~/.ssh/config" in reason and f"add `Host nosuch-alias` to {config}" in reason
+
+
+def test_json_leaves_out_empty_defaults_but_keeps_required_lists(cli: Cli) -> None:
+    # As docs/cli.md says: `reasons` has no default and is always there, `gpus` is left
+    # out when empty.
+    ready = cli("preflight", "plain", "--gpus", "0", "--workdir", cli.workdir, "--json").json()
+    assert ready["reasons"] == []
+    nogpu = cli("preflight", "nogpu", "--json").json()
+    assert "gpus" not in nogpu and nogpu["reasons"], nogpu
+    preflight = protocol_schema()["$defs"]["PreflightResult"]
+    assert "reasons" in preflight["required"] and "gpus" not in preflight["required"]

@@ -75,3 +75,15 @@ def test_start_json_is_one_object_per_line(cli: Cli) -> None:
     assert end["offset"] == len("step 1 | loss 1.0\n")
     # Nothing meant for a human on stdout.
     assert all(line.startswith("{") for line in done.out_lines)
+
+
+def test_a_workdir_that_cannot_be_made_is_said_once(cli: Cli) -> None:
+    cli.file("cfg.yaml", "epochs: 1\n")
+    run_id = cli.new_run_id()
+    done = cli("start", "plain", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", "/",
+               "--", "{python}", "-c", "print('no')")  # fmt: skip
+    assert (done.code, done.out) == (1, ""), done
+    (sentence,) = done.err_lines
+    assert sentence.startswith("rtrain: plain: could not create the run directory: mkdir:"), done
+    assert sentence.count("rtrain:") == 1 and "Permission denied" in sentence, done
+    assert sentence.endswith("nothing was started.")

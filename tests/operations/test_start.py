@@ -221,3 +221,13 @@ def test_a_start_cancelled_while_shipping_leaves_nothing_and_frees_its_run_id(op
     started = client.request("run/start", {**params, "progressToken": None})
     assert started.run.state == "running"
     assert (ops.far_run_dir(run_id) / "big.bin").read_bytes() == dataset.read_bytes()
+
+
+def test_a_run_never_starts_before_it_was_created(ops: Ops) -> None:
+    # The host says when it started in whole seconds; rtrain created it a fraction earlier.
+    run_id = ops.new_run_id()
+    started = ops.start(trainers.SLEEPER, run_id=run_id).run
+    assert started.created_at is not None and started.started_at is not None
+    assert started.started_at >= started.created_at, started
+    listed = ops.status(run_id)
+    assert listed.started_at >= listed.created_at, listed
