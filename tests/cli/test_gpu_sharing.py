@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -19,6 +20,7 @@ import pytest
 from tests.cli.conftest import WAIT_S, Cli
 from tests.cli.leftovers import kill_marked
 from tests.cli.rtrain_command import Outcome, run_rtrain
+from tests.hosts import GPUSHARE_USER
 
 # Says which GPUs it sees, then runs until the file `finish` appears in its run dir.
 HOLDER = (
@@ -186,3 +188,56 @@ def test_two_daemons_starting_at_once_never_get_the_same_gpu(
 def _far_log(cli: Cli, run_id: str) -> str:
     path = cli.far_run_dir(run_id) / "train.log"
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.fixture
+def someone_elses_job(cli: Cli) -> Iterator[None]:
+    """A process of the far user that is no rtrain run computes on GPU 0 of `gpushare`
+    (20 GB in use, as the fake nvidia-smi reports it): someone else's job."""
+    job = subprocess.Popen(
+        ["sleep", "300"],
+        user=GPUSHARE_USER,
+        group=GPUSHARE_USER,
+        env={"PATH": "/usr/bin:/bin", "RTRAIN_FAKE_GPU_LOAD": "0:90:20000"},
+        cwd="/",
+    )
+    far = cli.hosts.home(GPUSHARE_USER) / ".rtrain-cli" / cli.tag
+    try:
+        yield
+    finally:
+        job.kill()
+        job.wait()
+        kill_marked(cli.tag)
+        shutil.rmtree(far, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("someone_elses_job")
+def test_a_gpu_busy_with_another_process_is_taken_unless_shared(cli: Cli) -> None:
+    cli.file("cfg.yaml", "steps: 1\n")
+
+    def start(run_id: str, *extra: str) -> Outcome:
+        return cli(
+            "start", "gpushare", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", cli.workdir,
+            "--no-follow", *extra, "--", "{python}", "-c", "import os; print('cuda=' + "
+            "repr(os.environ.get('CUDA_VISIBLE_DEVICES')), flush=True)",
+        )  # fmt: skip
+
+    both = start(cli.new_run_id("both"), "--gpus", "2")
+    assert both.code == 1, both
+    assert "GPU 0 is busy (20000 MiB used by another process)" in both.err, both
+    assert "--share-gpus" in both.err, both
+    preflight = cli("preflight", "gpushare", "--workdir", cli.workdir, "--json")
+    assert preflight.json()["gpusFree"] == 1, preflight
+
+    one = cli.new_run_id("one")
+    assert start(one, "--gpus", "1").code == 0
+    shared = cli.new_run_id("shared")
+    assert start(shared, "--gpus", "2", "--share-gpus").code == 0
+    far = cli.hosts.home(GPUSHARE_USER) / ".rtrain-cli" / cli.tag
+    for run_id, seen in ((one, "cuda='1'"), (shared, "cuda='0,1'")):
+        log = far / run_id / "train.log"
+        deadline = time.monotonic() + WAIT_S
+        while not (log.exists() and "cuda=" in log.read_text()):
+            assert time.monotonic() < deadline, run_id
+            time.sleep(0.05)
+        assert seen in log.read_text(), log.read_text()

@@ -2,11 +2,18 @@
 
 from tests.hosts.proxy import TcpProxy
 from tests.hosts.session import TestHosts, start_test_hosts
-from tests.hosts.user_accounts import GPU_USER, GPULOAD_USER, NOGPU_USER, NOISY_USER
+from tests.hosts.user_accounts import (
+    GPU_USER,
+    GPULOAD_USER,
+    GPUSHARE_USER,
+    NOGPU_USER,
+    NOISY_USER,
+)
 
 __all__ = [
     "GPU_USER",
     "GPULOAD_USER",
+    "GPUSHARE_USER",
     "NOGPU_USER",
     "NOISY_USER",
     "TcpProxy",

@@ -6,6 +6,7 @@ Hosts (all on 127.0.0.1, one host key, so one "machine" behind several doors):
   noisy     the same sshd, user rtrain-noisy, whose ~/.bashrc and ~/.profile print to stdout
             and stderr (fake nvidia-smi with 2 GPUs)
   gpuload   the same sshd, user rtrain-gpuload (fake nvidia-smi with 2 GPUs, for telemetry)
+  gpushare  the same sshd, user rtrain-gpushare (fake nvidia-smi with 2 GPUs, for GPU claims)
   console   console-only gateway sshd, user rtrain-gpu: PTY shell only, no exec/scp/sftp
   passonly  password-only sshd: key logins are refused
   closed    a port with nothing listening
@@ -25,6 +26,7 @@ from tests.hosts.sshd import SSHD, Sshd
 from tests.hosts.user_accounts import (
     GPU_USER,
     GPULOAD_USER,
+    GPUSHARE_USER,
     NOGPU_USER,
     NOISY_USER,
     authorize_key,
@@ -201,13 +203,14 @@ class TestHosts:
             (NOGPU_USER, False),
             (NOISY_USER, True),
             (GPULOAD_USER, True),
+            (GPUSHARE_USER, True),
         ):
             account = ensure_user(user)
             install_home_files(account, with_gpus=with_gpus, noisy=user == NOISY_USER)
             authorize_key(account, self.user_public_key)
             self._users[user] = account
 
-        users = f"AllowUsers {GPU_USER} {NOGPU_USER} {NOISY_USER} {GPULOAD_USER}"
+        users = f"AllowUsers {GPU_USER} {NOGPU_USER} {NOISY_USER} {GPULOAD_USER} {GPUSHARE_USER}"
         self._plain = Sshd(
             "plain",
             self.base,
@@ -257,6 +260,7 @@ class TestHosts:
         self.add_alias("nogpu", self.plain_port, NOGPU_USER)
         self.add_alias("noisy", self.plain_port, NOISY_USER)
         self.add_alias("gpuload", self.plain_port, GPULOAD_USER)
+        self.add_alias("gpushare", self.plain_port, GPUSHARE_USER)
         self.add_alias("console", self.console_port, GPU_USER)
         self.add_alias("passonly", self.passonly_port, GPU_USER)
         self.add_alias("closed", self.closed_port, GPU_USER)

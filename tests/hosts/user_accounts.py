@@ -31,6 +31,9 @@ NOISY_USER = "rtrain-noisy"
 # A GPU user of its own for GPU telemetry: its fake nvidia-smi answers to loads that test
 # trainers declare (fake_nvidia_smi.py), and no older copy of the suite rewrites it.
 GPULOAD_USER = "rtrain-gpuload"
+# A GPU user of its own for GPUs shared between runs, where a test's process that is no run
+# loads a GPU (someone else's job) without any other test seeing it.
+GPUSHARE_USER = "rtrain-gpushare"
 
 # Comment on this session's client key; the pid lets a later session drop keys of dead ones.
 KEY_COMMENT_PREFIX = "rtrain-test-hosts:"

@@ -45,9 +45,11 @@ gpu_states() {
 		if [ -f "$claims/$gs_index" ]; then
 			read -r gs_holder _ <"$claims/$gs_index" 2>/dev/null
 		fi
-		if [ -n "$gs_holder" ] && [ "$gs_holder" != "${1-}" ] && claim_live "$gs_holder"; then
+		if [ -n "$gs_holder" ] && [ "$gs_holder" = "${1-}" ]; then
+			GPU_STATES="$GPU_STATES$gs_index free -$NL" # this run's own claim, from before
+		elif [ -n "$gs_holder" ] && claim_live "$gs_holder"; then
 			GPU_STATES="$GPU_STATES$gs_index held $gs_holder$NL"
-		elif [ "$gs_holder" != "${1-}" ] && [ "$gs_used" -gt "$BUSY_MIB" ]; then
+		elif [ "$gs_used" -gt "$BUSY_MIB" ]; then
 			GPU_STATES="$GPU_STATES$gs_index busy $gs_used$NL"
 		else
 			GPU_STATES="$GPU_STATES$gs_index free -$NL"
