@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR
-
 from .daemon_client import DaemonClient
 from .errors import RemoteError
 
@@ -36,8 +34,9 @@ class RemoteHost:
     """One SSH destination: an alias from your ssh config (or `local`)."""
 
     alias: str
-    python: str = DEFAULT_PYTHON
-    workdir: str = DEFAULT_WORKDIR
+    # None: the host's `python` / `workdir` from the user config, else python3 / ~/.rtrain.
+    python: str | None = None
+    workdir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class RemotePreflight:
 
 class RemoteRunner:
     def __init__(
-        self, alias: str = "local", python: str = DEFAULT_PYTHON, workdir: str = DEFAULT_WORKDIR
+        self, alias: str = "local", python: str | None = None, workdir: str | None = None
     ) -> None:
         self.host = RemoteHost(alias, python, workdir)
 
@@ -85,13 +84,7 @@ class RemoteRunner:
 
     def preflight(self, expect_gpus: int = 1) -> RemotePreflight:
         result = self._call(
-            "host/preflight",
-            {
-                "host": self.host.alias,
-                "gpus": expect_gpus,
-                "python": self.host.python,
-                "workdir": self.host.workdir,
-            },
+            "host/preflight", {"host": self.host.alias, "gpus": expect_gpus, **self._where()}
         )
         return RemotePreflight(
             ok=result.ok,
@@ -109,17 +102,34 @@ class RemoteRunner:
         gpus: int = 1,
         command: Sequence[str] | None = None,
         secrets: Mapping[str, str] | None = None,
+        *,
+        code_dir: str | Path | None = None,
+        datasets: Sequence[str | Path] = (),
+        env: Mapping[str, str] | None = None,
+        setup: str | None = None,
     ) -> RemoteRun:
-        """Ship and launch; returns as soon as the trainer runs. Raises RemoteError."""
+        """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
+
+        `code_dir`'s files land in the run directory (its .rtrainignore, else .gitignore, is
+        honoured); each of `dataset_path` and `datasets` (files or directories) lands under
+        its own name; `env` is for the setup step and the trainer (recorded: not for
+        secrets); `setup` is a shell command run in the run directory first."""
         params: dict[str, Any] = {
             "host": self.host.alias,
             "config": str(Path(config_path).resolve()),
             "gpus": gpus,
-            "python": self.host.python,
-            "workdir": self.host.workdir,
+            **self._where(),
         }
         if dataset_path is not None:
             params["dataset"] = str(Path(dataset_path).resolve())
+        if datasets:
+            params["datasets"] = [str(Path(d).resolve()) for d in datasets]
+        if code_dir is not None:
+            params["code"] = str(Path(code_dir).resolve())
+        if env:
+            params["env"] = dict(env)
+        if setup is not None:
+            params["setup"] = setup
         if run_id is not None:
             params["runId"] = run_id
         if command is not None:
@@ -179,6 +189,10 @@ class RemoteRunner:
             params["grace"] = grace
         result = self._call("run/stop", params)
         return bool(result.outcome == "stopped")
+
+    def _where(self) -> dict[str, str]:
+        where = {"python": self.host.python, "workdir": self.host.workdir}
+        return {key: value for key, value in where.items() if value is not None}
 
     def _handle(self, run: RemoteRun | str) -> RemoteRun:
         return self.run(run) if isinstance(run, str) else run

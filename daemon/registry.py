@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import RunInfo, Transport
+from rtrain.protocol.messages import Attempt, RunInfo, Transport
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -30,6 +30,9 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at REAL,
     last_seen REAL,
     reason TEXT,
+    env TEXT,
+    setup TEXT,
+    attempts TEXT,
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
@@ -53,7 +56,18 @@ _COLUMNS = (
     "started_at",
     "last_seen",
     "reason",
+    "env",
+    "setup",
+    "attempts",
 )
+# Columns kept as JSON text, and the type each decodes to.
+_JSON_COLUMNS: dict[str, type] = {
+    "command": list[str],
+    "env": dict[str, str],
+    "attempts": list[Attempt],
+}
+# Columns added after the first release: a registry from then gains them on open.
+_ADDED_COLUMNS = ("env", "setup", "attempts")
 ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
@@ -68,6 +82,10 @@ class Registry:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+            for column in _ADDED_COLUMNS:
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
             # A file cut short opens fine and fails on the first page it lacks: look at all.
             (verdict,) = self._db.execute("PRAGMA quick_check").fetchone()
             if verdict != "ok":
@@ -101,9 +119,11 @@ class Registry:
 
     def upsert(self, run: RunInfo) -> None:
         values = [getattr(run, name) for name in _COLUMNS]
-        values[_COLUMNS.index("command")] = (
-            None if run.command is None else msgspec.json.encode(run.command).decode()
-        )
+        for name in _JSON_COLUMNS:
+            value = getattr(run, name)
+            values[_COLUMNS.index(name)] = (
+                None if value is None else msgspec.json.encode(value).decode()
+            )
         placeholders = ", ".join("?" for _ in _COLUMNS)
         updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
         self._db.execute(
@@ -163,8 +183,10 @@ class Registry:
         runs = []
         for row in cursor.fetchall():
             fields = dict(zip(_COLUMNS, row, strict=True))
-            if fields["command"] is not None:
-                fields["command"] = msgspec.json.decode(fields["command"])
+            for name, kind in _JSON_COLUMNS.items():
+                text = fields.pop(name)
+                if text is not None:
+                    fields[name] = msgspec.json.decode(text, type=kind)
             if fields["remote_dir"]:
                 fields["log_path"] = f"{fields['remote_dir']}/train.log"
             runs.append(RunInfo(**fields))

@@ -8,6 +8,11 @@ transport = "console"                     # pin: exec | console (default: detect
 command = ["{python}", "train.py", "--config", "{config}"]   # default trainer command
 python = "python3.11"
 workdir = "~/runs"
+env = { HF_HOME = "/workspace/hf" }       # variables for every run's setup and trainer
+setup = "pip install -r requirements.txt" # run in the run dir before the trainer
+code = "~/src/my-project"                 # local directory shipped into every run dir
+
+A request's explicit value wins over these (for `env`, name by name).
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     command: list[str] | None = None
     python: str | None = None
     workdir: str | None = None
+    env: dict[str, str] = {}
+    setup: str | None = None
+    # The daemon does not share a client's working directory, so a relative path would mean
+    # wherever the daemon happened to start: absolute or ~/ only.
+    code: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
 
 
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -89,6 +89,8 @@ class ProgressValue(Result):
     percentage: int | None = None
     done_bytes: int | None = None
     total_bytes: int | None = None
+    done_files: int | None = None
+    total_files: int | None = None
 
 
 class ProgressParams(Result):
@@ -105,8 +107,10 @@ def byte_progress(
     done_bytes: int,
     total_bytes: int,
     message: str | None = None,
+    files: tuple[int, int] | None = None,
 ) -> ProgressParams:
-    """`$/progress` for a transfer of `total_bytes`, `done_bytes` of them done."""
+    """`$/progress` for a transfer of `total_bytes`, `done_bytes` of them done (and of
+    `files`: done, total)."""
     percentage = min(100, done_bytes * 100 // total_bytes) if total_bytes else None
     return ProgressParams(
         token=token,
@@ -117,6 +121,8 @@ def byte_progress(
             percentage=percentage,
             done_bytes=done_bytes,
             total_bytes=total_bytes,
+            done_files=files[0] if files else None,
+            total_files=files[1] if files else None,
         ),
     )
 
@@ -177,6 +183,18 @@ class Series(Result):
 # ---- runs ------------------------------------------------------------------------------
 
 
+class Attempt(Result):
+    """One launch of a run's command; `restart` adds one. Times are epoch seconds; `endedAt`
+    is when the daemon first saw the attempt over."""
+
+    number: int
+    state: RunState
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    reason: str | None = None
+
+
 class RunInfo(Result):
     """What rtrain knows of one run. `state` is as of `lastSeen` (epoch seconds)."""
 
@@ -198,6 +216,11 @@ class RunInfo(Result):
     latest: dict[str, float | None] | None = None
     # Indices of the GPUs the run's processes use, where nvidia-smi tells.
     gpus: list[int] | None = None
+    # Non-secret variables the trainer (and its setup step) got, NAME -> value.
+    env: dict[str, str] = {}
+    setup: str | None = None
+    # Every attempt, the latest last; the fields above describe the latest one.
+    attempts: list[Attempt] = []
 
 
 class GpuInfo(Result):
@@ -214,10 +237,12 @@ class GpuInfo(Result):
 
 
 class PreflightParams(Params):
+    """`python` and `workdir` left out take the host's defaults from the user config."""
+
     host: str
     gpus: int = 1
-    python: str = DEFAULT_PYTHON
-    workdir: str = DEFAULT_WORKDIR
+    python: str | None = None
+    workdir: str | None = None
     # Requirement strings (`transformers>=5`, `peft`) the chosen python must satisfy.
     requires: list[str] = []
     # Local files or directories `start` would ship; their size is checked against the disk.
@@ -328,13 +353,21 @@ class PreflightResult(Result):
 
 
 class StartParams(Params):
+    """Local paths are absolute (the daemon does not share the client's working directory).
+    `python`, `workdir`, `env`, `setup` and `code` left out take the host's defaults from the
+    user config (`[hosts.ALIAS]`), then rtrain's own."""
+
     host: str
     config: str
+    # A file or a directory, shipped under its base name; `datasets` may name more.
     dataset: str | None = None
+    datasets: list[str] = []
+    # A directory whose contents land in the run directory (.rtrainignore, else .gitignore).
+    code: str | None = None
     run_id: str | None = None
     gpus: int = 1
-    python: str = DEFAULT_PYTHON
-    workdir: str = DEFAULT_WORKDIR
+    python: str | None = None
+    workdir: str | None = None
     # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in,
     # and the word `{torchrun}` becomes the run's python running torchrun for `gpus` ranks.
     command: list[str] | None = None
@@ -344,15 +377,28 @@ class StartParams(Params):
     wait: bool = False
     # Count GPUs busy with processes that are not rtrain runs as free.
     share_gpus: bool = False
+    # Non-secret environment for the setup step and the trainer; recorded in meta.json.
+    env: dict[str, str] = {}
+    # A shell command run in the run directory before the trainer (placeholders filled in).
+    setup: str | None = None
     # Environment for the trainer, NAME -> value; never put on a command line or in a file.
     secrets: dict[str, str] = {}
     progress_token: str | int | None = None
+
+
+class ShippedFile(Result):
+    """One file that landed in the run directory, verified by its sha256 there."""
+
+    path: str
+    size: int
+    sha256: str
 
 
 class StartResult(Result):
     run: RunInfo
     pid: int | None = None
     uploaded_bytes: int = 0
+    shipped: list[ShippedFile] = []
 
 
 class RunRef(Params):

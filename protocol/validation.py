@@ -105,6 +105,29 @@ def requirement(value: str) -> str:
         ) from None
 
 
+def env_var(name: str, value: str) -> str:
+    """A `--env NAME=VALUE` pair: a variable name rtrain does not keep for itself, any value
+    without a NUL (which no environment can hold)."""
+    if not _ENV_NAME.fullmatch(name):
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"--env {name!r}: not an environment variable name "
+            "(letters, digits and _, not starting with a digit).",
+        )
+    if name == RUN_MARKER:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"--env {name}: rtrain sets {RUN_MARKER} itself (it marks the run's processes).",
+        )
+    if "\0" in value:
+        raise app_error(Kind.INVALID_COMMAND, f"--env {name}: the value holds a NUL byte.")
+    return name
+
+
+# The variable that marks every process of a run; the far side sets it, nobody else.
+RUN_MARKER = "RTRAIN_RUN_ID"
+
+
 def fetch_path(value: str) -> str:
     """A path inside the run dir: relative, no `..`, not empty. Returns it without './'."""
     stripped = value.strip()

@@ -9,6 +9,8 @@ from typing import Any
 def state_text(run: Any) -> str:
     """`running`, `completed`, `failed (exit 3)`, `queued (waiting for 1 GPU ...)`..."""
     if run.state == "failed":
+        if run.reason in ("setup", "program not found"):
+            return f"failed ({run.reason}, exit {run.exit_code})"
         if run.signal:
             return f"failed (exit {run.exit_code}, signal {run.signal})"
         if run.reason and run.reason.startswith("rank "):  # which rank of a torchrun run, and why

@@ -28,9 +28,10 @@ class ProgressBar:
         filled = int(width * done / total) if total else 0
         rate = done / max(time.monotonic() - self._started, 1e-3)
         title = value.title or ""
+        files = f"  {value.done_files}/{value.total_files} files" if value.total_files else ""
         line = (
             f"\r  {title[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{human_bytes(done)} / {human_bytes(total)}  {human_bytes(rate)}/s"
+            f"{human_bytes(done)} / {human_bytes(total)}{files}  {human_bytes(rate)}/s"
         )
         sys.stderr.write(line)
         sys.stderr.flush()

@@ -13,7 +13,7 @@ from rtrain.client.errors import Interrupted
 from rtrain.protocol import validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError
-from rtrain.protocol.messages import DEFAULT_PYTHON, DEFAULT_WORKDIR, RunState
+from rtrain.protocol.messages import RunState
 
 from .completion import complete_host, complete_run_id
 from .describe import state_text, table, when
@@ -65,22 +65,65 @@ def _fetch_interrupted(out: Path, progress: list[Any]) -> str:
     )
 
 
+def _all_existing(values: list[Path]) -> list[Path]:
+    for value in values:
+        _existing(value)
+    return values
+
+
+def _secrets(names: list[str]) -> dict[str, str]:
+    secrets = {}
+    for name in names:
+        try:
+            validation.secret_name(name)
+        except RpcError as error:
+            fail(error.message, kind=error.kind or ClientKind.USAGE)
+        if name not in os.environ:
+            fail(
+                f"--secret {name}: no such variable in your environment; export it first.",
+                kind=Kind.INVALID_SECRET,
+            )
+        secrets[name] = os.environ[name]
+    return secrets
+
+
+def _env_pairs(pairs: list[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals:
+            fail(f"--env {pair!r}: expected KEY=VALUE.", kind=ClientKind.USAGE)
+        try:
+            validation.env_var(name, value)
+        except RpcError as error:
+            fail(error.message, kind=error.kind or ClientKind.USAGE)
+        env[name] = value
+    return env
+
+
 def register(app: typer.Typer) -> None:
     @app.command(cls=PlainUsage)
     @friendly_errors
     def preflight(
         host: str = HostArg,
         gpus: int = typer.Option(1, "--gpus", min=0, help="GPUs the host must have."),
-        python: str = typer.Option(DEFAULT_PYTHON, "--python", help="Interpreter on the host."),
-        workdir: str = typer.Option(DEFAULT_WORKDIR, "--workdir", help="Remote work directory."),
+        python: str | None = typer.Option(
+            None, "--python", help="Interpreter on the host (default python3, or the host's)."
+        ),
+        workdir: str | None = typer.Option(
+            None, "--workdir", help="Remote work directory (default ~/.rtrain, or the host's)."
+        ),
         json: bool = JsonOpt,
     ) -> None:
         """Check that HOST can train: reachable, python, GPUs, a writable workdir."""
         check(host=host, workdir=workdir, python=python)
+        params: dict[str, Any] = {"host": host, "gpus": gpus}
+        if python is not None:
+            params["python"] = python
+        if workdir is not None:
+            params["workdir"] = workdir
         with DaemonClient.connect() as client:
-            verdict = client.request(
-                "host/preflight", {"host": host, "gpus": gpus, "python": python, "workdir": workdir}
-            )
+            verdict = client.request("host/preflight", params)
         if json:
             print_json(verdict)
         elif verdict.ok:
@@ -121,12 +164,19 @@ def register(app: typer.Typer) -> None:
             callback=_existing,
             help="Training config to ship (as config.yaml).",
         ),
-        dataset: Path | None = typer.Option(
-            None,
+        dataset: list[Path] = typer.Option(
+            [],
             "--dataset",
             "-d",
+            callback=_all_existing,
+            help="Dataset file or directory to ship under its own name (repeatable).",
+        ),
+        code: Path | None = typer.Option(
+            None,
+            "--code",
             callback=_existing,
-            help="Dataset file to ship under its own name.",
+            help="Directory whose contents land in the run directory (.rtrainignore, else "
+            ".gitignore, is honoured; .git/ never ships).",
         ),
         gpus: int = typer.Option(
             1, "--gpus", min=0, help="GPUs the run expects (torchrun: one rank per GPU)."
@@ -146,8 +196,27 @@ def register(app: typer.Typer) -> None:
         share_gpus: bool = typer.Option(
             False, "--share-gpus", help="Count GPUs busy with other (non-rtrain) processes as free."
         ),
-        python: str = typer.Option(DEFAULT_PYTHON, "--python", help="Interpreter on the host."),
-        workdir: str = typer.Option(DEFAULT_WORKDIR, "--workdir", help="Remote work directory."),
+        python: str | None = typer.Option(
+            None, "--python", help="Interpreter on the host (default python3, or the host's)."
+        ),
+        workdir: str | None = typer.Option(
+            None, "--workdir", help="Remote work directory (default ~/.rtrain, or the host's)."
+        ),
+        env: list[str] = typer.Option(
+            [],
+            "--env",
+            "-e",
+            metavar="KEY=VALUE",
+            help="Set a variable for the setup step and the trainer (repeatable; recorded, "
+            "so not for secrets).",
+        ),
+        setup: str | None = typer.Option(
+            None,
+            "--setup",
+            metavar="COMMAND",
+            help="Shell command run in the run directory before the trainer "
+            "(e.g. 'pip install -r requirements.txt').",
+        ),
         follow: bool = typer.Option(
             True, "--follow/--no-follow", help="Stream the log until the run ends."
         ),
@@ -165,32 +234,29 @@ def register(app: typer.Typer) -> None:
         ),
         json: bool = JsonOpt,
     ) -> None:
-        """Ship the config (and dataset) to HOST and start a run that outlives this shell."""
+        """Ship the config, datasets and code to HOST and start a run that outlives this shell."""
         check(host=host, run_id=run_id, workdir=workdir, python=python)
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
-        secrets = {}
-        for name in secret:
-            try:
-                validation.secret_name(name)
-            except RpcError as error:
-                fail(error.message, kind=error.kind or ClientKind.USAGE)
-            if name not in os.environ:
-                fail(
-                    f"--secret {name}: no such variable in your environment; export it first.",
-                    kind=Kind.INVALID_SECRET,
-                )
-            secrets[name] = os.environ[name]
+        secrets = _secrets(secret)
         params: dict[str, Any] = {
             "host": host,
             "config": str(config.resolve()),
             "gpus": gpus,
-            "python": python,
-            "workdir": workdir,
             "progressToken": "upload",
         }
-        if dataset is not None:
-            params["dataset"] = str(dataset.resolve())
+        if python is not None:
+            params["python"] = python
+        if workdir is not None:
+            params["workdir"] = workdir
+        if dataset:
+            params["datasets"] = [str(path.resolve()) for path in dataset]
+        if code is not None:
+            params["code"] = str(code.resolve())
+        if env:
+            params["env"] = _env_pairs(env)
+        if setup is not None:
+            params["setup"] = setup
         if run_id is not None:
             params["runId"] = run_id
         if command:
@@ -232,6 +298,11 @@ def register(app: typer.Typer) -> None:
             if json:
                 print_json(result)
             else:
+                files = len(result.shipped)
+                note(
+                    f"shipped {files} file{'s' if files != 1 else ''}, "
+                    f"{human_bytes(result.uploaded_bytes)}, every sha256 checked on {host}"
+                )
                 if run.state == "queued":
                     print(f"✓ queued {run.run_id} on {host}: {run.reason}")
                 else:

@@ -38,6 +38,7 @@ class Ops:
             # The host's clock says when it started, in whole seconds (`date +%s`) and maybe
             # skewed; a run never starts before rtrain created it, so no answer says so.
             run = msgspec.structs.replace(run, started_at=run.created_at)
+        run = with_latest_attempt(run)
         before = self.registry.get(run.host, run.run_id)
         self.registry.upsert(run)
         if (
@@ -81,11 +82,38 @@ class Ops:
         return run
 
 
-def _replace(run: RunInfo, **changes: object) -> RunInfo:
-    import msgspec
+ENDED_STATES = ("completed", "failed", "stopped", "lost")
 
+
+def with_latest_attempt(run: RunInfo) -> RunInfo:
+    """`run` with its latest attempt saying what the run itself says."""
+    if not run.attempts:
+        return run
+    last = run.attempts[-1]
+    ended = run.state in ENDED_STATES
+    latest = msgspec.structs.replace(
+        last,
+        state=run.state,
+        exit_code=run.exit_code,
+        reason=run.reason,
+        started_at=run.started_at or last.started_at,
+        ended_at=(last.ended_at or now()) if ended else None,
+    )
+    if latest == last:
+        return run
+    return _replace(run, attempts=[*run.attempts[:-1], latest])
+
+
+def _replace(run: RunInfo, **changes: object) -> RunInfo:
     return msgspec.structs.replace(run, **changes)
 
 
 def now() -> float:
     return round(time.time(), 3)
+
+
+def chosen(explicit: str | None, host_default: str | None, default: str) -> str:
+    """A request's explicit value, else the host's from the user config, else rtrain's."""
+    if explicit is not None:
+        return explicit
+    return host_default if host_default is not None else default

@@ -12,9 +12,15 @@ from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import Finding, PreflightParams, PreflightResult
+from rtrain.protocol.messages import (
+    DEFAULT_PYTHON,
+    DEFAULT_WORKDIR,
+    Finding,
+    PreflightParams,
+    PreflightResult,
+)
 
-from .context import Ops
+from .context import Ops, chosen
 from .preflight_disk import judge_disk, ship_bytes
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
@@ -26,8 +32,10 @@ HF_TOKEN = "HF_TOKEN"
 
 def _validate(p: PreflightParams) -> None:
     validation.host(p.host)
-    validation.workdir(p.workdir)
-    validation.python(p.python)
+    if p.workdir is not None:
+        validation.workdir(p.workdir)
+    if p.python is not None:
+        validation.python(p.python)
     if p.gpus < 0:
         raise app_error(Kind.INVALID_COMMAND, f"gpus must be 0 or more, not {p.gpus}.")
     for text in p.requires:
@@ -44,6 +52,9 @@ def _validate(p: PreflightParams) -> None:
 
 async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     _validate(p)
+    settings = ops.hosts.config.host(p.host)
+    interpreter = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
+    workdir = validation.workdir(chosen(p.workdir, settings.workdir, DEFAULT_WORKDIR))
     # Local paths are read before anything reaches the host.
     shipped = ship_bytes(p.inputs) if p.inputs else None
     try:
@@ -51,8 +62,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         # The token travels on stdin only: never an argument, never in a file.
         report = await contract.preflight(
             transport,
-            p.python,
-            p.workdir,
+            interpreter,
+            workdir,
             dists=probe_names(p.requires),
             hf_models=p.hf_models,
             hf_token=p.secrets.get(HF_TOKEN, ""),
@@ -73,7 +84,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         reasons.append(reason)
         findings.append(Finding(topic, reason, "problem"))
 
-    python = judge_python(p.python, p.gpus, report)
+    python = judge_python(interpreter, p.gpus, report)
     findings += python.findings
     for reason in python.reasons:
         problem("python", reason)
@@ -85,14 +96,14 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     if short is not None:
         problem("gpu", short)
 
-    packages = judge_packages(p.python, p.requires, report)
+    packages = judge_packages(interpreter, p.requires, report)
     findings += packages.findings
     for reason in packages.reasons:
         problem("packages", reason)
 
     if not report.workdir_ok:
         why = report.workdir_error or "not writable"
-        problem("workdir", f"workdir {p.workdir} not usable: {why}")
+        problem("workdir", f"workdir {workdir} not usable: {why}")
     disk, disk_reason = judge_disk(shipped, report.free_bytes)
     if report.workdir and report.free_bytes is not None:
         text = f"{report.workdir}: {human_bytes(report.free_bytes)} free"
@@ -127,7 +138,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
 
     gpus_free = None
     if gpus:
-        held = await _held_by_runs(transport, p.workdir) if report.workdir_ok else set()
+        held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
         gpus_free = sum(1 for gpu in gpus if not gpu.in_use_by_other and gpu.index not in held)
     torch = report.torch
     return PreflightResult(

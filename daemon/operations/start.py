@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import logging
-import os
 import re
 import secrets
 import time
@@ -23,11 +20,23 @@ from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunInfo, RunState, StartParams, StartResult, byte_progress
+from rtrain.protocol.messages import (
+    DEFAULT_PYTHON,
+    DEFAULT_WORKDIR,
+    Attempt,
+    RunInfo,
+    RunState,
+    ShippedFile,
+    StartParams,
+    StartResult,
+    byte_progress,
+)
 
-from .context import Ops, now
+from .context import Ops, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
+from .run_inputs import Inputs, LocalFile, gather
+from .shipping import ShipProgress, ship_files
 from .status import refresh
 
 log = logging.getLogger(__name__)
@@ -46,6 +55,11 @@ RESERVED = {
     TORCHRUN_LOGS,
     GATE_FILE,
     "queued",
+    "status.tmp",
+    "train.pid.tmp",
+    "meta.json.tmp",
+    "setup_failed",
+    "program_missing",
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -65,8 +79,8 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     validation.host(p.host)
     run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
     settings = ops.hosts.config.host(p.host)
-    workdir = validation.workdir(p.workdir)
-    python = validation.python(p.python)
+    workdir = validation.workdir(chosen(p.workdir, settings.workdir, DEFAULT_WORKDIR))
+    python = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
     for name in p.secrets:
         validation.secret_name(name)
         if name.startswith("RTRAIN_"):
@@ -76,18 +90,39 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
                 Kind.INVALID_SECRET,
                 f"secret name {name!r} is reserved: rtrain uses RTRAIN_* names itself.",
             )
+    env = {**settings.env, **p.env}
+    for name, value in env.items():
+        validation.env_var(name, value)
+        if name in p.secrets:
+            raise app_error(
+                Kind.INVALID_COMMAND,
+                f"{name} is given both as --env and as --secret; keep one of them.",
+            )
+    setup = p.setup if p.setup is not None else settings.setup
+    code = p.code if p.code is not None else settings.code
     config = _local_file(p.config, "config")
-    dataset = _local_file(p.dataset, "dataset") if p.dataset else None
-    if dataset is not None and dataset.name in RESERVED:
-        raise app_error(
-            Kind.INVALID_PATH,
-            f"the dataset may not be called {dataset.name!r}: "
-            "rtrain uses that name in the run directory; rename it.",
-        )
+    datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
+    code_dir = _local_dir(code) if code else None
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
-    _check_template(template, dataset is not None)
+    _check_template(template, bool(datasets))
     template = _with_launcher(template, p.launcher, p.gpus)
+    if setup is not None:
+        if not setup.strip():
+            raise app_error(Kind.INVALID_COMMAND, "the setup command is empty.")
+        _check_words([setup], bool(datasets))
+    extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
+    reserved = RESERVED - {DEMO_TRAINER} if template is not None else RESERVED
+    # Walking a big code directory takes a while; the daemon answers others meanwhile.
+    inputs = await asyncio.to_thread(
+        gather,
+        config=config,
+        config_name=CONFIG_NAME,
+        datasets=datasets,
+        code=code_dir,
+        extra=extra,
+        reserved=reserved,
+    )
     if ops.known(p.host, run_id) is not None:
         raise app_error(
             Kind.RUN_EXISTS,
@@ -115,12 +150,18 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             "nothing was started.",
         )
 
+    first_dataset = datasets[0].name if datasets else None
     command = _expand(
-        template or _demo_command(dataset, p.launcher),
+        template or _demo_command(first_dataset, p.launcher),
         python=python,
-        dataset=dataset,
+        dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
+    )
+    setup_command = (
+        None
+        if setup is None
+        else _expand([setup], python=python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus)[0]
     )
     # From here the run id is taken on the host, so the registry knows the run at once
     # (silently: subscribers hear of it once it runs). A daemon killed mid-start then finds
@@ -135,19 +176,20 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         command=command,
         created_at=now(),
         reason=BEING_STARTED,
+        env=env,
+        setup=setup_command,
     )
     ops.registry.upsert(pending)
     ops.starting.add((p.host, run_id))
-    shipments: list[tuple[Path | bytes, str]] = [(config, CONFIG_NAME)]
-    if dataset is not None:
-        shipments.append((dataset, dataset.name))
-    if template is None:
-        shipments.append((demo_trainer_bundle(), DEMO_TRAINER))
     if plan.gate:
-        shipments.append((gate_file(), GATE_FILE))
-    argv = [run_dir, run_id, python, *gate_prefix(p, run_dir, run_id, plan), *command]
+        gate = gate_file()
+        inputs.files.append(LocalFile(GATE_FILE, gate, len(gate)))
+    wrapper = gate_prefix(p, run_dir, run_id, plan)
+    argv = [run_dir, run_id, python, *wrapper, *command]
     try:
-        return await _ship_and_launch(ops, transport, p, ctx, pending, shipments, argv, plan)
+        return await _ship_and_launch(
+            ops, transport, p, ctx, pending, inputs, argv, len(wrapper), plan
+        )
     finally:
         ops.starting.discard((p.host, run_id))
 
@@ -158,25 +200,34 @@ async def _ship_and_launch(
     p: StartParams,
     ctx: Notifier,
     pending: RunInfo,
-    shipments: list[tuple[Path | bytes, str]],
+    inputs: Inputs,
     argv: list[str],
+    wrapper_words: int,
     plan: GpuPlan,
 ) -> StartResult:
+    """`argv`: launch.sh's arguments, whose command starts with `wrapper_words` words of
+    rtrain's own (the GPU gate) before the trainer's."""
     run_dir, run_id = pending.remote_dir or "", pending.run_id
     try:
-        uploaded = await _ship(ops, transport, run_dir, shipments, p, ctx)
+        shipped = await _ship(transport, run_dir, run_id, inputs, p, ctx)
     except RpcError as error:
         ops.registry.delete(p.host, run_id)
-        await _discard(transport, p, run_id)
+        await _discard(transport, p, pending)
         raise _nothing_started(error, p.host) from None
     except BaseException:
         ops.registry.delete(p.host, run_id)
-        await _discard(transport, p, run_id)
+        await _discard(transport, p, pending)
         raise
-    secret_lines = "".join(
-        f"{name}\t{base64.b64encode(value.encode()).decode()}\n"
-        for name, value in p.secrets.items()
-    ).encode()
+    meta: dict[str, object] = {"inputs": {f.path: f.sha256 for f in shipped}}
+    if pending.env:
+        meta["env"] = pending.env
+    if pending.setup is not None:
+        meta["setup"] = pending.setup
+    if wrapper_words:
+        meta["wrapper_words"] = wrapper_words
+    secret_lines = contract.launch_stdin(
+        p.secrets, pending.env, pending.setup, meta, wrapper=wrapper_words
+    )
 
     async def launch() -> StartResult:
         try:
@@ -186,8 +237,8 @@ async def _ship_and_launch(
                 ops.registry.delete(p.host, run_id)
                 raise
             log.info("start %s/%s: %s; asking again", p.host, run_id, error.message)
-            return await _launch_again(ops, p, pending, argv, secret_lines, uploaded, plan)
-        return _launched(ops, p, pending, launched, uploaded, plan)
+            return await _launch_again(ops, p, pending, argv, secret_lines, shipped, plan)
+        return _launched(ops, p, pending, launched, shipped, plan)
 
     # Once the launch has begun it is finished and recorded even if the client cancels:
     # the answer then says the run started, so a start never leaves an untold trainer.
@@ -198,12 +249,13 @@ async def _ship_and_launch(
         return await launching
 
 
-async def _discard(transport: Transport, p: StartParams, run_id: str) -> None:
+async def _discard(transport: Transport, p: StartParams, pending: RunInfo) -> None:
     """Remove the run directory of a start that launched nothing (cancelled, or failed while
     shipping), so the run id is free again. Best effort: a host that is gone keeps it."""
+    run_id, workdir = pending.run_id, pending.workdir or DEFAULT_WORKDIR
     try:
         # Shielded: a start cancelled by its client still cleans up after itself.
-        done = await asyncio.shield(contract.discard(transport, p.workdir, run_id))
+        done = await asyncio.shield(contract.discard(transport, workdir, run_id))
     except (RpcError, asyncio.CancelledError) as error:
         log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, error)
         return
@@ -221,7 +273,12 @@ async def _launch(
 
 
 def _launched(
-    ops: Ops, p: StartParams, pending: RunInfo, launched: Launched, uploaded: int, plan: GpuPlan
+    ops: Ops,
+    p: StartParams,
+    pending: RunInfo,
+    launched: Launched,
+    shipped: list[ShippedFile],
+    plan: GpuPlan,
 ) -> StartResult:
     if launched.pid is None:
         ops.registry.delete(p.host, pending.run_id)
@@ -238,9 +295,10 @@ def _launched(
             started_at=started_at,
             last_seen=now(),
             reason=plan.queued_reason,
+            attempts=[Attempt(number=1, state=state, started_at=started_at)],
         )
     )
-    return StartResult(run=run, pid=launched.pid, uploaded_bytes=uploaded)
+    return StartResult(run=run, pid=launched.pid, uploaded_bytes=_bytes(shipped), shipped=shipped)
 
 
 async def _launch_again(
@@ -249,7 +307,7 @@ async def _launch_again(
     pending: RunInfo,
     argv: list[str],
     secret_lines: bytes,
-    uploaded: int,
+    shipped: list[ShippedFile],
     plan: GpuPlan,
 ) -> StartResult:
     """The launch's answer was lost with the connection: the trainer may or may not run.
@@ -259,7 +317,7 @@ async def _launch_again(
         transport = await ops.transport(p.host)
         launched = await _launch(ops, transport, p.host, argv, secret_lines)
         if not launched.already_launched:
-            return _launched(ops, p, pending, launched, uploaded, plan)
+            return _launched(ops, p, pending, launched, shipped, plan)
         # The first launch got there. Its trainer may still be on its way up: ask until the
         # host says more than "launched, nothing alive yet" (launch.sh allows 10 s).
         deadline = time.monotonic() + LAUNCH_SETTLES
@@ -293,7 +351,11 @@ async def _launch_again(
         raise app_error(
             Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {run.reason or 'lost'}"
         )
-    return StartResult(run=run, pid=None, uploaded_bytes=uploaded)
+    return StartResult(run=run, pid=None, uploaded_bytes=_bytes(shipped), shipped=shipped)
+
+
+def _bytes(shipped: list[ShippedFile]) -> int:
+    return sum(f.size for f in shipped)
 
 
 def _nothing_started(error: RpcError, host: str) -> RpcError:
@@ -314,11 +376,34 @@ def _local_file(path: str, what: str) -> Path:
     return local.resolve()
 
 
+def _local_input(path: str) -> Path:
+    local = Path(path).expanduser()
+    if not local.is_file() and not local.is_dir():
+        raise app_error(
+            Kind.LOCAL_FILE_MISSING,
+            f"the dataset {path!r} does not exist or is neither a file nor a directory.",
+        )
+    return local.resolve()
+
+
+def _local_dir(path: str) -> Path:
+    local = Path(path).expanduser()
+    if not local.is_dir():
+        raise app_error(
+            Kind.LOCAL_FILE_MISSING, f"the code directory {path!r} does not exist or is not one."
+        )
+    return local.resolve()
+
+
 def _check_template(template: list[str] | None, has_dataset: bool) -> None:
     if template is None:
         return
     if not template or not template[0]:
         raise app_error(Kind.INVALID_COMMAND, "the command is empty.")
+    _check_words(template, has_dataset)
+
+
+def _check_words(template: list[str], has_dataset: bool) -> None:
     if not has_dataset and any("{dataset}" in word for word in template):
         raise app_error(
             Kind.INVALID_COMMAND, "the command uses {dataset} but no dataset was given (--dataset)."
@@ -365,21 +450,21 @@ def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) 
     return [TORCHRUN_WORD, *template[1:]]
 
 
-def _demo_command(dataset: Path | None, launcher: str | None) -> list[str]:
+def _demo_command(dataset: str | None, launcher: str | None) -> list[str]:
     first = TORCHRUN_WORD if launcher == "torchrun" else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 
 
 def _expand(
-    template: list[str], *, python: str, dataset: Path | None, run_dir: str, gpus: int
+    template: list[str], *, python: str, dataset: str | None, run_dir: str, gpus: int
 ) -> list[str]:
     values = {
         "{python}": python,
         "{config}": CONFIG_NAME,
         "{run_dir}": run_dir,
         "{gpus}": str(gpus),
-        "{dataset}": dataset.name if dataset else "",
+        "{dataset}": dataset or "",
     }
     words: list[str] = []
     for word in template:
@@ -393,70 +478,35 @@ def _expand(
 
 
 async def _ship(
-    ops: Ops,
     transport: Transport,
     run_dir: str,
-    shipments: list[tuple[Path | bytes, str]],
+    run_id: str,
+    inputs: Inputs,
     p: StartParams,
     ctx: Notifier,
-) -> int:
-    total = sum(len(s) if isinstance(s, bytes) else s.stat().st_size for s, _ in shipments)
-    done = 0
+) -> list[ShippedFile]:
     token = p.progress_token
-
-    def report(kind: Literal["begin", "report", "end"], message: str | None = None) -> None:
-        if token is not None:
-            title = f"Shipping to {p.host}"
-            progress = byte_progress(token, kind, title, done, total, message)
-            ctx.notify("$/progress", progress)
-
+    title = f"Shipping to {p.host}"
     last = 0.0
 
-    def advance(count: int) -> None:
-        nonlocal done, last
-        done += count
-        if time.monotonic() - last > 0.1 or done == total:
+    def report(
+        kind: Literal["begin", "report", "end"], done: ShipProgress, message: str | None = None
+    ) -> None:
+        if token is not None:
+            files = (done.done_files, done.total_files)
+            progress = byte_progress(
+                token, kind, title, done.done_bytes, done.total_bytes, message, files=files
+            )
+            ctx.notify("$/progress", progress)
+
+    def changed(done: ShipProgress) -> None:
+        nonlocal last
+        if time.monotonic() - last > 0.1 or done.done_files == done.total_files:
             last = time.monotonic()
-            report("report")
+            report("report", done)
 
-    async def ship(source: Path | bytes, name: str) -> None:
-        if isinstance(source, bytes):
-            path, temporary = _bytes_file(source), True
-        else:
-            path, temporary = source, False
-        try:
-            digest = await asyncio.to_thread(_sha256, path)
-            await transport.upload(path, f"{run_dir}/{name}", digest, advance)
-        finally:
-            if temporary:
-                os.unlink(path)
-
-    report("begin")
-    # Side by side, each on a channel of its own: the config does not wait for the dataset,
-    # and on a long link the round trips that open each channel overlap.
-    try:
-        async with asyncio.TaskGroup() as group:
-            for source, name in shipments:
-                group.create_task(ship(source, name))
-    except BaseExceptionGroup as failed:
-        # The first failure stopped the others; it is the one to tell, as for one file.
-        raise failed.exceptions[0] from None
-    report("end", f"{total} bytes verified")
-    return total
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _bytes_file(data: bytes) -> Path:
-    import tempfile
-
-    fd, name = tempfile.mkstemp(prefix="rtrain-ship-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return Path(name)
+    progress = ShipProgress(inputs, changed)
+    report("begin", progress)
+    shipped = await ship_files(transport, run_dir, run_id, inputs, progress)
+    report("end", progress, f"{len(shipped)} files, {progress.total_bytes} bytes verified")
+    return shipped

@@ -10,7 +10,8 @@ sentence) stays with the operations.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
@@ -479,6 +480,34 @@ async def discard(transport: Transport, workdir: str, run_id: str) -> Discarded:
     )
 
 
+def launch_stdin(
+    secrets: Mapping[str, str],
+    env: Mapping[str, str],
+    setup: str | None,
+    meta: Mapping[str, object],
+    attempt: int = 1,
+    wrapper: int = 0,
+) -> bytes:
+    """launch.sh's stdin: `NAME<TAB>base64` per secret, then the `+` lines for the rest of
+    the launch (env, setup, extra meta.json keys, the attempt number of a restart, and how
+    many leading words of the command are rtrain's own wrapper, not the trainer's)."""
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    lines = [f"{name}\t{b64(value)}" for name, value in secrets.items()]
+    lines += [f"+env\t{name}\t{b64(value)}" for name, value in env.items()]
+    if setup is not None:
+        lines.append(f"+setup\t{b64(setup)}")
+    for key, value in meta.items():
+        lines.append(f"+meta\t{key}\t{b64(msgspec.json.encode(value).decode())}")
+    if attempt != 1:
+        lines.append(f"+attempt\t{attempt}")
+    if wrapper:
+        lines.append(f"+wrapper\t{wrapper}")
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
 class Launched(Answer, frozen=True, kw_only=True):
     """The trainer's session leader (`pid`), or why not (`error`: the `error` line's words).
     `already_launched`: an earlier launch of the same run claimed it first."""
@@ -487,6 +516,9 @@ class Launched(Answer, frozen=True, kw_only=True):
     started_at: float | None
     error: list[str]
     already_launched: bool
+    # A restart of a run that is running, or of one that was never launched.
+    running: bool = False
+    never_launched: bool = False
 
 
 async def launch(
@@ -509,6 +541,36 @@ async def launch(
         started_at=_float(lines.value("started_at")),
         error=error,
         already_launched=error == ["already_launched"],
+        running=error == ["running"],
+        never_launched=error == ["never_launched"],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- input_tree.sh ------------------------------------------------------------------------
+
+
+class Shaped(Answer, frozen=True, kw_only=True):
+    """The run dir has the directories and modes asked for (`ok`), or why not (`error`)."""
+
+    ok: bool
+    error: list[str] | None
+
+
+async def input_tree(
+    transport: Transport, run_dir: str, run_id: str, dirs: Sequence[str], executables: Sequence[str]
+) -> Shaped:
+    """Make `dirs` (relative, parents first) in the run dir, and give `executables` their
+    owner's x bit; the paths travel on stdin, one a line."""
+    steps = [f"d\t{rel}\n" for rel in dirs] + [f"x\t{rel}\n" for rel in executables]
+    done = await transport.run(
+        "input_tree", [run_dir, run_id], stdin="".join(steps).encode(), timeout=60
+    )
+    lines = Lines(done.stdout)
+    return Shaped(
+        ok=done.returncode == Exit.OK and "ok" in lines,
+        error=lines.last("error"),
         exit=done.returncode,
         error_text=done.error_text,
     )

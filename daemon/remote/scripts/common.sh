@@ -349,7 +349,14 @@ state_from_status_file() {
 			RS_STATE=completed
 		else
 			RS_STATE=failed
-			[ -d "$1/torchrun_logs" ] && torchrun_failure "$1"
+			# launch.sh's first steps leave these when the trainer never got to run.
+			if [ -e "$1/setup_failed" ]; then
+				RS_DETAIL=setup
+			elif [ -e "$1/program_missing" ]; then
+				RS_DETAIL='program not found'
+			elif [ -d "$1/torchrun_logs" ]; then
+				torchrun_failure "$1"
+			fi
 		fi
 	fi
 	if [ -e "$1/stop_requested" ]; then

@@ -1,6 +1,13 @@
 # launch.sh RUN_DIR RUN_ID PYTHON CMD...: start CMD detached in the run dir and return its
 # session leader's pid. Secrets come on stdin as `NAME<TAB>BASE64VALUE` lines; they reach the
-# trainer's environment only, never a command line or a file.
+# trainer's environment only, never a command line or a file. Lines starting with `+` carry
+# the rest of the launch (a `+` cannot start a secret's name), each value base64:
+#   +env<TAB>NAME<TAB>VALUE   a variable for the setup step and the trainer (also in meta.json)
+#   +setup<TAB>COMMAND        a shell command run in the run dir before the trainer
+#   +meta<TAB>KEY<TAB>JSON    one more key of meta.json, its value one line of JSON
+#   +attempt<TAB>N            (plain digits) attempt N >= 2 of a run that ended: a restart
+#   +wrapper<TAB>N            (plain digits) CMD's first N words are rtrain's own wrapper (the
+#                             GPU gate); the trainer's program is word N+1
 need_args "$#" 4
 take_run_dir "$1" "$2"
 run_id=$2
@@ -8,7 +15,6 @@ python_arg=$3
 shift 3
 
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
-[ -e "$RUN_DIR/train.pid" ] && fail "$E_ALREADY_LAUNCHED" already_launched
 
 # The session leader: records its pid, runs the trainer as its child, passes TERM/INT/HUP on
 # (unless stop.sh sent them), keeps waiting until the child has really ended, then records
@@ -66,6 +72,31 @@ done
 exit "$code"
 '
 
+# The run's first steps, in the trainer's own process (it execs the trainer at the end): the
+# setup command, then a look for the trainer's program, so a typo reads as one sentence in
+# the log. Each failure leaves a file the status scripts read. Its arguments: SETUP N CMD...,
+# where CMD's first N words are rtrain's wrapper and the trainer's program comes after.
+STEPS='setup=$1
+wrapper=$2
+shift 2
+if [ -n "$setup" ]; then
+	/bin/sh -c "$setup" </dev/null
+	code=$?
+	if [ "$code" != 0 ]; then
+		: >setup_failed
+		printf "rtrain: the setup command failed (exit %s); the trainer was not started\n" "$code"
+		exit "$code"
+	fi
+fi
+eval "program=\${$((wrapper + 1))}"
+if ! command -v "$program" >/dev/null 2>&1; then
+	: >program_missing
+	printf "rtrain: cannot start the trainer: %s is not a program on this host (not on PATH, nor an executable file)\n" "$program"
+	exit 127
+fi
+exec "$@"
+'
+
 # Puts signal dispositions back to default, then (mode `setsid`) forks into a new session, and
 # execs its arguments. Used where setsid(1) or env --default-signal are missing.
 TRAMPOLINE='import os, signal, sys
@@ -106,12 +137,68 @@ json_strings() {
 # Secrets: validated and decoded now, exported only in the subshell that starts the run.
 secret_count=0
 line_no=0
+env_count=0
+setup=
+attempt=1
+wrapper=0
+meta_extra=
+# BASE64 -> B64_VALUE (trailing newlines kept), or fail naming LINE_NO.
+decode_b64() {
+	# printf is a builtin: the value travels through a pipe, never through an argv.
+	# The trailing dot keeps trailing newlines of the value and proves base64 succeeded.
+	B64_VALUE=$(printf '%s' "$1" | base64 -d 2>/dev/null && printf .)
+	case $B64_VALUE in
+	*.) B64_VALUE=${B64_VALUE%.} ;;
+	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "value is not base64" ;;
+	esac
+}
 while IFS= read -r secret_line || [ -n "$secret_line" ]; do
 	line_no=$((line_no + 1))
 	if [ -z "$secret_line" ]; then
 		continue
 	fi
 	case $secret_line in
+	"+env$TAB"*"$TAB"*)
+		opt=${secret_line#+env"$TAB"}
+		opt_name=${opt%%"$TAB"*}
+		case $opt_name in
+		'' | [!A-Za-z_]* | *[!A-Za-z0-9_]* | RTRAIN_RUN_ID) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad name" ;;
+		esac
+		decode_b64 "${opt#*"$TAB"}"
+		env_count=$((env_count + 1))
+		eval "env_name_$env_count=\$opt_name env_value_$env_count=\$B64_VALUE"
+		continue
+		;;
+	"+setup$TAB"*)
+		decode_b64 "${secret_line#+setup"$TAB"}"
+		setup=$B64_VALUE
+		continue
+		;;
+	"+meta$TAB"*"$TAB"*)
+		opt=${secret_line#+meta"$TAB"}
+		opt_name=${opt%%"$TAB"*}
+		case $opt_name in
+		'' | *[!a-z_]*) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad meta key" ;;
+		esac
+		decode_b64 "${opt#*"$TAB"}"
+		case $B64_VALUE in
+		*"$NL"*) fail "$E_BAD_SECRET" bad_secret "$line_no" "meta value is not one line" ;;
+		esac
+		meta_extra="$meta_extra  \"$opt_name\": $B64_VALUE,$NL"
+		continue
+		;;
+	"+attempt$TAB"*)
+		attempt=${secret_line#+attempt"$TAB"}
+		is_uint "$attempt" && [ "${#attempt}" -le 6 ] && [ "$attempt" -ge 1 ] ||
+			fail "$E_USAGE" usage "bad attempt"
+		continue
+		;;
+	"+wrapper$TAB"*)
+		wrapper=${secret_line#+wrapper"$TAB"}
+		is_uint "$wrapper" && [ "${#wrapper}" -le 3 ] || fail "$E_USAGE" usage "bad wrapper"
+		continue
+		;;
+	'+'*) fail "$E_BAD_SECRET" bad_secret "$line_no" "unknown option line" ;;
 	*"$TAB"*) ;;
 	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "expected NAME<TAB>BASE64VALUE" ;;
 	esac
@@ -122,13 +209,9 @@ while IFS= read -r secret_line || [ -n "$secret_line" ]; do
 	'' | [!A-Za-z_]* | *[!A-Za-z0-9_]*) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad name" ;;
 	RTRAIN_*) fail "$E_BAD_SECRET" bad_secret "$line_no" "RTRAIN_ names are reserved" ;;
 	esac
-	# printf is a builtin: the value travels through a pipe, never through an argv.
-	# The trailing dot keeps trailing newlines of the value and proves base64 succeeded.
-	secret_value=$(printf '%s' "$secret_b64" | base64 -d 2>/dev/null && printf .)
-	case $secret_value in
-	*.) secret_value=${secret_value%.} ;;
-	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "value is not base64" ;;
-	esac
+	decode_b64 "$secret_b64"
+	secret_value=$B64_VALUE
+	B64_VALUE=
 	secret_count=$((secret_count + 1))
 	eval "secret_name_$secret_count=\$secret_name secret_value_$secret_count=\$secret_value"
 	secret_value=
@@ -172,15 +255,31 @@ else
 	fail "$E_NO_DETACH" no_setsid
 fi
 
-# Claim the launch atomically (O_EXCL): a second launch of the same run is refused.
-if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
-	fail "$E_ALREADY_LAUNCHED" already_launched
+if [ "$attempt" = 1 ]; then
+	# Claim the launch atomically (O_EXCL): a second launch of the same run is refused.
+	[ -e "$RUN_DIR/train.pid" ] && fail "$E_ALREADY_LAUNCHED" already_launched
+	if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
+		fail "$E_ALREADY_LAUNCHED" already_launched
+	fi
+else
+	# A restart: the run was launched and has ended. Attempt N is claimed atomically too,
+	# then the last attempt's leftovers go (the daemon recorded its outcome).
+	[ -f "$RUN_DIR/meta.json" ] || fail "$E_NOT_FOUND" never_launched
+	run_state "$RUN_DIR" "$run_id"
+	[ "$RS_STATE" = running ] && fail "$E_REFUSED" running
+	if ! (set -C && : >"$RUN_DIR/attempt-$attempt") 2>/dev/null; then
+		fail "$E_ALREADY_LAUNCHED" already_launched
+	fi
+	rm -f -- "$RUN_DIR/status" "$RUN_DIR/status.tmp" "$RUN_DIR/train.pid" \
+		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing"
 fi
 started_at=$(date +%s)
 {
 	printf '{\n'
 	printf '  "run_id": %s,\n' "$(json_strings "$run_id")"
 	printf '  "started_at": %s,\n' "$started_at"
+	printf '  "attempt": %s,\n' "$attempt"
+	printf '%s' "$meta_extra"
 	printf '  "boot_id": %s,\n' "$(json_strings "$(boot_id)")"
 	printf '  "hostname": %s,\n' "$(json_strings "$(uname -n 2>/dev/null)")"
 	printf '  "python": %s,\n' "$(json_strings "$python_arg")"
@@ -188,6 +287,26 @@ started_at=$(date +%s)
 	printf '}\n'
 } >"$RUN_DIR/meta.json.tmp" || fail "$E_IO" meta "cannot write meta.json"
 mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" || fail "$E_IO" meta "cannot write meta.json"
+
+# A `~/...` program (`--python ~/venv/bin/python`) means the far user's home, as it does
+# for preflight; nothing else of the command is touched.
+[ "$wrapper" -lt "$#" ] || fail "$E_USAGE" usage "no command after the wrapper"
+word_no=0
+for word in "$@"; do
+	if [ "$word_no" = "$wrapper" ]; then
+		case $word in
+		'~' | '~/'*) expanded=$(expand_workdir "$word") && word=$expanded ;;
+		esac
+	fi
+	word_no=$((word_no + 1))
+	set -- "$@" "$word"
+done
+shift "$word_no"
+set -- /bin/sh -c "$STEPS" rtrain-steps "$setup" "$wrapper" "$@"
+if [ "$attempt" != 1 ]; then
+	printf '==> rtrain: attempt %s of %s started at %s <==\n' "$attempt" "$run_id" \
+		"$(date -u '+%Y-%m-%d %H:%M:%S UTC')" >>"$RUN_DIR/train.log"
+fi
 
 # A shell without job control starts background jobs with SIGINT and SIGQUIT ignored (dash
 # cannot undo that with trap); the trainer gets them back through env or the trampoline.
@@ -205,6 +324,11 @@ cd "$RUN_DIR" || fail "$E_IO" cd "cannot enter the run directory"
 # Every descriptor of the run points away from the caller's (the ssh channel), so this
 # script returns at once. Secrets are exported only inside this subshell.
 if ! (
+	i=1
+	while [ "$i" -le "$env_count" ]; do
+		eval "export \"\$env_name_$i=\$env_value_$i\""
+		i=$((i + 1))
+	done
 	i=1
 	while [ "$i" -le "$secret_count" ]; do
 		eval "export \"\$secret_name_$i=\$secret_value_$i\""

@@ -74,6 +74,10 @@ describe("presentation", () => {
   it("names every state as the CLI does, with the exit code of a failure", () => {
     assert.equal(stateText(run("a", "failed", 1, { exitCode: 137 })), "failed (exit 137)");
     assert.equal(stateText(run("a", "failed", 1, { signal: 9 })), "failed (signal 9)");
+    assert.equal(
+      stateText(run("a", "failed", 1, { exitCode: 3, reason: "setup" })),
+      "failed (setup, exit 3)",
+    );
     for (const state of ["running", "completed", "stopped", "lost", "unknown"] as const) {
       assert.equal(stateText(run("a", state, 1)), state);
     }

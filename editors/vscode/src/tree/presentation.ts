@@ -34,6 +34,8 @@ const HOST_ICONS: Record<HostInfo["connection"], { icon: string; color?: string 
 /** "failed (exit 3)", "stopped", ... as the CLI says it. */
 export function stateText(run: RunInfo): string {
   if (run.state === "failed") {
+    if (run.reason === "setup" || run.reason === "program not found")
+      return `failed (${run.reason}, exit ${run.exitCode})`;
     if (run.exitCode !== undefined && run.exitCode !== null) {
       // A torchrun run says which rank failed first, and why.
       if (run.reason?.startsWith("rank ")) return `failed (exit ${run.exitCode}, ${run.reason})`;
