@@ -52,6 +52,7 @@ RESERVED = {
     "meta.json",
     "stop_requested",
     "launch.sh",
+    "rtrain-run",
     TORCHRUN_LOGS,
     GATE_FILE,
     "queued",

@@ -49,7 +49,7 @@ def wrappers_of(run_id: str) -> list[int]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"rtrain-wrapper" in argv:
+        if b"./rtrain-run" in argv:
             found.append(pid)
     return found
 

@@ -76,6 +76,17 @@ def test_returns_at_once_with_the_session_leader(remote: Remote) -> None:
     assert alive(leader) and alive(facts["pid"])
 
 
+def test_the_session_leader_reads_short_in_ps_and_keeps_the_marker(remote: Remote) -> None:
+    launched = remote.launch(FACTS_THEN_SLEEP)
+    wait_file(launched.run_dir / "facts.json")
+    argv = Path(f"/proc/{launched.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    # `ps` shows `/bin/sh ./rtrain-run RUN_ID ...` and the trainer's argv, nothing longer.
+    assert argv[1:3] == [b"./rtrain-run", launched.run_id.encode()], argv
+    assert len(b" ".join(argv)) < len(FACTS_THEN_SLEEP) + 200, argv
+    environ = Path(f"/proc/{launched.pid}/environ").read_bytes().split(b"\0")
+    assert f"RTRAIN_RUN_ID={launched.run_id}".encode() in environ
+
+
 def test_secret_reaches_the_trainer_and_nothing_else(remote: Remote) -> None:
     token = f"s3cr3t-{uuid.uuid4().hex}\t$(touch pwned) 'quoted' \"double\"\nsecond line\n"
     secrets = secret_line("API_TOKEN", token) + secret_line("OTHER_KEY", "x")

@@ -19,10 +19,12 @@ shift 3
 # The session leader: records its pid, runs the trainer as its child, passes TERM/INT/HUP on
 # (unless stop.sh sent them), keeps waiting until the child has really ended, then records
 # the exit status. Both files appear whole (tmp + mv) or not at all, and private; the trainer
-# gets the caller's umask. Its arguments: MV_PATH UMASK CMD...
-WRAPPER='mv_bin=$1
-trainer_umask=$2
-shift 2
+# gets the caller's umask. It is the file `rtrain-run` in the run dir, so `ps` shows a short
+# line (`/bin/sh ./rtrain-run RUN_ID ...`), not this whole text. Its arguments: RUN_ID (for
+# `ps` alone; the marker is RTRAIN_RUN_ID in its environment) MV_PATH UMASK CMD...
+WRAPPER='mv_bin=$2
+trainer_umask=$3
+shift 3
 child=
 signalled=0
 forward() {
@@ -315,7 +317,8 @@ if [ -n "$env_reset" ]; then
 elif [ -n "$python_ok" ]; then
 	set -- "$python_bin" -c "$TRAMPOLINE" exec "$@"
 fi
-set -- /bin/sh -c "$WRAPPER" rtrain-wrapper "$mv_bin" "$CALLER_UMASK" "$@"
+printf '%s' "$WRAPPER" >"$RUN_DIR/rtrain-run" || fail "$E_IO" wrapper "cannot write rtrain-run"
+set -- /bin/sh ./rtrain-run "$run_id" "$mv_bin" "$CALLER_UMASK" "$@"
 if [ -n "$env_reset" ]; then
 	set -- "$env_bin" --default-signal=INT,QUIT,TERM,HUP "$@"
 fi
