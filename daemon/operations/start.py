@@ -53,6 +53,7 @@ RESERVED = {
     "stop_requested",
     "launch.sh",
     "rtrain-run",
+    "rtrain-steps",
     TORCHRUN_LOGS,
     GATE_FILE,
     "queued",

@@ -304,7 +304,9 @@ for word in "$@"; do
 	set -- "$@" "$word"
 done
 shift "$word_no"
-set -- /bin/sh -c "$STEPS" rtrain-steps "$setup" "$wrapper" "$@"
+# A file, as rtrain-run below is: the run's processes read short in `ps`.
+printf '%s' "$STEPS" >"$RUN_DIR/rtrain-steps" || fail "$E_IO" steps "cannot write rtrain-steps"
+set -- /bin/sh ./rtrain-steps "$setup" "$wrapper" "$@"
 if [ "$attempt" != 1 ]; then
 	printf '==> rtrain: attempt %s of %s started at %s <==\n' "$attempt" "$run_id" \
 		"$(date -u '+%Y-%m-%d %H:%M:%S UTC')" >>"$RUN_DIR/train.log"
