@@ -1,9 +1,11 @@
 // End to end, in a real VS Code (code-server driven by Chromium): the extension starts the
 // daemon itself, runs started from outside appear in the sidebar and change state without a
-// click on Refresh, and Stop from the sidebar ends a run after a confirmation.
+// click on Refresh, a run's panel draws its loss curve as the run goes on, and Stop from the
+// sidebar ends a run after a confirmation.
 //
 // Output (screenshots, code-server and daemon logs) goes to RTRAIN_E2E_OUTPUT, default
-// .e2e-output/. RTRAIN_E2E_UPDATE_SCREENSHOT=1 also copies the sidebar to media/sidebar.png.
+// .e2e-output/. RTRAIN_E2E_UPDATE_SCREENSHOT=1 also copies the sidebar to media/sidebar.png
+// and the run panel to media/run-panel.png.
 
 import * as assert from "node:assert/strict";
 import { copyFileSync, cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
@@ -145,6 +147,36 @@ describe("the rtrain sidebar in code-server", () => {
     await row(/e2e-fails.*failed \(exit 3\)/s).waitFor();
   });
 
+  it("opens a run's panel and sees its loss curve grow while the run goes on", async (t) => {
+    if (skip) return t.skip(skip);
+    await startRun("e2e-panel", 400, 0.1);
+    // The tree row carries the latest loss the daemon read from the log.
+    const running = row(/e2e-panel.*running · loss \d/s);
+    await running.waitFor();
+    await running.hover();
+    // A webview is an iframe holding the page's own iframe.
+    const panel = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    const chart = panel.locator("#chart canvas");
+    await clickUntil(running.locator('.action-label[aria-label="Show Run Panel"]'), chart);
+    const points = async (): Promise<number> => Number(await panel.locator("body").getAttribute("data-points"));
+    const first = await points();
+    assert.ok(first > 0, "the chart has points");
+    const deadline = Date.now() + UI_TIMEOUT;
+    while ((await points()) <= first + 5) {
+      assert.ok(Date.now() < deadline, `the chart stayed at ${first} points`);
+      await page.waitForTimeout(250);
+    }
+    await panel.locator("#series input[data-series=loss]:checked").waitFor();
+    await panel.locator("#latest td", { hasText: "loss" }).first().waitFor();
+    await page.mouse.move(1200, 780);
+    await page.screenshot({ path: join(OUTPUT, "run-panel.png") });
+    if (process.env.RTRAIN_E2E_UPDATE_SCREENSHOT === "1") {
+      copyFileSync(join(OUTPUT, "run-panel.png"), join(EXTENSION_ROOT, "media", "run-panel.png"));
+    }
+    await daemon.rtrain("stop", "local", "e2e-panel", "--workdir", daemon.workdir);
+    await row(/e2e-panel.*stopped/s).waitFor();
+  });
+
   it("stops a second run from the sidebar after a confirmation, and shows it stopped", async (t) => {
     if (skip) return t.skip(skip);
     await startRun("e2e-stopped", 100_000, 0.1);
@@ -157,13 +189,12 @@ describe("the rtrain sidebar in code-server", () => {
     }
 
     // Clicking a run tails it into its own output channel.
-    await running.locator(".label-name", { hasText: "e2e-stopped" }).click();
     const output = page.locator(".part.panel"); // Monaco draws spaces as U+00A0: match \s
-    await output.locator(".view-lines", { hasText: /step\s\d+\s\|/ }).waitFor();
+    await clickUntil(running.locator(".label-name", { hasText: "e2e-stopped" }), output.locator(".view-lines", { hasText: /step\s\d+\s\|/ }));
 
-    await running.hover();
-    await running.locator('.action-label[aria-label="Stop Run"]').click();
     const dialog = page.locator(".monaco-dialog-box");
+    await running.hover();
+    await clickUntil(running.locator('.action-label[aria-label="Stop Run"]'), dialog);
     await assertText(dialog, /Stop run e2e-stopped on local\?/);
     await dialog.locator(".monaco-button", { hasText: /^Stop$/ }).click();
 
@@ -175,6 +206,21 @@ describe("the rtrain sidebar in code-server", () => {
     assert.match(await daemon.rtrain("status", "local", "e2e-stopped", "--workdir", daemon.workdir), /stopped/);
   });
 });
+
+/** Click, and click again should nothing happen: a running run's row is redrawn when its
+ * loss moves (every 10 s at most), and a click landing on the redraw is lost, as it would be
+ * for a person, who would click again. */
+async function clickUntil(target: Locator, effect: Locator): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await target.click();
+    try {
+      await effect.waitFor({ timeout: attempt < 3 ? 10_000 : UI_TIMEOUT });
+      return;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+    }
+  }
+}
 
 async function widenSidebar(page: Page, pixels: number): Promise<void> {
   // Drag the sash on the sidebar's right edge.

@@ -52,7 +52,7 @@ export function activate(context: vscode.ExtensionContext): void {
     tree,
     view,
     createStatusBar(connection, model),
-    ...registerCommands({ connection, model, sync, view, log, env: daemonEnv }),
+    ...registerCommands({ connection, model, sync, view, log, env: daemonEnv, extensionUri: context.extensionUri }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("rtrain.socketPath")) {
         connection.restart().catch((error) => log.appendLine(`reconnect failed: ${String(error)}`));

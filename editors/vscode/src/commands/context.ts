@@ -14,4 +14,6 @@ export interface CommandContext {
   log: vscode.OutputChannel;
   /** Environment of the daemon (for the log path when it cannot be asked). */
   env(): NodeJS.ProcessEnv;
+  /** Where the extension's files are (the run panel's page and chart library). */
+  extensionUri: vscode.Uri;
 }

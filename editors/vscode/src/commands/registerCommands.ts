@@ -9,9 +9,11 @@ import { preflightHost, startRun } from "./hostCommands";
 import { LogTails } from "./logTails";
 import { pickRun } from "./pickTarget";
 import { fetchFiles, showStatus, stopRun } from "./runCommands";
+import { RunPanels } from "../panel/runPanel";
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const tails = new LogTails(ctx.connection);
+  const panels = new RunPanels(ctx.connection, ctx.extensionUri, (line) => ctx.log.appendLine(line));
   const command = (id: string, run: (arg: unknown) => Promise<void>): vscode.Disposable =>
     vscode.commands.registerCommand(id, async (arg: unknown) => {
       try {
@@ -22,11 +24,16 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     });
   return [
     tails,
+    panels,
     command("rtrain.refresh", () => refresh(ctx)),
     command("rtrain.startRun", (arg) => startRun(ctx, tails, arg)),
     command("rtrain.tail", async (arg) => {
       const run = await pickRun(ctx, arg, "tail");
       if (run) await tails.tail(run);
+    }),
+    command("rtrain.showRun", async (arg) => {
+      const run = await pickRun(ctx, arg, "show");
+      if (run) panels.show(run);
     }),
     command("rtrain.status", (arg) => showStatus(ctx, arg)),
     command("rtrain.fetch", (arg) => fetchFiles(ctx, arg)),

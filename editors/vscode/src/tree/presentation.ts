@@ -1,6 +1,7 @@
 // How a host or a run reads in the tree: text, icon and colour per state. No VS Code here,
 // so the words are unit-tested; runsTreeProvider turns them into TreeItems.
 
+import { numberText, progressText } from "../panel/panelData";
 import type { HostInfo, RunInfo } from "../protocol/generated";
 
 export interface Look {
@@ -59,10 +60,23 @@ export function formatTime(epochSeconds: number | null | undefined, now: Date = 
     : `${day} ${two(t.getHours())}:${two(t.getMinutes())}`;
 }
 
+/** "45% · loss 0.4123" for a run whose log shows progress or a loss; "" otherwise. */
+export function watchText(run: RunInfo): string {
+  const parts: string[] = [];
+  if (run.progress?.total) parts.push(`${Number((run.progress.percent ?? 0).toFixed(1))}%`);
+  const latest = run.latest ?? {};
+  const loss = ["loss", "train_loss", "train/loss", "eval_loss"].find((name) => name in latest) ??
+    Object.keys(latest).find((name) => name.includes("loss"));
+  if (loss !== undefined) parts.push(`${loss} ${numberText(latest[loss])}`);
+  return parts.join(" · ");
+}
+
 export function runLook(run: RunInfo, now?: Date): Look {
   const started = formatTime(run.startedAt ?? run.createdAt, now);
-  const state = stateText(run);
+  const watched = run.state === "running" ? watchText(run) : "";
+  const state = watched ? `${stateText(run)} · ${watched}` : stateText(run);
   const lines = [`${run.runId} on ${run.host}: ${state}`];
+  if (run.progress) lines.push(progressText(run.progress));
   if (started) lines.push(`started ${started}`);
   if (run.reason) lines.push(run.reason);
   if (run.remoteDir) lines.push(run.remoteDir);

@@ -12,11 +12,12 @@ export function runKey(run: { host: string; runId: string }): RunKey {
 export class RunsModel {
   private readonly hostInfo = new Map<string, HostInfo>();
   private readonly runs = new Map<RunKey, RunInfo>();
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(only?: RunKey) => void>();
   // Notifications that arrived while a snapshot was being fetched; applied on top of it.
   private held: RunInfo[] | null = null;
 
-  onDidChange(listener: () => void): () => void {
+  /** `only` is set when nothing changed but what one run's log said (progress, latest). */
+  onDidChange(listener: (only?: RunKey) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -60,8 +61,9 @@ export class RunsModel {
       return false;
     }
     const newHost = !this.hostInfo.has(run.host) && !this.hasRunsOn(run.host);
+    const before = this.runs.get(runKey(run));
     this.runs.set(runKey(run), run);
-    this.changed();
+    this.changed(before !== undefined && sameStanding(before, run) ? runKey(run) : undefined);
     return newHost;
   }
 
@@ -106,9 +108,16 @@ export class RunsModel {
     return [...this.runs.values()].some((r) => r.host === alias);
   }
 
-  private changed(): void {
-    for (const listener of [...this.listeners]) listener();
+  private changed(only?: RunKey): void {
+    for (const listener of [...this.listeners]) listener(only);
   }
+}
+
+/** Whether two records of a run differ at most in what its log said. */
+function sameStanding(a: RunInfo, b: RunInfo): boolean {
+  const { progress: _p1, latest: _l1, gpus: _g1, lastSeen: _s1, ...restA } = a;
+  const { progress: _p2, latest: _l2, gpus: _g2, lastSeen: _s2, ...restB } = b;
+  return JSON.stringify(restA) === JSON.stringify(restB);
 }
 
 function startTime(run: RunInfo): number {

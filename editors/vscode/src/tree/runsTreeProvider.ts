@@ -8,6 +8,8 @@ export type HostNode = { kind: "host"; alias: string };
 export type RunNode = { kind: "run"; host: string; runId: string };
 export type TreeNode = HostNode | RunNode;
 
+const ROW_REDRAW_MS = 10_000;
+
 export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
   private readonly changeEmitter = new vscode.EventEmitter<TreeNode | undefined>();
   readonly onDidChangeTreeData = this.changeEmitter.event;
@@ -15,8 +17,31 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   private readonly nodes = new Map<string, TreeNode>();
   private readonly stopListening: () => void;
 
+  // When a row that only shows new progress or loss was last redrawn, and its redraw waiting.
+  private readonly rowRedrawn = new Map<string, number>();
+  private readonly rowTimers = new Map<string, ReturnType<typeof setTimeout>>();
+
   constructor(private readonly model: RunsModel) {
-    this.stopListening = model.onDidChange(() => this.changeEmitter.fire(undefined));
+    this.stopListening = model.onDidChange((only) => {
+      if (only === undefined) this.changeEmitter.fire(undefined);
+      else this.redrawRow(only);
+    });
+  }
+
+  /** A row whose log moved is redrawn alone, at most every ROW_REDRAW_MS: a tree redrawn
+   * at every poll would take its inline buttons away from under the pointer. */
+  private redrawRow(key: string): void {
+    if (this.rowTimers.has(key)) return;
+    const wait = Math.max(0, (this.rowRedrawn.get(key) ?? 0) + ROW_REDRAW_MS - Date.now());
+    this.rowTimers.set(
+      key,
+      setTimeout(() => {
+        this.rowTimers.delete(key);
+        this.rowRedrawn.set(key, Date.now());
+        const node = this.nodes.get(`run:${key}`);
+        this.changeEmitter.fire(node);
+      }, wait),
+    );
   }
 
   getChildren(node?: TreeNode): TreeNode[] {
@@ -44,6 +69,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 
   dispose(): void {
+    for (const timer of this.rowTimers.values()) clearTimeout(timer);
     this.stopListening();
     this.changeEmitter.dispose();
   }

@@ -1,0 +1,173 @@
+// The run panel: a webview per run with its live loss curve (and any other series, picked
+// with checkboxes), progress and ETA, and the host's GPU utilization and memory over time.
+// Fed by one `run/metrics` request with `follow`: its `run/points` notifications update the
+// chart as the daemon reads the log; nothing polls. The chart library (uPlot) is bundled
+// with the extension and loaded from it, so the panel needs no network.
+
+import * as vscode from "vscode";
+import type { DaemonConnection } from "../daemon/daemonConnection";
+import { describeError, RpcError } from "../protocol/rpcError";
+import { runKey, type RunKey } from "../tree/runsModel";
+import { PanelData } from "./panelData";
+
+interface RunRef {
+  host: string;
+  runId: string;
+  workdir?: string | null;
+}
+
+export class RunPanels implements vscode.Disposable {
+  private readonly panels = new Map<RunKey, RunPanel>();
+
+  constructor(
+    private readonly connection: DaemonConnection,
+    private readonly extensionUri: vscode.Uri,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  show(run: RunRef): void {
+    const key = runKey(run);
+    const open = this.panels.get(key);
+    if (open) {
+      open.reveal();
+      return;
+    }
+    const panel = new RunPanel(this.connection, this.extensionUri, run, this.log, () => this.panels.delete(key));
+    this.panels.set(key, panel);
+  }
+
+  dispose(): void {
+    for (const panel of [...this.panels.values()]) panel.dispose();
+    this.panels.clear();
+  }
+}
+
+class RunPanel {
+  private readonly panel: vscode.WebviewPanel;
+  private readonly data: PanelData;
+  private readonly abort = new AbortController();
+  private readonly stop: Array<() => void> = [];
+  private following = false;
+  private ended = false;
+  private ready = false;
+  private error: string | undefined;
+
+  constructor(
+    private readonly connection: DaemonConnection,
+    extensionUri: vscode.Uri,
+    private readonly run: RunRef,
+    private readonly log: (line: string) => void,
+    private readonly onDispose: () => void,
+  ) {
+    this.data = new PanelData(run.host, run.runId);
+    const assets = vscode.Uri.joinPath(extensionUri, "out", "webview");
+    this.panel = vscode.window.createWebviewPanel("rtrain.runPanel", `rtrain: ${run.runId}`, vscode.ViewColumn.Active, {
+      enableScripts: true,
+      retainContextWhenHidden: true,
+      localResourceRoots: [assets],
+    });
+    this.panel.webview.html = panelHtml(this.panel.webview, assets);
+    this.stop.push(
+      connection.onNotification((n) => {
+        if (n.method === "run/points" && this.data.applyUpdate(n.params)) this.post();
+      }),
+      connection.onStateChange((state) => {
+        if (state.status === "connected" && !this.following && !this.ended) void this.follow();
+      }),
+    );
+    const messages = this.panel.webview.onDidReceiveMessage((message: { type: string; name?: string; shown?: boolean }) => {
+      if (message.type === "ready") {
+        this.ready = true;
+        this.post();
+      } else if (message.type === "toggle" && typeof message.name === "string") {
+        this.data.toggle(message.name, message.shown === true);
+        this.post();
+      }
+    });
+    this.panel.onDidDispose(() => {
+      messages.dispose();
+      this.dispose();
+    });
+    void this.follow();
+  }
+
+  reveal(): void {
+    this.panel.reveal();
+  }
+
+  dispose(): void {
+    this.abort.abort();
+    for (const undo of this.stop.splice(0)) undo();
+    this.onDispose();
+    try {
+      this.panel.dispose();
+    } catch {
+      // already disposed
+    }
+  }
+
+  private async follow(): Promise<void> {
+    this.following = true;
+    try {
+      const result = await this.connection.request(
+        "run/metrics",
+        { host: this.run.host, runId: this.run.runId, ...(this.run.workdir ? { workdir: this.run.workdir } : {}), follow: true },
+        { signal: this.abort.signal },
+      );
+      this.data.applyResult(result);
+      this.ended = true;
+      this.error = undefined;
+    } catch (error) {
+      if (this.abort.signal.aborted) return;
+      if (!(error instanceof RpcError && error.kind === "daemon_unavailable")) this.ended = true;
+      this.error = describeError(error);
+      this.log(`run panel ${this.run.host}/${this.run.runId}: ${this.error}`);
+    } finally {
+      this.following = false;
+    }
+    this.post();
+  }
+
+  private post(): void {
+    if (!this.ready) return;
+    void this.panel.webview.postMessage({ type: "view", view: this.data.view(), error: this.error });
+  }
+}
+
+function panelHtml(webview: vscode.Webview, assets: vscode.Uri): string {
+  const nonce = [...Array(32)].map(() => Math.floor(Math.random() * 16).toString(16)).join("");
+  const asset = (name: string): string => webview.asWebviewUri(vscode.Uri.joinPath(assets, name)).toString();
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src ${webview.cspSource} data:; style-src ${webview.cspSource} 'unsafe-inline'; script-src 'nonce-${nonce}';">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${asset("uPlot.min.css")}">
+<link rel="stylesheet" href="${asset("runPanel.css")}">
+<title>rtrain run</title>
+</head>
+<body>
+<header>
+  <h1 id="title"></h1>
+  <div id="state"></div>
+  <div id="progress"></div>
+</header>
+<div id="error"></div>
+<section>
+  <h2>Metrics</h2>
+  <div id="series"></div>
+  <div id="chart" class="chart"></div>
+  <table id="latest"></table>
+</section>
+<section>
+  <h2>GPU utilization (%)</h2>
+  <div id="gpu-util" class="chart"></div>
+  <h2>GPU memory (% used)</h2>
+  <div id="gpu-mem" class="chart"></div>
+</section>
+<script nonce="${nonce}" src="${asset("uPlot.iife.min.js")}"></script>
+<script nonce="${nonce}" src="${asset("runPanel.js")}"></script>
+</body>
+</html>`;
+}
