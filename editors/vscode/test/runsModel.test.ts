@@ -78,13 +78,18 @@ describe("presentation", () => {
       stateText(run("a", "failed", 1, { exitCode: 3, reason: "setup" })),
       "failed (setup, exit 3)",
     );
-    for (const state of ["running", "completed", "stopped", "lost", "unknown"] as const) {
+    for (const state of ["queued", "running", "completed", "stopped", "lost", "unknown"] as const) {
       assert.equal(stateText(run("a", state, 1)), state);
     }
+    // What a queued run waits for, and which rank of a torchrun run failed, as the CLI says.
+    const waiting = run("a", "queued", 1, { reason: "waiting for 1 GPU(s) of 2: GPU 0 is held by b" });
+    assert.equal(stateText(waiting), "queued (waiting for 1 GPU(s) of 2: GPU 0 is held by b)");
+    const rank = run("a", "failed", 1, { exitCode: 1, reason: "rank 1: ValueError: no" });
+    assert.equal(stateText(rank), "failed (exit 1, rank 1: ValueError: no)");
   });
 
   it("gives each state its own icon and a menu context", () => {
-    const states = ["running", "completed", "failed", "stopped", "lost", "unknown"] as const;
+    const states = ["queued", "running", "completed", "failed", "stopped", "lost", "unknown"] as const;
     const icons = new Set(states.map((s) => runLook(run("a", s, 1)).icon));
     assert.equal(icons.size, states.length);
     assert.equal(runLook(run("a", "running", 1)).contextValue, "rtrainRun.running");

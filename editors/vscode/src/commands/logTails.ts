@@ -80,7 +80,9 @@ export class LogTails implements vscode.Disposable {
         offset: tail.cursor.nextOffset,
         follow: true,
       });
-      tail.ended = result.run.state !== "running" && result.run.state !== "unknown";
+      // A queued run's log is still to come.
+      const going = ["queued", "running", "unknown"];
+      tail.ended = !going.includes(result.run.state);
       tail.channel.append(tail.bars.push("\n"));
       tail.channel.appendLine(`[rtrain] ${tail.run.runId} is ${stateText(result.run)}; the log ends here.`);
     } catch (error) {

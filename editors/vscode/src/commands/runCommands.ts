@@ -26,7 +26,7 @@ export async function showStatus(ctx: CommandContext, arg: unknown): Promise<voi
 }
 
 export async function stopRun(ctx: CommandContext, arg: unknown): Promise<void> {
-  const picked = await pickRun(ctx, arg, "stop", (r) => r.state === "running" || r.state === "unknown");
+  const picked = await pickRun(ctx, arg, "stop", (r) => ["queued", "running", "unknown"].includes(r.state));
   if (!picked) return;
   const confirm = "Stop";
   const answer = await vscode.window.showWarningMessage(
