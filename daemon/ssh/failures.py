@@ -71,9 +71,9 @@ def classify(
     return app_error(Kind.REMOTE_FAILED, f"{alias}: {last}", detail=last)
 
 
-# The one reading of the taxonomy every operation shares. Every far-side script is safe to
-# run again (prepare and launch claim atomically; status, read_log, stop and list_files
-# only look or converge), so "the answer may be lost" always means "asking again is safe".
+# The one reading of the taxonomy every operation shares. Asking a far-side script again
+# does no harm: prepare and launch claim atomically (a repeat is refused, never doubled),
+# and the others only look or converge; so "the answer may be lost" means "ask again".
 _ANSWER_MAY_BE_LOST = frozenset({Kind.HOST_UNREACHABLE, Kind.TIMEOUT})
 _LOGIN_REFUSED = frozenset({Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED})
 
