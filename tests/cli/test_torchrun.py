@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -167,3 +168,34 @@ def test_torchrun_requests_that_cannot_work_are_one_sentence(
     assert done.code == 2, done
     assert message in done.err and len(done.err_lines) == 1, done
     assert not cli.local_workdir.exists() or not list(cli.local_workdir.iterdir())
+
+
+# Rank 0 takes 15 s to shut down after SIGTERM (a big checkpoint): longer than the 10 s a
+# plain run's stop waits, within the 35 s a torchrun run's stop waits by default.
+SLOW_TO_STOP_RANK = """
+import os, signal, sys, time
+def slowly(signum, frame):
+    time.sleep(15)
+    open("rank-%s-done" % os.environ["RANK"], "w").close()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, slowly)
+open("rank-%s-ready" % os.environ["RANK"], "w").close()
+time.sleep(300)
+"""
+
+
+def test_a_torchrun_run_gets_35_s_of_grace_by_default(cli: Cli, torch_python: str) -> None:
+    cli.file("slow.py", SLOW_TO_STOP_RANK)
+    run_id = cli.new_run_id("grace")
+    cli.start(run_id, "{torchrun}", "config.yaml", gpus="2", python=torch_python, config="slow.py")
+    run_dir = cli.far_run_dir(run_id)
+    deadline = time.monotonic() + 60
+    while not all((run_dir / f"rank-{rank}-ready").exists() for rank in (0, 1)):
+        assert time.monotonic() < deadline, list(run_dir.iterdir())
+        time.sleep(0.1)
+
+    stopped = cli("stop", "plain", run_id)
+
+    assert (stopped.code, stopped.out) == (0, f"stopped {run_id} on plain\n"), stopped
+    assert (run_dir / "rank-0-done").exists() and (run_dir / "rank-1-done").exists()
+    assert marked_pids(lambda marker: marker == run_id) == []
