@@ -18,6 +18,10 @@ from .operations.context import Ops
 from .operations.fetch import fetch
 from .operations.metrics import metrics
 from .operations.preflight import preflight
+from .operations.remove import remove
+from .operations.restart import restart
+from .operations.run_exec import run_exec
+from .operations.run_shell import run_shell
 from .operations.start import start
 from .operations.status import status
 from .operations.stop import stop
@@ -65,6 +69,20 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_stop(p: m.StopParams, ctx: RequestContext) -> Any:
         return await stop(ops, p)
 
+    async def do_restart(p: m.RestartParams, ctx: RequestContext) -> Any:
+        result = await restart(ops, p)
+        monitor.poke()
+        return result
+
+    async def do_remove(p: m.RemoveParams, ctx: RequestContext) -> Any:
+        return await remove(ops, p)
+
+    async def do_exec(p: m.ExecParams, ctx: RequestContext) -> Any:
+        return await run_exec(ops, p)
+
+    async def do_shell(p: m.RunRef, ctx: RequestContext) -> Any:
+        return await run_shell(ops, p)
+
     async def do_metrics(p: m.MetricsParams, ctx: RequestContext) -> Any:
         return await metrics(ops, p, ctx)
 
@@ -87,6 +105,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/metrics": do_metrics,
             "run/fetch": do_fetch,
             "run/stop": do_stop,
+            "run/restart": do_restart,
+            "run/remove": do_remove,
+            "run/exec": do_exec,
+            "run/shell": do_shell,
             "hosts/list": do_hosts,
         },
     )

@@ -62,6 +62,8 @@ class Kind(StrEnum):
     TRANSFER_FAILED = "transfer_failed"
     DISK_FULL = "disk_full"
     STOP_REFUSED = "stop_refused"
+    # The run is running (or queued, or being started): restart and rm refuse it.
+    RUN_ACTIVE = "run_active"
     REMOTE_FAILED = "remote_failed"
     TIMEOUT = "timeout"
     # This machine's own disk refused (a directory that cannot be made, a full disk, a

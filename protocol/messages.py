@@ -7,7 +7,7 @@ The published JSON Schema (docs/protocol.schema.json) is generated from these cl
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -415,6 +415,8 @@ class TailParams(Params):
     workdir: str | None = None
     offset: int = 0
     follow: bool = True
+    # Start this many lines before the end of the log instead of at `offset`.
+    lines: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class LogChunk(Result):
@@ -489,6 +491,66 @@ class StopResult(Result):
     outcome: Literal["stopped", "not_running"]
     killed: list[int]
     run: RunInfo
+
+
+class RestartParams(Params):
+    """Start a run's recorded command again in its run directory, as a new attempt."""
+
+    host: str
+    run_id: str
+    workdir: str | None = None
+    # Secrets are never stored: a run started with some needs them given again.
+    secrets: dict[str, str] = {}
+
+
+class RestartResult(Result):
+    run: RunInfo
+    pid: int | None = None
+    # Where the new attempt's part of train.log begins (its marker line).
+    log_offset: int = 0
+
+
+class RemoveParams(Params):
+    host: str
+    run_ids: list[str]
+    workdir: str | None = None
+
+
+class RemovedRun(Result):
+    run_id: str
+    remote_dir: str
+    # False when the host had no directory left (only the registry's row went).
+    had_dir: bool = True
+
+
+class RemoveResult(Result):
+    removed: list[RemovedRun]
+
+
+class ExecParams(Params):
+    """Run `command` (an argv) in the run directory; its output comes back whole."""
+
+    host: str
+    run_id: str
+    command: list[str]
+    workdir: str | None = None
+    timeout: Annotated[float, msgspec.Meta(gt=0, le=86400)] = 600.0
+
+
+class ShellResult(Result):
+    """How to open an interactive shell in a run's directory: run `argv` on a terminal, in
+    `cwd` when given, and type `typeIn` once the far shell first speaks (a console gateway
+    takes no command, only keystrokes)."""
+
+    argv: list[str]
+    cwd: str | None = None
+    type_in: str | None = None
+
+
+class ExecResult(Result):
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
 
 
 class MetricsParams(Params):

@@ -8,7 +8,7 @@ import typer
 
 from rtrain.protocol.version import RTRAIN_VERSION
 
-from . import daemon_commands, protocol_commands, run_commands
+from . import daemon_commands, protocol_commands, run_care_commands, run_commands
 
 app = typer.Typer(
     name="rtrain",
@@ -20,6 +20,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 run_commands.register(app)
+run_care_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

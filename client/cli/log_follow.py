@@ -23,8 +23,10 @@ def follow_log(
     offset: int,
     json: bool,
     follow: bool = True,
+    lines: int | None = None,
 ) -> None:
-    """Stream the log; Ctrl-C detaches (the run goes on); exit with the run's outcome."""
+    """Stream the log (from `offset`, or its last `lines` lines); Ctrl-C detaches (the run
+    goes on); exit with the run's outcome."""
     tty = sys.stdout.isatty()
     away = False  # the host stopped answering, and the user was told
     line_open = False  # the terminal's cursor is not at the start of a line
@@ -69,6 +71,8 @@ def follow_log(
     params: dict[str, Any] = {"host": host, "runId": run_id, "offset": offset, "follow": follow}
     if workdir:
         params["workdir"] = workdir
+    if lines is not None:
+        params["lines"] = lines
     try:
         result = client.request("run/tail", params, on_notification=on_log)
     except KeyboardInterrupt:

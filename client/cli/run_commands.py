@@ -71,7 +71,7 @@ def _all_existing(values: list[Path]) -> list[Path]:
     return values
 
 
-def _secrets(names: list[str]) -> dict[str, str]:
+def local_secrets(names: list[str]) -> dict[str, str]:
     secrets = {}
     for name in names:
         try:
@@ -238,7 +238,7 @@ def register(app: typer.Typer) -> None:
         check(host=host, run_id=run_id, workdir=workdir, python=python)
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
-        secrets = _secrets(secret)
+        secrets = local_secrets(secret)
         params: dict[str, Any] = {
             "host": host,
             "config": str(config.resolve()),
@@ -318,6 +318,9 @@ def register(app: typer.Typer) -> None:
         host: str = HostArg,
         run_id: str = RunArg,
         offset: int = typer.Option(0, "--offset", min=0, help="Start at this byte of the log."),
+        lines: int | None = typer.Option(
+            None, "--lines", "-n", min=0, help="Start this many lines before the end of the log."
+        ),
         follow: bool = typer.Option(
             True, "--follow/--no-follow", help="Keep streaming until the run ends."
         ),
@@ -326,8 +329,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Stream the log of a run (reattaching from anywhere); end with its final state."""
         check(host=host, run_id=run_id, workdir=workdir)
+        if lines is not None and offset:
+            fail("give --offset or --lines, not both.", 2)
         with DaemonClient.connect() as client:
-            follow_log(client, host, run_id, workdir, offset, json, follow)
+            follow_log(client, host, run_id, workdir, offset, json, follow, lines=lines)
 
     @app.command(cls=PlainUsage)
     @friendly_errors

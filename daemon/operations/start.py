@@ -227,6 +227,9 @@ async def _ship_and_launch(
         meta["setup"] = pending.setup
     if wrapper_words:
         meta["wrapper_words"] = wrapper_words
+    if p.secrets:
+        # Their names only: a restart asks for the values again.
+        meta["secret_names"] = sorted(p.secrets)
     secret_lines = contract.launch_stdin(
         p.secrets, pending.env, pending.setup, meta, wrapper=wrapper_words
     )

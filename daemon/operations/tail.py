@@ -28,7 +28,7 @@ RECONNECT_FOR = 120.0
 
 async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
-    offset = max(0, p.offset)
+    offset = max(0, p.offset) if p.lines is None else await _lines_back(ops, p, run_dir)
     inode = "-"
     delay = FAST
     held_at = -1  # where an incomplete character was last held back
@@ -106,6 +106,19 @@ def log_chunk(host: str, run_id: str, offset: int, data: bytes, rotated: bool) -
             rotated,
             base64=base64.b64encode(data).decode(),
         )
+
+
+async def _lines_back(ops: Ops, p: TailParams, run_dir: str) -> int:
+    """The offset where the log's last `p.lines` lines begin, so a reattach to a big log
+    does not replay all of it."""
+    assert p.lines is not None
+    transport = await ops.transport(p.host)
+    found = await contract.log_lines(transport, run_dir, p.run_id, p.lines)
+    if found.offset is None:
+        if found.exit == contract.Exit.NOT_FOUND:
+            raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host}.")
+        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: reading the log failed: {found.error_text}")
+    return found.offset
 
 
 def _whole_characters(data: bytes) -> int:

@@ -576,6 +576,83 @@ async def input_tree(
     )
 
 
+# ---- remove.sh, exec.sh, log_lines.sh ---------------------------------------------------
+
+
+class Removed(Answer, frozen=True, kw_only=True):
+    """The run dir is gone (`ok`; `had_dir` false when nothing was there), or why not
+    (`refused`: `running`, `queued` or `not_a_run_dir`)."""
+
+    ok: bool
+    had_dir: bool
+    refused: str | None
+    error: list[str] | None
+
+
+async def remove(transport: Transport, run_dir: str, run_id: str) -> Removed:
+    done = await transport.run("remove", [run_dir, run_id], timeout=120)
+    lines = Lines(done.stdout)
+    error = lines.last("error")
+    removed = lines.value("removed")
+    return Removed(
+        ok=done.returncode == Exit.OK and removed is not None,
+        had_dir=removed not in (None, "-"),
+        refused=error[0] if error and done.returncode == Exit.REFUSED else None,
+        error=error,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class Executed(Answer, frozen=True, kw_only=True):
+    """`started`: the command ran, and `exit`, `stdout` and `stderr` are its own. Otherwise
+    `error` says why it never ran (`run_not_found`, `no_program NAME`)."""
+
+    started: bool
+    stdout: bytes
+    stderr: bytes
+    error: list[str] | None
+
+
+EXEC_STARTED = b"exec\tstarted\n"
+
+
+async def exec_in_run(
+    transport: Transport, run_dir: str, run_id: str, command: Sequence[str], timeout: float
+) -> Executed:
+    done = await transport.run("exec", [run_dir, run_id, *command], timeout=timeout)
+    head, marker, rest = done.stdout.partition(EXEC_STARTED)
+    if marker:
+        return Executed(
+            started=True,
+            stdout=rest,
+            stderr=done.stderr,
+            error=None,
+            exit=done.returncode,
+            error_text=done.error_text,
+        )
+    return Executed(
+        started=False,
+        stdout=b"",
+        stderr=done.stderr,
+        error=Lines(head).last("error"),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class LogLines(Answer, frozen=True, kw_only=True):
+    """Where the last N lines of train.log begin; None when the run dir is not there."""
+
+    offset: int | None
+
+
+async def log_lines(transport: Transport, run_dir: str, run_id: str, count: int) -> LogLines:
+    done = await transport.run("log_lines", [run_dir, run_id, str(count)], timeout=60)
+    offset = _int(Lines(done.stdout).value("offset")) if done.returncode == Exit.OK else None
+    return LogLines(offset=offset, exit=done.returncode, error_text=done.error_text)
+
+
 # ---- stop.sh -----------------------------------------------------------------------------
 
 

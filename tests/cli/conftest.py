@@ -124,7 +124,7 @@ class Cli:
         """`rtrain start HOST -c cfg.yaml --no-follow ... -- COMMAND`, expected to succeed."""
         if not (self.cwd / "cfg.yaml").exists():
             self.file("cfg.yaml", QUICK_DEMO_CONFIG)
-        workdir = self.workdir if host == "plain" else str(self.local_workdir)
+        workdir = str(self.local_workdir) if host == "local" else self.workdir
         args = ["start", host, "-c", "cfg.yaml", "--run-id", run_id, "--workdir", workdir]
         args += ["--gpus", "0", "--no-follow"]
         for name, value in options.items():

@@ -1,0 +1,177 @@
+"""The commands for a run's later life: restart, rm, exec and shell."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import typer
+
+from rtrain.client.daemon_client import DaemonClient
+
+from .completion import complete_host, complete_run_id
+from .input_checks import check
+from .log_follow import follow_log
+from .output import fail, friendly_errors, note, print_json
+from .run_commands import HostArg, JsonOpt, RunArg, WorkdirOpt, local_secrets
+from .usage import PlainUsage
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(cls=PlainUsage)
+    @friendly_errors
+    def restart(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        secret: list[str] = typer.Option(
+            [],
+            "--secret",
+            help="Pass this local environment variable to the trainer again (secrets are "
+            "never stored).",
+        ),
+        follow: bool = typer.Option(
+            True, "--follow/--no-follow", help="Stream the new attempt's log until it ends."
+        ),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Start an ended run's command again in its own directory (a trainer that
+        checkpoints resumes); the log goes on in the same file."""
+        check(host=host, run_id=run_id, workdir=workdir)
+        params: dict[str, Any] = {"host": host, "runId": run_id}
+        if workdir:
+            params["workdir"] = workdir
+        secrets = local_secrets(secret)
+        if secrets:
+            params["secrets"] = secrets
+        with DaemonClient.connect() as client:
+            result = client.request("run/restart", params)
+            run = result.run
+            attempt = run.attempts[-1].number if run.attempts else 2
+            if json:
+                print_json(result)
+            else:
+                print(f"✓ restarted {run.run_id} on {host} (attempt {attempt})")
+                print(f"  tail:  rtrain tail {host} {run.run_id}")
+                print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
+            if follow:
+                follow_log(client, host, run.run_id, workdir, result.log_offset, json)
+
+    @app.command("rm", cls=PlainUsage)
+    @friendly_errors
+    def rm(
+        host: str = HostArg,
+        run_ids: list[str] = typer.Argument(
+            ..., metavar="RUN...", help="Runs to remove.", autocompletion=complete_run_id
+        ),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Remove runs that are not running: their directories on HOST and rtrain's record."""
+        check(host=host, workdir=workdir)
+        for run_id in run_ids:
+            check(run_id=run_id)
+        params: dict[str, Any] = {"host": host, "runIds": list(run_ids)}
+        if workdir:
+            params["workdir"] = workdir
+        with DaemonClient.connect() as client:
+            result = client.request("run/remove", params)
+        if json:
+            print_json(result)
+            return
+        for removed in result.removed:
+            if removed.had_dir:
+                print(f"removed {removed.run_id} on {host} ({removed.remote_dir})")
+            else:
+                print(f"removed {removed.run_id} (nothing was left on {host})")
+
+    @app.command(
+        "exec",
+        cls=PlainUsage,
+        context_settings={"allow_extra_args": False, "ignore_unknown_options": True},
+    )
+    @friendly_errors
+    def exec_(
+        host: str = HostArg,
+        run_id: str = RunArg,
+        command: list[str] = typer.Argument(
+            ..., metavar="-- COMMAND...", help="The command (an argv) to run in the run directory."
+        ),
+        timeout: float = typer.Option(
+            600.0, "--timeout", min=1, max=86400, help="Give up after this many seconds."
+        ),
+        workdir: str | None = WorkdirOpt,
+        json: bool = JsonOpt,
+    ) -> None:
+        """Run COMMAND in the run's directory on HOST; exit with its exit code."""
+        check(host=host, run_id=run_id, workdir=workdir)
+        params: dict[str, Any] = {
+            "host": host,
+            "runId": run_id,
+            "command": list(command),
+            "timeout": timeout,
+        }
+        if workdir:
+            params["workdir"] = workdir
+        with DaemonClient.connect() as client:
+            result = client.request("run/exec", params)
+        if json:
+            print_json(result)
+        else:
+            sys.stdout.write(result.stdout)
+            sys.stdout.flush()
+            sys.stderr.write(result.stderr)
+            sys.stderr.flush()
+        raise typer.Exit(result.exit_code)
+
+    @app.command(cls=PlainUsage)
+    @friendly_errors
+    def shell(
+        host: str = typer.Argument(
+            ...,
+            metavar="HOST",
+            help="SSH alias of the host (or `local`).",
+            autocompletion=complete_host,
+        ),
+        run_id: str = RunArg,
+        workdir: str | None = WorkdirOpt,
+    ) -> None:
+        """Open an interactive shell in the run's directory on HOST."""
+        check(host=host, run_id=run_id, workdir=workdir)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            fail(
+                "rtrain shell needs a terminal; for one command use "
+                f"rtrain exec {host} {run_id} -- COMMAND.",
+                2,
+            )
+        params: dict[str, Any] = {"host": host, "runId": run_id}
+        if workdir:
+            params["workdir"] = workdir
+        with DaemonClient.connect() as client:
+            how = client.request("run/shell", params)
+        if how.cwd:
+            os.chdir(how.cwd)
+        if how.type_in is None:
+            note(f"shell in {run_id} on {host}; exit to come back")
+            os.execvp(how.argv[0], how.argv)
+        _console_shell(how.argv, how.type_in)
+
+
+def _console_shell(argv: list[str], type_in: str) -> None:
+    """A console gateway takes keystrokes only: relay this terminal to its PTY, typing
+    `type_in` (the cd into the run) once the far shell first speaks."""
+    import pty
+
+    typed = False
+
+    def from_far(fd: int) -> bytes:
+        nonlocal typed
+        data = os.read(fd, 4096)
+        if not typed:
+            typed = True
+            os.write(fd, type_in.encode())
+        return data
+
+    status = pty.spawn(argv, from_far)
+    raise typer.Exit(os.waitstatus_to_exitcode(status) if status else 0)

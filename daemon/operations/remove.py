@@ -1,0 +1,52 @@
+"""run/remove: take runs off the host and out of the registry, once nothing of them runs."""
+
+from __future__ import annotations
+
+from rtrain.daemon.remote import contract
+from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.messages import RemovedRun, RemoveParams, RemoveResult, RunRef
+
+from .context import Ops
+from .status import status as run_status
+
+
+async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
+    """All or nothing as far as the daemon can tell: every run is checked (not running, not
+    queued, not being started) before the first one is removed."""
+    validation.host(p.host)
+    if not p.run_ids:
+        raise app_error(Kind.INVALID_RUN_ID, "name at least one run to remove.")
+    dirs = {run_id: ops.run_dir(p.host, run_id, p.workdir) for run_id in p.run_ids}
+    for run_id in p.run_ids:
+        if (p.host, run_id) in ops.starting:
+            raise _active(p.host, run_id, "is still being started")
+        run = (await run_status(ops, RunRef(host=p.host, run_id=run_id, workdir=p.workdir))).run
+        if run.state in ("running", "queued"):
+            raise _active(
+                p.host, run_id, f"is {run.state}; stop it first: rtrain stop {p.host} {run_id}"
+            )
+        if run.state == "unknown":
+            raise app_error(
+                Kind.HOST_UNREACHABLE,
+                f"cannot remove {run_id}: whether it runs on {p.host} is not known "
+                f"({run.reason or 'the host did not answer'}).",
+            )
+    transport = await ops.transport(p.host)
+    removed = []
+    for run_id, run_dir in dirs.items():
+        done = await contract.remove(transport, run_dir, run_id)
+        if done.refused:
+            raise _active(p.host, run_id, f"is {done.refused} (it started meanwhile)")
+        if not done.ok:
+            why = " ".join(done.error or []) or done.error_text
+            raise app_error(Kind.REMOTE_FAILED, f"{p.host}: removing {run_id} failed: {why}")
+        ops.registry.delete(p.host, run_id)
+        removed.append(RemovedRun(run_id=run_id, remote_dir=run_dir, had_dir=done.had_dir))
+    return RemoveResult(removed=removed)
+
+
+def _active(host: str, run_id: str, why: str) -> Exception:
+    return app_error(
+        Kind.RUN_ACTIVE, f"cannot remove {run_id} on {host}: it {why}; nothing was removed."
+    )

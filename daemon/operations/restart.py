@@ -1,0 +1,184 @@
+"""run/restart: an ended run's recorded command again, in its own directory, as a new attempt.
+
+The far side's meta.json is the record: the command, python, env, setup and the names of
+the secrets the run was started with (never their values), so a restart works whatever the
+registry holds. A trainer that checkpoints into its run directory resumes from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from rtrain.daemon.remote import contract
+from rtrain.daemon.ssh.transport import Transport
+from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import (
+    DEFAULT_PYTHON,
+    Attempt,
+    RestartParams,
+    RestartResult,
+    RunInfo,
+    RunRef,
+)
+
+from .context import Ops, now
+from .status import status as run_status
+
+
+class RecordedLaunch(msgspec.Struct):
+    """What launch.sh wrote into meta.json (the keys a restart needs)."""
+
+    command: list[str]
+    python: str = DEFAULT_PYTHON
+    attempt: int = 1
+    inputs: dict[str, str] = {}
+    env: dict[str, str] = {}
+    setup: str | None = None
+    wrapper_words: int = 0
+    secret_names: list[str] = []
+    attempts: list[Attempt] = []
+
+
+async def restart(ops: Ops, p: RestartParams) -> RestartResult:
+    run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
+    for name in p.secrets:
+        validation.secret_name(name)
+    if (p.host, p.run_id) in ops.starting:
+        raise _active(p, "is still being started")
+    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
+    current = (await run_status(ops, ref)).run
+    if current.state in ("running", "queued"):
+        raise _active(p, f"is {current.state}; stop it first (rtrain stop {p.host} {p.run_id})")
+    if current.state == "unknown":
+        raise app_error(
+            Kind.HOST_UNREACHABLE,
+            f"cannot restart {p.run_id}: whether it still runs on {p.host} is not known "
+            f"({current.reason or 'the host did not answer'}).",
+        )
+    if current.state == "lost" and current.reason == "never launched":
+        raise _never_launched(p)
+    transport = await ops.transport(p.host)
+    recorded = await _recorded_launch(transport, run_dir, p)
+    missing = [name for name in recorded.secret_names if name not in p.secrets]
+    if missing:
+        given = " ".join(f"--secret {name}" for name in missing)
+        raise app_error(
+            Kind.INVALID_SECRET,
+            f"{p.run_id} was started with {given}; secrets are never stored, so give "
+            f"them again: rtrain restart {p.host} {p.run_id} {given}.",
+        )
+    number = recorded.attempt + 1
+    earlier = _ended_attempts(current, recorded)
+    size = await contract.log_lines(transport, run_dir, p.run_id, 0)
+    meta: dict[str, object] = {"inputs": recorded.inputs}
+    if recorded.env:
+        meta["env"] = recorded.env
+    if recorded.setup is not None:
+        meta["setup"] = recorded.setup
+    if recorded.wrapper_words:
+        meta["wrapper_words"] = recorded.wrapper_words
+    if recorded.secret_names:
+        meta["secret_names"] = recorded.secret_names
+    meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
+    stdin = contract.launch_stdin(
+        p.secrets,
+        recorded.env,
+        recorded.setup,
+        meta,
+        attempt=number,
+        wrapper=recorded.wrapper_words,
+    )
+    launcher = ops.launcher(p.host, recorded.command)
+    launched = await launcher.launch(
+        transport, run_dir, p.run_id, recorded.python, recorded.command, stdin
+    )
+    if launched.running:
+        raise _active(p, "is running again (started meanwhile)")
+    if launched.already_launched:
+        raise _active(p, f"is being restarted already (attempt {number} was claimed)")
+    if launched.pid is None:
+        why = " ".join(launched.error) or launched.error_text
+        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: {p.run_id} did not restart: {why}")
+    started_at = max(launched.started_at or now(), now() - 1)
+    base = current if current.command else _from_record(current, recorded, run_dir)
+    run = ops.record(
+        msgspec.structs.replace(
+            base,
+            state="running",
+            started_at=started_at,
+            last_seen=now(),
+            exit_code=None,
+            signal=None,
+            reason=None,
+            attempts=[*earlier, Attempt(number=number, state="running", started_at=started_at)],
+        )
+    )
+    return RestartResult(run=run, pid=launched.pid, log_offset=size.offset or 0)
+
+
+def _never_launched(p: RestartParams) -> RpcError:
+    return app_error(
+        Kind.RUN_NOT_FOUND,
+        f"cannot restart {p.run_id} on {p.host}: it was never launched, so there is no "
+        f"command to run again; remove it (rtrain rm {p.host} {p.run_id}) and start anew.",
+    )
+
+
+def _active(p: RestartParams, why: str) -> RpcError:
+    return app_error(Kind.RUN_ACTIVE, f"cannot restart {p.run_id} on {p.host}: it {why}.")
+
+
+async def _recorded_launch(transport: Transport, run_dir: str, p: RestartParams) -> RecordedLaunch:
+    fd, name = tempfile.mkstemp(prefix="rtrain-meta-")
+    os.close(fd)
+    try:
+        try:
+            await transport.download(run_dir, "meta.json", Path(name))
+        except RpcError as error:
+            if error.kind not in (Kind.REMOTE_FILE_MISSING, Kind.TRANSFER_FAILED):
+                raise
+            raise _never_launched(p) from None
+        data = await asyncio.to_thread(Path(name).read_bytes)
+    finally:
+        os.unlink(name)
+    try:
+        return msgspec.json.decode(data, type=RecordedLaunch)
+    except msgspec.DecodeError as error:
+        raise app_error(
+            Kind.REMOTE_FAILED,
+            f"{p.host}: the meta.json of {p.run_id} cannot be read ({error}); "
+            "it cannot be restarted.",
+        ) from None
+
+
+def _ended_attempts(current: RunInfo, recorded: RecordedLaunch) -> list[Attempt]:
+    """Every attempt so far, the last one with the outcome the run ended with."""
+    if current.attempts:
+        return list(current.attempts)
+    last = Attempt(
+        number=recorded.attempt,
+        state=current.state,
+        started_at=current.started_at,
+        ended_at=current.last_seen or now(),
+        exit_code=current.exit_code,
+        reason=current.reason,
+    )
+    return [*recorded.attempts, last]
+
+
+def _from_record(current: RunInfo, recorded: RecordedLaunch, run_dir: str) -> RunInfo:
+    """A run the registry did not know in full, described by its meta.json."""
+    return msgspec.structs.replace(
+        current,
+        remote_dir=run_dir,
+        log_path=f"{run_dir}/train.log",
+        command=recorded.command,
+        env=recorded.env,
+        setup=recorded.setup,
+    )
