@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import HostInfo
 
 from .registry import Registry
@@ -19,6 +21,9 @@ from .user_config import UserConfig
 
 log = logging.getLogger(__name__)
 EXEC_PROBE = "echo rtrain-exec-ok"
+# An alias that never connected (a typo, a host tried once) leaves `hosts` this long after
+# its last try, so the list and shell completion do not keep every mistake.
+FORGET_UNCONNECTED_AFTER = 3600.0
 
 
 class HostPool:
@@ -88,6 +93,7 @@ class HostPool:
         return transport
 
     def host_infos(self) -> list[HostInfo]:
+        self.registry.forget_unconnected(time.time() - FORGET_UNCONNECTED_AFTER)
         runs = self.registry.list()
         aliases = sorted({LOCAL_ALIAS, *self.registry.hosts(), *self._transports})
         infos = []
@@ -113,6 +119,22 @@ class HostPool:
                 )
             )
         return infos
+
+    async def forget(self, alias: str) -> bool:
+        """Forget `alias`'s connection: its record and any transport open to it."""
+        validation.host(alias)
+        if alias == LOCAL_ALIAS:
+            raise app_error(Kind.INVALID_HOST, "local is built in; there is nothing to forget.")
+        known = self.registry.list(host=alias)
+        if known:
+            raise app_error(
+                Kind.INVALID_HOST,
+                f"{alias} has {len(known)} run(s) rtrain knows of, and stays listed while it "
+                "does; forgetting a host forgets only hosts without runs.",
+            )
+        had_transport = alias in self._transports
+        await self.drop(alias)
+        return self.registry.forget_host(alias) or had_transport
 
     async def drop(self, alias: str) -> None:
         transport = self._transports.pop(alias, None)

@@ -170,6 +170,20 @@ class Registry:
         row = self._db.execute("SELECT last_error FROM hosts WHERE alias = ?", (alias,)).fetchone()
         return row[0] if row else None
 
+    def forget_host(self, alias: str) -> bool:
+        """Drop `alias`'s connection record; False if there was none."""
+        cursor = self._db.execute("DELETE FROM hosts WHERE alias = ?", (alias,))
+        return cursor.rowcount > 0
+
+    def forget_unconnected(self, tried_before: float) -> None:
+        """Forget the aliases that never connected (typos, hosts tried once), no run of
+        theirs known, last tried before `tried_before` (epoch seconds)."""
+        self._db.execute(
+            "DELETE FROM hosts WHERE transport IS NULL AND updated < ? "
+            "AND alias NOT IN (SELECT DISTINCT host FROM runs)",
+            (tried_before,),
+        )
+
     def set_host(self, alias: str, transport: str | None, last_error: str | None) -> None:
         self._db.execute(
             "INSERT INTO hosts (alias, transport, last_error, updated) VALUES (?, ?, ?, ?) "

@@ -95,6 +95,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             infos.append(info)
         return m.HostsListResult(hosts=infos)
 
+    async def do_forget(p: m.ForgetHostParams, ctx: RequestContext) -> Any:
+        return m.ForgetHostResult(forgotten=await hosts.forget(p.alias))
+
     service.handlers = method_table(
         service,
         {
@@ -110,6 +113,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/exec": do_exec,
             "run/shell": do_shell,
             "hosts/list": do_hosts,
+            "hosts/forget": do_forget,
         },
     )
     monitor.start()

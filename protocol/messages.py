@@ -619,6 +619,17 @@ class HostsListResult(Result):
     hosts: list[HostInfo]
 
 
+class ForgetHostParams(Params):
+    """`hosts/forget`: drop a host's connection record (its transport, its last error)."""
+
+    alias: str
+
+
+class ForgetHostResult(Result):
+    # False when there was nothing to forget.
+    forgotten: bool
+
+
 class DaemonInfo(Result):
     pid: int
     version: str

@@ -132,6 +132,13 @@ _TABLE = [
         "client->server",
         "Known hosts and their connections.",
     ),
+    Method(
+        "hosts/forget",
+        m.ForgetHostParams,
+        m.ForgetHostResult,
+        "client->server",
+        "Forget a host's connection record; one with runs is refused.",
+    ),
     Method("daemon/info", m.Empty, m.DaemonInfo, "client->server", "About the daemon."),
     Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
     Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),

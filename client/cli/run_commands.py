@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,10 @@ def _existing(value: Path | None) -> Path | None:
     if value is not None and not value.exists():
         raise typer.BadParameter(f"Path {str(value)!r} does not exist.")
     return value
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def _fetch_interrupted(out: Path, progress: list[Any]) -> str:
@@ -507,26 +512,45 @@ def register(app: typer.Typer) -> None:
 
     @app.command(cls=PlainUsage)
     @friendly_errors
-    def hosts(json: bool = JsonOpt) -> None:
+    def hosts(
+        forget: str | None = typer.Option(
+            None,
+            "--forget",
+            metavar="HOST",
+            help="Forget HOST: its connection record and last error (not its runs).",
+            autocompletion=complete_host,
+        ),
+        json: bool = JsonOpt,
+    ) -> None:
         """List known hosts with their connection, transport and runs."""
+        if forget is not None:
+            check(host=forget)
+            with DaemonClient.connect() as client:
+                client.request("hosts/forget", {"alias": forget})
+            note(f"forgot {forget}")
+            return
         with DaemonClient.connect() as client:
             found = client.request("hosts/list").hosts
         if json:
             print_json(found)
             return
-        print(
-            table(
-                ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GPUS"],
-                [
-                    [
-                        h.alias,
-                        h.connection + (f" ({h.last_error})" if h.last_error else ""),
-                        h.transport or "-",
-                        str(h.runs),
-                        str(h.running),
-                        ", ".join(gpu_text(g) for g in h.gpus) or "-",
-                    ]
-                    for h in found
-                ],
-            )
-        )
+        headers = ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GPUS"]
+        rows = [
+            [
+                h.alias,
+                h.connection,
+                h.transport or "-",
+                str(h.runs),
+                str(h.running),
+                ", ".join(gpu_text(g) for g in h.gpus) or "-",
+            ]
+            for h in found
+        ]
+        # The last error goes in CONNECTION, cut so that every line fits the terminal (the
+        # whole of it is in --json and the daemon log).
+        others = sum(max(len(row[i]) for row in [headers, *rows]) + 2 for i in (0, 2, 3, 4, 5))
+        room = shutil.get_terminal_size().columns - others
+        for row, h in zip(rows, found, strict=True):
+            if h.last_error:
+                row[1] = _cut(f"{h.connection} ({h.last_error})", max(room, len(h.connection)))
+        print(table(headers, rows))
