@@ -83,10 +83,14 @@ def test_gpus_and_the_runs_computing_on_them(remote: Remote, tmp_path: Path) -> 
     )
     wait_for(lambda: (launched.run_dir / "train.log").read_bytes() == b"up\n", what="the trainer")
     out = watch(remote, "~/.rtrain", "1", "100", launched.run_id, "0", "0", env=env)
-    assert [line.split(", ")[:4] for line in out.gpus] == [
-        ["0", "GPU-3f1c9a52-7d04-4e8b-b1a6-000000000000", "0", "0"],
-        ["1", "GPU-3f1c9a52-7d04-4e8b-b1a6-000000000001", "55", "1234"],
+    # Run as root, the fake also sees loads other tests' trainers declare at the same time:
+    # the GPU lines' values are theirs as much as ours, so only their shape is checked here
+    # (tests/cli/test_metrics.py checks the values, on a far user of its own).
+    assert [line.split(", ")[:2] for line in out.gpus] == [
+        ["0", "GPU-3f1c9a52-7d04-4e8b-b1a6-000000000000"],
+        ["1", "GPU-3f1c9a52-7d04-4e8b-b1a6-000000000001"],
     ]
+    assert all(len(line.split(", ")) == 8 for line in out.gpus)
     assert out.gpus[1].split(", ")[6:] == ["[N/A]", "NVIDIA H100 80GB HBM3"]
     # The app lines of the run's processes (the trainer, and the wrapper that passed the
     # load on) name the run; the run's own pids, from the script's own marker search.
