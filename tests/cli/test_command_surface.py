@@ -11,7 +11,8 @@ import pytest
 from tests.cli.conftest import Cli
 
 COMMANDS = [
-    ["preflight"], ["start"], ["tail"], ["status"], ["fetch"], ["stop"], ["runs"], ["hosts"],
+    ["preflight"], ["start"], ["tail"], ["status"], ["metrics"], ["fetch"], ["stop"], ["runs"],
+    ["hosts"],
     ["daemon", "start"], ["daemon", "stop"], ["daemon", "status"], ["daemon", "logs"],
     ["daemon", "run"], ["protocol", "schema"],
 ]  # fmt: skip
