@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +23,9 @@ from tests.cli.leftovers import kill_marked
 from tests.cli.rtrain_command import Outcome, RunningCommand, run_rtrain
 from tests.daemon_fixtures import DaemonEnv
 from tests.hosts import GPU_USER, TcpProxy, TestHosts
+
+if TYPE_CHECKING:
+    from tests.cli.tmux_terminal import Tmux
 
 WAIT_S = 30.0
 # The plain host reached through a proxy the test can stall or cut (the `link` fixture).
@@ -189,3 +193,15 @@ def link(cli: Cli, ssh_hosts: TestHosts) -> Iterator[TcpProxy]:
         yield proxy
     finally:
         proxy.close()
+
+
+@pytest.fixture
+def terminal(cli: Cli) -> Iterator[Tmux]:
+    """A terminal (tmux) in this test's world, closed afterwards."""
+    from tests.cli.tmux_terminal import Tmux  # it reads this module's WAIT_S
+
+    tmux = Tmux(cli.env, cli.cwd)
+    try:
+        yield tmux
+    finally:
+        tmux.close()

@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
+from tests.cli.rtrain_command import rtrain_executable
+from tests.cli.tmux_terminal import Tmux
 from tests.hosts import GPULOAD_USER
 
 # One line of each documented format, then a metrics.jsonl beside the log.
@@ -23,6 +25,14 @@ print("a line that says nothing | step or loss")
 with open("metrics.jsonl", "w") as f:
     f.write(json.dumps({"step": 6, "eval_loss": 0.9}) + "\n")
 print("done", flush=True)
+"""
+
+# Falling loss, then a bar at 5 of 10.
+SLOPE_TRAINER = r"""
+import sys
+for step, loss in enumerate([2.5, 2.0, 1.5, 1.0, 0.5], 1):
+    print("step %d | loss %g | lr 0.01" % (step, loss))
+sys.stdout.write("\r 50%|#####     | 5/10 [00:05<00:05,  1.00it/s]\n")
 """
 
 EXPECTED_ROWS = [
@@ -82,6 +92,19 @@ def test_each_format_comes_out_as_series(cli: Cli) -> None:
     assert status["latest"]["accuracy"] == 0.75
     # Piped, status says the state alone: scripts compare it.
     assert cli("status", "plain", run_id).out == "completed\n"
+
+
+def test_on_a_terminal_status_and_metrics_say_more(cli: Cli, terminal: Tmux) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", SLOPE_TRAINER)
+    cli.wait_state("plain", run_id, "completed")
+    rtrain = rtrain_executable()
+    terminal.start(f"{rtrain} status plain {run_id}; {rtrain} metrics plain {run_id}")
+    shown = terminal.wait_for("lr ")
+    assert "completed  50% (5/10) ETA 00:05  loss 0.5" in shown
+    [loss] = [line for line in shown if line.startswith("loss")]
+    # The sparkline: falling from the highest bar to the lowest.
+    assert loss.split()[1:] == ["0.5", "█▆▅▃▁"], loss
 
 
 def test_metrics_follow_streams_points_until_the_run_ends(cli: Cli) -> None:

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import base64
 import subprocess
-import time
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.cli.conftest import WAIT_S, Cli
+from tests.cli.conftest import Cli
 from tests.cli.rtrain_command import rtrain_executable
-from tests.required_tools import need
+from tests.cli.tmux_terminal import Tmux
 
 # Draws a tqdm-style bar with carriage returns, holds at 3/10 until the file `next` exists (so
 # the bar's latest state sits in the log with no newline after it), then finishes the bar.
@@ -46,55 +40,6 @@ import sys
 sys.stdout.buffer.write({ODD_BYTES!r})
 sys.stdout.buffer.flush()
 """
-
-
-class Tmux:
-    """A private tmux server with one window of a fixed size, running one command."""
-
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.tool = need("tmux")
-        self.socket = f"rtrain-test-{uuid.uuid4().hex[:8]}"
-        self.env = env
-        self.cwd = cwd
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            [self.tool, "-L", self.socket, "-f", "/dev/null", *args],
-            env=self.env,
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout
-
-    def start(self, command: str) -> None:
-        # The shell stays after the command, so its last screen can still be read.
-        self.tmux("new-session", "-d", "-x", "120", "-y", "30", "-s", "t", f"{command}; sleep 600")
-
-    def screen(self) -> list[str]:
-        return [line.rstrip() for line in self.tmux("capture-pane", "-p", "-t", "t").splitlines()]
-
-    def wait_for(self, text: str) -> list[str]:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            shown = self.screen()
-            if any(text in line for line in shown):
-                return shown
-            assert time.monotonic() < deadline, f"{text!r} never shown:\n" + "\n".join(shown)
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        subprocess.run([self.tool, "-L", self.socket, "kill-server"], capture_output=True)
-
-
-@pytest.fixture
-def terminal(cli: Cli) -> Iterator[Tmux]:
-    tmux = Tmux(cli.env, cli.cwd)
-    try:
-        yield tmux
-    finally:
-        tmux.close()
 
 
 def test_a_progress_bar_redraws_in_place_on_a_terminal(cli: Cli, terminal: Tmux) -> None:
