@@ -1,0 +1,63 @@
+"""What reading metrics from a log costs the daemon: seconds and points for hostile and
+ordinary logs, fed as a tail feeds them (1 MiB reads). Not part of run_all; run it alone:
+
+    python -m bench.metrics_parse
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Callable
+
+from rtrain.daemon.metrics.run_series import RunSeries
+
+READ = 1 << 20
+
+
+def _feed(data: bytes) -> RunSeries:
+    series = RunSeries()
+    for offset in range(0, len(data), READ):
+        series.feed("log", offset, data[offset : offset + READ])
+    return series
+
+
+def _log(name: str, make: Callable[[], bytes]) -> None:
+    data = make()
+    started = time.perf_counter()
+    series = _feed(data)
+    seconds = time.perf_counter() - started
+    # Memory in a second pass: tracing allocations slows Python far too much to time it.
+    tracemalloc.start()
+    _feed(data)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    points = sum(len(s.steps) for s in series.series.values())
+    print(
+        f"{name:<34} {len(data) / 1e6:7.1f} MB  {seconds:6.2f} s  "
+        f"{len(data) / 1e6 / seconds:7.1f} MB/s  {points:6d} points  peak {peak / 1e6:5.1f} MB"
+    )
+
+
+def main() -> None:
+    _log(
+        "10^6 step lines",
+        lambda: b"".join(b"step %d | loss %.4f\n" % (i, 1 / (i + 1)) for i in range(10**6)),
+    )
+    _log("one 3 MB line", lambda: b"x" * 3_000_000 + b"\nstep 1 | loss 1.0\n")
+    _log(
+        "HF dicts under a tqdm bar (10^5)",
+        lambda: b"".join(
+            b"\r %d%%|##| %d/100000 [00:01<00:09, 9.9it/s]\r\r{'loss': 0.5, 'epoch': 0.1}\n"
+            % (i // 1000, i)
+            for i in range(10**5)
+        ),
+    )
+    _log(
+        "a thousand metric names",
+        lambda: b"".join(b"step %d | m%d 1.5\n" % (i, i % 1000) for i in range(10**5)),
+    )
+
+
+if __name__ == "__main__":
+    main()
