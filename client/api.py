@@ -11,6 +11,8 @@
     print(runner.status(run))                 # running | completed | failed (exit N) | ...
     runner.fetch(run, remote_rel="lora_model", dest="./out")
     runner.stop(run)                          # True only if something was killed
+    runner.restart(run)                       # the same command again; a checkpoint resumes
+    runner.remove(run)                        # its far directory and record, once it ended
 
 Every method opens its own short conversation with the daemon, so a runner rebuilt from
 just a host alias and a run id reattaches: `runner.run("run-1787667005")`.
@@ -189,6 +191,24 @@ class RemoteRunner:
             params["grace"] = grace
         result = self._call("run/stop", params)
         return bool(result.outcome == "stopped")
+
+    def restart(self, run: RemoteRun | str, secrets: Mapping[str, str] | None = None) -> RemoteRun:
+        """Start an ended run's recorded command again in its own directory (a new attempt;
+        a trainer that checkpoints resumes). A run started with secrets needs them again.
+        Returns as soon as the trainer runs; raises RemoteError (e.g. while it runs)."""
+        handle = self._handle(run)
+        params: dict[str, Any] = {"host": handle.host, "runId": handle.run_id}
+        if secrets:
+            params["secrets"] = dict(secrets)
+        done = self._call("run/restart", params).run
+        return RemoteRun(done.host, done.run_id, done.remote_dir, done.log_path)
+
+    def remove(self, *runs: RemoteRun | str) -> list[str]:
+        """Remove ended runs: their directories on the host and rtrain's record of them.
+        Nothing is removed if any of them runs (RemoteError). Returns the removed run ids."""
+        handles = [self._handle(run) for run in runs]
+        params = {"host": self.host.alias, "runIds": [h.run_id for h in handles]}
+        return [r.run_id for r in self._call("run/remove", params).removed]
 
     def _where(self) -> dict[str, str]:
         where = {"python": self.host.python, "workdir": self.host.workdir}

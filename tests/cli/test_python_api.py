@@ -75,3 +75,49 @@ def test_runner_stop(cli: Cli) -> None:
     assert runner.stop(run) is True
     assert runner.status(run) == "stopped"
     assert runner.stop(run) is False
+
+
+def test_runner_ships_code_datasets_env_setup_then_restarts_and_removes(cli: Cli) -> None:
+    project = cli.cwd / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "train.py").write_text(
+        "import os, pathlib, pkg\n"
+        "print('rows', len(open('rows.jsonl').read().splitlines()),"
+        " 'shards', sorted(os.listdir('shards')), 'mode', os.environ['MODE'],"
+        " 'setup', pathlib.Path('setup-ran').exists(), flush=True)\n"
+    )
+    (project / ".gitignore").write_text("*.bin\n")
+    (project / "weights.bin").write_text("no")
+    shards = cli.cwd / "shards"
+    shards.mkdir()
+    (shards / "a.txt").write_text("a")
+    rows = cli.file("rows.jsonl", "{}\n{}\n")
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    run_id = cli.new_run_id()
+    run = runner.start(
+        cli.file("cfg.yaml", "x: 1\n"),
+        run_id=run_id,
+        gpus=0,
+        command=["{python}", "train.py"],
+        code_dir=project,
+        datasets=[rows, shards],
+        env={"MODE": "api"},
+        setup="touch setup-ran",
+    )
+    lines: list[str] = []
+    assert runner.tail(run, on_line=lines.append) == "completed"
+    assert lines == ["rows 2 shards ['a.txt'] mode api setup True"]
+    assert not (cli.far_run_dir(run_id) / "weights.bin").exists()
+
+    again = runner.restart(run_id)
+    assert again.run_id == run_id
+    lines.clear()
+    assert runner.tail(again, on_line=lines.append) == "completed"
+    assert lines[-1] == "rows 2 shards ['a.txt'] mode api setup True"
+    assert any(line.startswith("==> rtrain: attempt 2 of") for line in lines)
+
+    assert runner.remove(run_id) == [run_id]
+    assert not cli.far_run_dir(run_id).exists()
+    with pytest.raises(RemoteError):
+        runner.status(run_id)
