@@ -15,6 +15,7 @@ import pytest
 from tests.cli.conftest import WAITING_TRAINER, Cli
 from tests.cli.leftovers import kill_marked
 from tests.cli.rtrain_command import rtrain_executable
+from tests.hosts import GPU_USER
 
 SLOW_DEMO_CONFIG = """\
 steps: 60
@@ -43,7 +44,7 @@ def wait_for(predicate: object, what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("host", ["plain", "local"])
+@pytest.mark.parametrize("host", ["plain", "console", "local"])
 def test_a_killed_run_restarts_and_resumes_from_its_checkpoint(cli: Cli, host: str) -> None:
     run_id = cli.new_run_id()
     cli.file("cfg.yaml", SLOW_DEMO_CONFIG)
@@ -132,6 +133,24 @@ def test_rm_removes_an_ended_run_and_refuses_a_running_one(cli: Cli, host: str) 
     assert cli("status", host, ended, "--workdir", workdir).code == 1
     assert ended not in cli("runs").out
     assert (root / running).is_dir()
+
+
+def test_a_start_interrupted_before_its_launch_is_removable(cli: Cli) -> None:
+    run_id = cli.new_run_id("never")
+    # What a start cut off between claiming its run id and launching leaves on the host.
+    home = cli.hosts.home(GPU_USER)
+    leftover = cli.far_run_dir(run_id)
+    leftover.mkdir(parents=True)
+    (leftover / "config.yaml").write_text("x: 1\n")
+    for path in (leftover.parent.parent, leftover.parent, leftover, leftover / "config.yaml"):
+        os.chown(path, home.stat().st_uid, home.stat().st_gid)
+    status = cli("status", "plain", run_id, "--workdir", cli.workdir)
+    assert status.out == "lost (never launched)\n", status
+    restart = cli("restart", "plain", run_id, "--workdir", cli.workdir)
+    assert restart.code == 1 and "it was never launched" in restart.err, restart
+    done = cli("rm", "plain", run_id, "--workdir", cli.workdir)
+    assert done.code == 0, done
+    assert not leftover.exists()
 
 
 @pytest.mark.parametrize("host", ["plain", "console", "local"])
