@@ -115,6 +115,9 @@ def test_a_daemon_with_other_settings_says_so_and_how_to_fix_it(cli: Cli) -> Non
         "`rtrain daemon stop` and the next command starts one with this shell's settings "
         "(runs on hosts are not affected)."
     ), done
+    # The start-up fast path (status without typer, a warm daemon) says it too.
+    quick = run_rtrain(["status", "plain", "nosuch"], env=env, cwd=cli.cwd)
+    assert sentence in quick.err_lines, quick
     # The same shell as the daemon's hears nothing.
     assert "daemon" not in cli("runs").err
 
