@@ -60,6 +60,10 @@ class RemotePreflight:
     transport: str | None = None
     python_version: str | None = None
     gpus: list[str] = field(default_factory=list)
+    # Every finding as the CLI prints it ("topic: text"), and the daemon's whole answer.
+    findings: list[str] = field(default_factory=list)
+    suggested_python: str | None = None
+    result: Any = None
 
     def why_not(self) -> str:
         return "; ".join(self.reasons) if self.reasons else "ready"
@@ -84,16 +88,37 @@ class RemoteRunner:
         """A handle for an existing run id (nothing is checked until it is used)."""
         return RemoteRun(self.host.alias, run_id)
 
-    def preflight(self, expect_gpus: int = 1) -> RemotePreflight:
-        result = self._call(
-            "host/preflight", {"host": self.host.alias, "gpus": expect_gpus, **self._where()}
-        )
+    def preflight(
+        self,
+        expect_gpus: int = 1,
+        *,
+        requires: Sequence[str] = (),
+        inputs: Sequence[str | Path] = (),
+        hf_models: Sequence[str] = (),
+        secrets: Mapping[str, str] | None = None,
+    ) -> RemotePreflight:
+        """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
+        paths start would ship (checked against the disk); `hf_models`: Hub models the host
+        must download, with `secrets={"HF_TOKEN": ...}` as the token to try."""
+        params: dict[str, Any] = {"host": self.host.alias, "gpus": expect_gpus, **self._where()}
+        if requires:
+            params["requires"] = list(requires)
+        if inputs:
+            params["inputs"] = [str(Path(path).resolve()) for path in inputs]
+        if hf_models:
+            params["hfModels"] = list(hf_models)
+        if secrets:
+            params["secrets"] = dict(secrets)
+        result = self._call("host/preflight", params)
         return RemotePreflight(
             ok=result.ok,
             reasons=list(result.reasons),
             transport=result.transport,
             python_version=result.python_version,
             gpus=[g.name for g in result.gpus],
+            findings=[f"{f.topic}: {f.text}" for f in result.findings],
+            suggested_python=result.suggested_python,
+            result=result,
         )
 
     def start(

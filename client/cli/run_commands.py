@@ -76,6 +76,10 @@ def _all_existing(values: list[Path]) -> list[Path]:
     return values
 
 
+# How each finding's level shows in front of it: problems and warnings stand out.
+_FINDING_MARKS = {"problem": "✗ ", "warning": "! ", "info": "· "}
+
+
 def local_secrets(names: list[str]) -> dict[str, str]:
     secrets = {}
     for name in names:
@@ -118,43 +122,83 @@ def register(app: typer.Typer) -> None:
         workdir: str | None = typer.Option(
             None, "--workdir", help="Remote work directory (default ~/.rtrain, or the host's)."
         ),
+        require: list[str] = typer.Option(
+            [], "--require", help="A package the python must have, e.g. 'transformers>=5'."
+        ),
+        require_file: list[Path] = typer.Option(
+            [], "--require-file", help="A requirements.txt whose packages the python must have."
+        ),
+        config: Path | None = typer.Option(
+            None, "--config", "-c", help="The config start would ship (its size is checked)."
+        ),
+        dataset: list[Path] = typer.Option(
+            [], "--dataset", "-d", help="A dataset file or directory start would ship."
+        ),
+        code: Path | None = typer.Option(
+            None, "--code", help="The code directory start would ship."
+        ),
+        inputs: list[Path] = typer.Option(
+            [], "--inputs", "--input", help="Any other local file or directory to be shipped."
+        ),
+        hf_model: list[str] = typer.Option(
+            [], "--hf-model", help="A Hugging Face model (ORG/NAME) the host must download."
+        ),
+        secret: list[str] = typer.Option(
+            [],
+            "--secret",
+            help="A local environment variable the run gets; HF_TOKEN is tried on the Hub.",
+        ),
         json: bool = JsonOpt,
     ) -> None:
-        """Check that HOST can train: reachable, python, GPUs, a writable workdir."""
+        """Check that HOST can train: reachable, the python with torch and its CUDA, GPUs and
+        their use, packages, disk for what start would ship, Hugging Face access."""
         check(host=host, workdir=workdir, python=python)
         params: dict[str, Any] = {"host": host, "gpus": gpus}
         if python is not None:
             params["python"] = python
         if workdir is not None:
             params["workdir"] = workdir
+        requires = list(require)
+        if require_file:
+            from .requirements_file import RequirementsFileError, read_requirements
+
+            try:
+                for path in require_file:
+                    requires += read_requirements(path)
+            except RequirementsFileError as error:
+                fail(str(error), kind=Kind.INVALID_REQUIREMENT)
+        try:
+            for text in requires:
+                validation.requirement(text)
+            for model in hf_model:
+                validation.hf_model(model)
+        except RpcError as error:
+            fail(error.message, kind=error.kind or ClientKind.USAGE)
+        if requires:
+            params["requires"] = requires
+        shipped = [p for p in (config, code, *dataset, *inputs) if p is not None]
+        for path in shipped:
+            if not path.exists():
+                fail(f"Path {str(path)!r} does not exist.", kind=Kind.LOCAL_FILE_MISSING)
+        if shipped:
+            params["inputs"] = [str(path.resolve()) for path in shipped]
+        if hf_model:
+            params["hfModels"] = list(hf_model)
+        secrets = local_secrets(secret)
+        if secrets:
+            params["secrets"] = secrets
         with DaemonClient.connect() as client:
             verdict = client.request("host/preflight", params)
         if json:
             print_json(verdict)
-        elif verdict.ok:
-            print(f"{host} is ready to train.")
-            gpu_names = ", ".join(f"{g.index}: {g.name}" for g in verdict.gpus) or "none"
-            if verdict.gpus_free is not None:
-                gpu_names += f" ({verdict.gpus_free} of {len(verdict.gpus)} free now)"
-            print(
-                f"  transport: {verdict.transport}\n  python:    {verdict.python_version}\n"
-                f"  gpus:      {gpu_names}\n  workdir:   {verdict.workdir}"
-                + (
-                    f" ({human_bytes(verdict.free_disk_bytes)} free)"
-                    if verdict.free_disk_bytes is not None
-                    else ""
-                )
-                + (
-                    f"\n  torch:     {verdict.torch_version}"
-                    + (f" (CUDA {verdict.cuda_version})" if verdict.cuda_version else "")
-                    if verdict.torch_version
-                    else ""
-                )
-            )
         else:
-            print(f"✗ {host} cannot train")
-            for reason in verdict.reasons:
-                print(f"  {reason}")
+            print(f"{host} is ready to train." if verdict.ok else f"✗ {host} cannot train")
+            for finding in verdict.findings:
+                print(f"  {_FINDING_MARKS.get(finding.level, '')}{finding.topic}: {finding.text}")
+            # An older daemon sends reasons without findings.
+            if not verdict.findings:
+                for reason in verdict.reasons:
+                    print(f"  {reason}")
         if not verdict.ok:
             raise typer.Exit(1)
 

@@ -97,9 +97,9 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         problem("gpu", short)
 
     packages = judge_packages(interpreter, p.requires, report)
-    findings += packages.findings
     for reason in packages.reasons:
         problem("packages", reason)
+    findings += packages.findings
 
     if not report.workdir_ok:
         why = report.workdir_error or "not writable"
@@ -140,6 +140,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     if gpus:
         held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
         gpus_free = sum(1 for gpu in gpus if not gpu.in_use_by_other and gpu.index not in held)
+        last_gpu = max(i for i, f in enumerate(findings) if f.topic == "gpu")
+        findings.insert(last_gpu + 1, Finding("gpu", f"{gpus_free} of {len(gpus)} free now"))
     torch = report.torch
     return PreflightResult(
         host=p.host,

@@ -41,11 +41,6 @@ def gpu_list(report: PreflightReport) -> list[GpuInfo]:
     return gpus
 
 
-def free_now(gpus: list[GpuInfo]) -> int:
-    """GPUs no other process holds. GPU claims of rtrain's own runs are counted elsewhere."""
-    return sum(1 for gpu in gpus if not gpu.in_use_by_other)
-
-
 def driver_info(report: PreflightReport) -> DriverInfo | None:
     version = next((gpu.driver_version for gpu in report.gpus if gpu.driver_version), None)
     if version is None and report.driver_cuda is None:

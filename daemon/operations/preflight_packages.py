@@ -99,8 +99,9 @@ def judge_packages(python: str, requires: list[str], report: PreflightReport) ->
         verdict.findings.append(
             Finding(
                 "packages",
-                f"fix all: {python} -m pip install " + " ".join(shlex.quote(f) for f in fixes),
-                "problem",
+                f"to install them all: {python} -m pip install "
+                + " ".join(shlex.quote(f) for f in fixes),
+                "info",
             )
         )
     return verdict

@@ -107,7 +107,8 @@ def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> Pyth
         return verdict
 
     torch = report.torch
-    shown = f"{python} ({report.python_executable})" if report.python_executable else python
+    executable = report.python_executable
+    shown = f"{python} ({executable})" if executable and executable != python else python
     verdict.findings.append(Finding("python", f"{shown}: Python {report.python_version}"))
     if torch is None and report.torch_error:
         verdict.reasons.append(

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 from rtrain.protocol.schema import protocol_schema
 from tests.cli.conftest import Cli
+from tests.hosts.pythons_host import PythonsHost
 
 
 def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
     done = cli("preflight", "plain", "--workdir", cli.workdir)
     assert done.code == 0, done
     assert done.out_lines[0] == "plain is ready to train."
-    details = dict(line.strip().split(":", 1) for line in done.out_lines[1:])
-    assert details["transport"].strip() == "exec"
-    gpus = "0: NVIDIA H100 80GB HBM3, 1: NVIDIA H100 80GB HBM3 (2 of 2 free now)"
-    assert details["gpus"].strip() == gpus
+    findings = [line.strip() for line in done.out_lines[1:]]
+    assert findings[0] == "transport: plain over exec"
+    assert "driver: NVIDIA driver 550.54.15, CUDA 12.4 at most" in findings
+    gpus = [line for line in findings if line.startswith("gpu: ")]
+    assert gpus == [
+        *(f"gpu: GPU {i}: NVIDIA H100 80GB HBM3, 0 of 81559 MiB used, 0% busy" for i in (0, 1)),
+        "gpu: 2 of 2 free now",
+    ]
+    assert any(line.startswith("workdir: ") and line.endswith(" free") for line in findings)
 
     as_json = cli("preflight", "plain", "--workdir", cli.workdir, "--json")
     assert as_json.code == 0, as_json
@@ -22,6 +31,112 @@ def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
     assert verdict["reasons"] == []
     assert verdict["transport"] == "exec"
     assert [gpu["index"] for gpu in verdict["gpus"]] == [0, 1]
+    assert verdict["gpusFree"] == 2
+    assert verdict["driver"] == {"version": "550.54.15", "cudaVersion": "12.4"}
+    assert [f["text"] for f in verdict["findings"]] == [line.split(": ", 1)[1] for line in findings]
+
+
+def test_requirements_from_a_file_name_what_to_install(
+    cli: Cli, pythons_host: PythonsHost, tmp_path: Path
+) -> None:
+    python = pythons_host.train_python
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(
+        "# what the trainer needs\n"
+        "torch>=2.0  # the suite's CPU build\n"
+        "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+        "peft\\\n"
+        ">=0.1\n"
+    )
+    done = cli(
+        "preflight",
+        "pythons",
+        "--gpus",
+        "0",
+        "--python",
+        python,
+        "--require-file",
+        str(requirements),
+        "--require",
+        "numpy>=999",
+    )
+    assert done.code == 1, done
+    assert done.out_lines[0] == "✗ pythons cannot train"
+    problems = [line.strip() for line in done.out_lines if line.strip().startswith("✗ packages")]
+    assert len(problems) == 2, done.out
+    assert problems[0].startswith("✗ packages: numpy ")
+    assert problems[0].endswith(f"fix: {python} -m pip install 'numpy>=999'")
+    assert problems[1] == (
+        f"✗ packages: peft is not installed in {python}; fix: {python} -m pip install 'peft>=0.1'"
+    )
+    assert f"· packages: to install them all: {python} -m pip install 'numpy>=999' 'peft>=0.1'" in [
+        line.strip() for line in done.out_lines
+    ]
+
+    as_json = cli(
+        "preflight",
+        "pythons",
+        "--gpus",
+        "0",
+        "--python",
+        python,
+        "--require-file",
+        str(requirements),
+        "--json",
+    )
+    packages = {p["requirement"]: p for p in as_json.json()["packages"]}
+    assert packages["torch>=2.0"]["ok"] is True
+    assert packages["peft>=0.1"] == {
+        "requirement": "peft>=0.1",
+        "name": "peft",
+        "ok": False,
+        "problem": f"peft is not installed in {python}",
+        "fix": f"{python} -m pip install 'peft>=0.1'",
+    }
+
+
+def test_bad_requirements_are_refused_before_anything_runs(cli: Cli, tmp_path: Path) -> None:
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("torch\nnot a requirement!\n")
+    done = cli("preflight", "plain", "--require-file", str(requirements))
+    assert done.code == 2, done
+    assert done.err.startswith(f"rtrain: {requirements} line 2: requirement 'not a requirement!'")
+    assert "daemon" not in done.err
+
+    done = cli("preflight", "plain", "--require", "torch >= = 2")
+    assert done.code == 2 and "is not one pip understands" in done.err, done
+
+    done = cli("preflight", "plain", "--hf-model", "not a model")
+    assert done.code == 2 and "is not a model id" in done.err, done
+
+
+def test_a_gated_model_says_what_to_do_and_the_token_goes_as_a_secret(
+    cli: Cli, pythons_host: PythonsHost
+) -> None:
+    # No Hub answers on this port: the host cannot reach it, and says so.
+    alias = pythons_host.alias(
+        f"nohub-{uuid.uuid4().hex[:6]}",
+        {"HF_ENDPOINT": f"http://127.0.0.1:{cli.hosts.closed_port}"},
+    )
+    cli.env["HF_TOKEN"] = "hf_" + uuid.uuid4().hex
+    done = cli(
+        "preflight",
+        alias,
+        "--gpus",
+        "0",
+        "--python",
+        pythons_host.train_python,
+        "--hf-model",
+        "meta-llama/Llama-3.1-8B",
+        "--secret",
+        "HF_TOKEN",
+    )
+    assert done.code == 1, done
+    [line] = [line for line in done.out_lines if "hugging face" in line]
+    assert line.strip().startswith(
+        "✗ hugging face: the host cannot reach the Hub at http://127.0.0.1:"
+    )
+    assert cli.env["HF_TOKEN"] not in done.out + done.err
 
 
 def test_host_without_gpus_cannot_train(cli: Cli) -> None:
