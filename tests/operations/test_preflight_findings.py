@@ -4,9 +4,10 @@ packages, disk, GPUs in use and a noisy shell, through the real daemon and sshd.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,54 @@ def test_a_missing_input_is_refused_before_the_host(ops: Ops, tmp_path: Path) ->
     with pytest.raises(Exception) as refused:
         preflight(ops, host="plain", inputs=[str(tmp_path / "nope.jsonl")])
     assert "does not exist on this machine" in str(refused.value)
+
+
+@pytest.fixture
+def torch_built_for(pythons_host: PythonsHost) -> Iterator[Callable[[str, bool], str]]:
+    """A python on the far side whose torch reports the given CUDA build and availability: a
+    stand-in package (the suite has only the CPU build), reached through a wrapper script."""
+    made: list[Path] = []
+
+    def build(cuda: str, available: bool) -> str:
+        folder = pythons_host.home / f"stand-in-torch-{uuid.uuid4().hex[:8]}"
+        (folder / "site" / "torch").mkdir(parents=True)
+        (folder / "site" / "torch" / "__init__.py").write_text(
+            f'__version__ = "2.7.0+cu{cuda.replace(".", "")}"\n'
+            f"class version:\n    cuda = {cuda!r}\n"
+            f"class cuda:\n    is_available = staticmethod(lambda: {available})\n"
+            "    device_count = staticmethod(lambda: 2)\n"
+        )
+        wrapper = folder / "python"
+        wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{folder / "site"}" exec python3 "$@"\n')
+        for path in (folder, folder / "site", folder / "site" / "torch"):
+            path.chmod(0o755)
+        wrapper.chmod(0o755)
+        made.append(folder)
+        return str(wrapper)
+
+    yield build
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_torch_built_for_a_newer_cuda_than_the_driver_is_a_reason(
+    ops: Ops, torch_built_for: Callable[[str, bool], str]
+) -> None:
+    result = preflight(ops, python=torch_built_for("12.8", True), gpus=1)
+    assert not result.ok
+    [reason] = result.reasons
+    assert reason.startswith(
+        "torch 2.7.0+cu128 is built for CUDA 12.8, but the driver (550.54.15) supports "
+        "CUDA 12.4 at most: install a torch built for CUDA 12.4 or older"
+    ), reason
+    assert (result.torch.cuda, result.torch.cuda_available, result.torch.device_count) == (
+        "12.8",
+        True,
+        2,
+    )
+
+    blind = preflight(ops, python=torch_built_for("12.1", False), gpus=1)
+    [reason] = blind.reasons
+    assert "torch.cuda.is_available() is False although nvidia-smi lists 2" in reason, reason
+
+    assert preflight(ops, python=torch_built_for("12.1", True), gpus=2).ok

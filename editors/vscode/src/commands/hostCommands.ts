@@ -1,11 +1,10 @@
 // Preflight a host, and start a run on one (pick config, dataset, host).
 
 import * as vscode from "vscode";
-import type { PreflightResult } from "../protocol/generated";
-import { formatBytes } from "../tree/presentation";
 import type { CommandContext } from "./context";
 import type { LogTails } from "./logTails";
 import { askHost, pickHost } from "./pickTarget";
+import { findingLines, preflightSummary } from "./preflightText";
 import { progressReporter } from "./progress";
 
 export async function preflightHost(ctx: CommandContext, arg: unknown): Promise<void> {
@@ -15,21 +14,16 @@ export async function preflightHost(ctx: CommandContext, arg: unknown): Promise<
     { location: vscode.ProgressLocation.Notification, title: `Checking ${host}…` },
     () => ctx.connection.request("host/preflight", { host }),
   );
-  ctx.log.appendLine(`preflight ${host}: ${JSON.stringify(result)}`);
-  const summary = preflightSummary(result);
-  if (result.ok) void vscode.window.showInformationMessage(`rtrain: ${host} can train: ${summary}.`);
-  else void vscode.window.showWarningMessage(`rtrain: ${host} is not ready: ${result.reasons.join("; ")}.`);
-}
-
-export function preflightSummary(result: PreflightResult): string {
-  const parts: string[] = [];
-  if (result.transport) parts.push(result.transport);
-  if (result.pythonVersion) parts.push(`python ${result.pythonVersion}`);
-  const gpus = result.gpus ?? [];
-  parts.push(gpus.length === 0 ? "no GPU" : `${gpus.length} GPU${gpus.length === 1 ? "" : "s"} (${gpus.map((g) => g.name).join(", ")})`);
-  if (result.torchVersion) parts.push(`torch ${result.torchVersion}`);
-  if (result.freeDiskBytes !== undefined && result.freeDiskBytes !== null) parts.push(`${formatBytes(result.freeDiskBytes)} free`);
-  return parts.join(", ");
+  // The same findings, in the same words, as `rtrain preflight` prints.
+  ctx.log.appendLine(result.ok ? `${host} is ready to train.` : `✗ ${host} cannot train`);
+  for (const line of findingLines(result)) ctx.log.appendLine(line);
+  const details = "Show Findings";
+  const shown = result.ok
+    ? vscode.window.showInformationMessage(`rtrain: ${host} can train: ${preflightSummary(result)}.`, details)
+    : vscode.window.showWarningMessage(`rtrain: ${host} is not ready: ${result.reasons.join("; ")}.`, details);
+  void shown.then((answer) => {
+    if (answer === details) ctx.log.show(true);
+  });
 }
 
 export async function startRun(ctx: CommandContext, tails: LogTails, arg: unknown): Promise<void> {
