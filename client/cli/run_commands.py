@@ -425,7 +425,7 @@ def register(app: typer.Typer) -> None:
         if not json and result.run is not None:
             note(f"{run_id} on {host}: {state_text(result.run)}")
 
-    @app.command()
+    @app.command(cls=PlainUsage)
     @friendly_errors
     def fetch(
         host: str = HostArg,

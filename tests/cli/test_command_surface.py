@@ -64,9 +64,9 @@ def test_an_unknown_state_is_a_usage_error_listing_the_states(cli: Cli) -> None:
     done = cli("runs", "--state", "bogus")
     assert (done.code, done.out) == (2, ""), done
     assert done.err_lines[-1] == (
-        "Error: Invalid value for '--state': 'bogus' is not one of 'running', 'completed', "
-        "'failed', 'stopped', 'lost', 'unknown'."
+        "Error: Invalid value for '--state': 'bogus' is not one of 'queued', 'running', "
+        "'completed', 'failed', 'stopped', 'lost', 'unknown'."
     ), done
     assert "Invalid params" not in done.err
-    assert "<running|completed|failed|stopped|lost|unknown>" in cli("runs", "-h").out
+    assert "<queued|running|completed|failed|stopped|lost|unknown>" in cli("runs", "-h").out
     assert cli.daemon.daemon_pids() == []  # refused before the daemon was asked
