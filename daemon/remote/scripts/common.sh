@@ -37,6 +37,7 @@ E_IO=14
 E_ALREADY_LAUNCHED=15
 E_RUN_EXISTS=17
 E_GPUS_BUSY=18
+E_SCHEDULER=20
 
 # One protocol line: the first argument is the key, the rest are tab-separated fields.
 emit() {
@@ -616,4 +617,69 @@ run_file() {
 	run_rel "$1" "$2"
 	target_in_run "$2"
 	[ -f "$TARGET" ] || fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
+}
+
+# JSON string literals of the arguments, comma-separated. awk reads them from ARGV, which is
+# not escape-processed (unlike -v), and exits before treating any of them as a file.
+json_strings() {
+	LC_ALL=C awk -- 'BEGIN {
+		for (i = 1; i < 32; i++) esc[sprintf("%c", i)] = sprintf("\\u%04x", i)
+		esc["\t"] = "\\t"; esc["\n"] = "\\n"; esc["\r"] = "\\r"
+		esc["\\"] = "\\\\"; esc["\""] = "\\\""
+		out = ""
+		for (a = 1; a < ARGC; a++) {
+			s = ARGV[a]; t = ""; n = length(s)
+			for (i = 1; i <= n; i++) {
+				c = substr(s, i, 1)
+				t = t ((c in esc) ? esc[c] : c)
+			}
+			out = out (a > 1 ? ", " : "") "\"" t "\""
+		}
+		print out
+		exit
+	}' "$@"
+}
+
+# Secrets on stdin (`NAME<TAB>BASE64VALUE` lines): validated and decoded now into
+# secret_count pairs, exported only by export_secrets in the subshell that starts the run.
+read_secrets() {
+	secret_count=0
+	line_no=0
+	while IFS= read -r secret_line || [ -n "$secret_line" ]; do
+		line_no=$((line_no + 1))
+		if [ -z "$secret_line" ]; then
+			continue
+		fi
+		case $secret_line in
+		*"$TAB"*) ;;
+		*) fail "$E_BAD_SECRET" bad_secret "$line_no" "expected NAME<TAB>BASE64VALUE" ;;
+		esac
+		secret_name=${secret_line%%"$TAB"*}
+		secret_b64=${secret_line#*"$TAB"}
+		secret_line=
+		case $secret_name in
+		'' | [!A-Za-z_]* | *[!A-Za-z0-9_]*) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad name" ;;
+		RTRAIN_*) fail "$E_BAD_SECRET" bad_secret "$line_no" "RTRAIN_ names are reserved" ;;
+		esac
+		# printf is a builtin: the value travels through a pipe, never through an argv.
+		# The trailing dot keeps trailing newlines of the value and proves base64 succeeded.
+		secret_value=$(printf '%s' "$secret_b64" | base64 -d 2>/dev/null && printf .)
+		case $secret_value in
+		*.) secret_value=${secret_value%.} ;;
+		*) fail "$E_BAD_SECRET" bad_secret "$line_no" "value is not base64" ;;
+		esac
+		secret_count=$((secret_count + 1))
+		eval "secret_name_$secret_count=\$secret_name secret_value_$secret_count=\$secret_value"
+		secret_value=
+		secret_b64=
+	done
+}
+
+# Export what read_secrets decoded; call it only in the subshell that starts the run.
+export_secrets() {
+	es_i=1
+	while [ "$es_i" -le "$secret_count" ]; do
+		eval "export \"\$secret_name_$es_i=\$secret_value_$es_i\""
+		es_i=$((es_i + 1))
+	done
 }

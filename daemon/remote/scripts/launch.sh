@@ -115,27 +115,6 @@ except OSError as error:
     os._exit(127)
 '
 
-# JSON string literals of the arguments, comma-separated. awk reads them from ARGV, which is
-# not escape-processed (unlike -v), and exits before treating any of them as a file.
-json_strings() {
-	LC_ALL=C awk -- 'BEGIN {
-		for (i = 1; i < 32; i++) esc[sprintf("%c", i)] = sprintf("\\u%04x", i)
-		esc["\t"] = "\\t"; esc["\n"] = "\\n"; esc["\r"] = "\\r"
-		esc["\\"] = "\\\\"; esc["\""] = "\\\""
-		out = ""
-		for (a = 1; a < ARGC; a++) {
-			s = ARGV[a]; t = ""; n = length(s)
-			for (i = 1; i <= n; i++) {
-				c = substr(s, i, 1)
-				t = t ((c in esc) ? esc[c] : c)
-			}
-			out = out (a > 1 ? ", " : "") "\"" t "\""
-		}
-		print out
-		exit
-	}' "$@"
-}
-
 # Secrets: validated and decoded now, exported only in the subshell that starts the run.
 secret_count=0
 line_no=0

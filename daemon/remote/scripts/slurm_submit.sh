@@ -1,0 +1,56 @@
+# slurm_submit.sh RUN_DIR RUN_ID PYTHON BATCH_SCRIPT SBATCH_ARG...: write BATCH_SCRIPT into the
+# run dir as rtrain.sbatch (kept, so a person can read what ran), submit it with
+# `sbatch --parsable`, and record the job id in train.jobid and meta.json. Secrets come on
+# stdin as `NAME<TAB>BASE64VALUE` lines; they are exported to sbatch only, which hands its
+# environment to the job, so they never reach a command line or a file of the run.
+need_args "$#" 4
+take_run_dir "$1" "$2"
+run_id=$2
+python_arg=$3
+batch_text=$4
+shift 4
+
+[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
+have sbatch || fail "$E_SCHEDULER" no_sbatch "sbatch is not on PATH on the login node"
+# Claim the submission atomically (O_EXCL): a second submit of the same run is refused.
+if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
+	fail "$E_ALREADY_LAUNCHED" already_launched
+fi
+
+read_secrets
+
+printf '%s' "$batch_text" >"$RUN_DIR/rtrain.sbatch.tmp" &&
+	mv -f -- "$RUN_DIR/rtrain.sbatch.tmp" "$RUN_DIR/rtrain.sbatch" ||
+	fail "$E_IO" batch_script "cannot write rtrain.sbatch"
+
+cd "$RUN_DIR" || fail "$E_IO" cd "cannot enter the run directory"
+submitted_at=$(date +%s)
+answer=$(
+	export_secrets
+	RTRAIN_RUN_ID=$run_id
+	export RTRAIN_RUN_ID
+	sbatch --parsable "$@" rtrain.sbatch 2>&1 </dev/null
+)
+code=$?
+# --parsable prints `JOBID` or `JOBID;CLUSTER`.
+job_id=${answer%%;*}
+if [ "$code" != 0 ] || ! is_uint "$job_id"; then
+	rm -f -- "$RUN_DIR/meta.json"
+	fail "$E_SCHEDULER" sbatch_refused "$(flat "$answer")"
+fi
+printf '%s\n' "$job_id" >train.jobid.tmp && mv -f train.jobid.tmp train.jobid
+{
+	printf '{\n'
+	printf '  "run_id": %s,\n' "$(json_strings "$run_id")"
+	printf '  "started_at": %s,\n' "$submitted_at"
+	printf '  "launcher": "slurm",\n'
+	printf '  "job_id": %s,\n' "$job_id"
+	printf '  "hostname": %s,\n' "$(json_strings "$(uname -n 2>/dev/null)")"
+	printf '  "python": %s,\n' "$(json_strings "$python_arg")"
+	printf '  "sbatch": [%s]\n' "$(json_strings "$@")"
+	printf '}\n'
+} >meta.json.tmp || fail "$E_IO" meta "cannot write meta.json"
+mv -f -- meta.json.tmp meta.json || fail "$E_IO" meta "cannot write meta.json"
+emit job "$job_id"
+emit started_at "$submitted_at"
+exit 0

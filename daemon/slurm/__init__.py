@@ -1,0 +1,1 @@
+"""The Slurm launcher: runs as batch jobs submitted through a login node."""

@@ -1,0 +1,100 @@
+"""A Slurm login node for the suite: its own sshd and user, whose environment points at the
+suite's own cluster (tests/hosts/slurm_cluster.py), reached through the alias `cluster`."""
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.hosts.session import TestHosts
+from tests.hosts.slurm_cluster import CLUSTER, SlurmCluster
+from tests.hosts.sshd import Sshd
+from tests.hosts.user_accounts import (
+    authorize_key,
+    ensure_user,
+    install_home_files,
+    revoke_key,
+    write_atomically,
+)
+
+SLURM_USER = "rtrain-slurm"
+ALIAS = "cluster"
+
+
+class SlurmLogin:
+    """The running cluster, its login sshd, and the user whose jobs rtrain submits."""
+
+    def __init__(self, hosts: TestHosts, cluster: SlurmCluster, sshd: Sshd, home: Path) -> None:
+        self.hosts = hosts
+        self.cluster = cluster
+        self.sshd = sshd
+        self.home = home
+        self.alias = ALIAS
+        self.user = SLURM_USER
+
+    def as_user(self, *argv: str) -> str:
+        """Run a Slurm command as the login user (e.g. `scancel` from outside rtrain)."""
+        done = self.hosts.run_as(SLURM_USER, list(argv), env=self.cluster.env)
+        return done.stdout
+
+
+@contextmanager
+def slurm_login(hosts: TestHosts) -> Iterator[SlurmLogin]:
+    # The login user's sbatch must reach slurm.conf and the munge socket: not under the
+    # session's private temp dir.
+    base = Path(tempfile.mkdtemp(prefix="rtrain-slurm-"))
+    base.chmod(0o755)
+    cluster = SlurmCluster(base / "cluster")
+    account = ensure_user(SLURM_USER)
+    install_home_files(account, with_gpus=False)
+    authorize_key(account, hosts.user_public_key)
+    home = Path(account.pw_dir)
+    # sshd puts these into every session of the user (PermitUserEnvironment), as a site's
+    # login profile would.
+    write_atomically(
+        home / ".ssh" / "environment",
+        "".join(f"{name}={value}\n" for name, value in cluster.env.items()),
+        0o600,
+        account.pw_uid,
+        account.pw_gid,
+    )
+    sshd = Sshd(
+        "slurm-login",
+        hosts.base,
+        hosts.host_key,
+        [
+            f"AllowUsers {SLURM_USER}",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PermitUserEnvironment yes",
+            "Subsystem sftp internal-sftp",
+        ],
+    )
+    try:
+        (base / "cluster").mkdir()
+        cluster.start()
+        # Jobs are accounted to an association, as on any real cluster.
+        cluster.command("sacctmgr", "-i", "add", "account", "lab", f"Cluster={CLUSTER}")
+        cluster.command("sacctmgr", "-i", "add", "user", SLURM_USER, "Account=lab")
+        sshd.start()
+        hosts.add_alias(ALIAS, sshd.port, SLURM_USER)
+        yield SlurmLogin(hosts, cluster, sshd, home)
+    finally:
+        sshd.close()
+        cluster.close()
+        revoke_key(account, hosts.user_public_key)
+        _remove_tree(base)
+
+
+def _remove_tree(base: Path) -> None:
+    for root, dirs, files in os.walk(base, topdown=False):
+        for name in files:
+            Path(root, name).unlink(missing_ok=True)
+        for name in dirs:
+            path = Path(root, name)
+            if path.is_symlink() or not path.is_dir():
+                path.unlink(missing_ok=True)
+            else:
+                path.rmdir()
+    base.rmdir()

@@ -1,0 +1,69 @@
+"""The batch script and sbatch arguments: what Slurm is asked for, and quoting."""
+
+import subprocess
+
+import pytest
+
+from rtrain.daemon.slurm.batch_script import SlurmRequest, batch_script, check_request, sbatch_args
+
+
+def test_gpus_time_and_partition_become_sbatch_options() -> None:
+    args = sbatch_args(
+        SlurmRequest(partition="gpu", time="2:00:00", gpus=2, gres_type="a100", account="lab"),
+        "run-1",
+        "/home/u/.rtrain/run-1",
+    )
+    assert "--gres=gpu:a100:2" in args
+    assert "--time=2:00:00" in args
+    assert "--partition=gpu" in args
+    assert "--account=lab" in args
+    assert "--output=/home/u/.rtrain/run-1/train.log" in args
+    assert "--open-mode=append" in args
+    assert "--no-requeue" in args
+
+
+def test_the_time_limit_warning_is_sigusr2_to_the_batch_shell() -> None:
+    args = sbatch_args(SlurmRequest(signal_before_timeout=90), "run-1", "/r")
+    assert "--signal=B:USR2@90" in args
+
+
+def test_no_gpus_asks_for_none() -> None:
+    assert not any(a.startswith("--gres") for a in sbatch_args(SlurmRequest(gpus=0), "r", "/r"))
+
+
+@pytest.mark.parametrize(
+    ("request_", "word"),
+    [
+        (SlurmRequest(partition="gpu;rm -rf ~"), "partition"),
+        (SlurmRequest(account="lab\n#SBATCH --uid=0"), "account"),
+        (SlurmRequest(time="2 hours"), "time"),
+        (SlurmRequest(extra_args=("-w node1",)), "extra sbatch argument"),
+        (SlurmRequest(signal_before_timeout=0), "--signal-before-timeout"),
+    ],
+)
+def test_a_value_sbatch_would_misread_is_one_sentence(request_: SlurmRequest, word: str) -> None:
+    sentence = check_request(request_)
+    assert sentence is not None and word in sentence
+
+
+def test_the_command_reaches_the_workload_word_for_word(tmp_path) -> None:
+    words = ["printf", "%s|", "it's", "$HOME", "`id`", "a b", "--x=\"y\""]
+    script = batch_script("run-1", str(tmp_path), words, {"SEED": "1; echo pwned"}, ["--nodes=1"])
+    (tmp_path / "rtrain.sbatch").write_text(script)
+    done = subprocess.run(["sh", "rtrain.sbatch"], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "it's|$HOME|`id`|a b|--x=\"y\"|"
+    assert (tmp_path / "status").read_text() == "0\n"
+    assert (tmp_path / "train.jobid").read_text() == "7\n"
+
+
+def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path) -> None:
+    script = batch_script("run-1", str(tmp_path), ["sh", "-c", "echo $SEED; exit 3"],
+                          {"SEED": "it's 1"}, [])
+    (tmp_path / "rtrain.sbatch").write_text(script)
+    done = subprocess.run(["sh", "rtrain.sbatch"], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 3
+    assert done.stdout == "it's 1\n"
+    assert (tmp_path / "status").read_text() == "3\n"
