@@ -52,7 +52,10 @@ def check_request(request: SlurmRequest) -> str | None:
         )
     if request.gpus < 0 or request.nodes < 1:
         return "gpus must be 0 or more and nodes 1 or more."
-    if request.signal_before_timeout is not None and not 1 <= request.signal_before_timeout <= 65535:
+    if (
+        request.signal_before_timeout is not None
+        and not 1 <= request.signal_before_timeout <= 65535
+    ):
         return "--signal-before-timeout takes 1 to 65535 seconds."
     for arg in request.extra_args:
         if not arg.startswith("--") or "\n" in arg:

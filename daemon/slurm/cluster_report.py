@@ -12,8 +12,20 @@ import msgspec
 
 NEEDED_TOOLS = ("sbatch", "squeue", "sinfo", "scancel")
 # Node states in which a node takes no new jobs.
-UNAVAILABLE = ("down", "drain", "drained", "draining", "fail", "failing", "future", "maint",
-               "reboot", "power", "not_responding", "unknown")
+UNAVAILABLE = (
+    "down",
+    "drain",
+    "drained",
+    "draining",
+    "fail",
+    "failing",
+    "future",
+    "maint",
+    "reboot",
+    "power",
+    "not_responding",
+    "unknown",
+)
 _GPU = re.compile(r"(?:^|,)gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")
 
 
@@ -93,8 +105,11 @@ def parse(rows: dict[str, list[list[str]]]) -> ClusterReport:
     accounting = bool(accounting_rows) and accounting_rows[0][0] == "1"
     accounting_error = None
     if not accounting:
-        accounting_error = (accounting_rows[0][1] if accounting_rows and len(accounting_rows[0]) > 1
-                            else "sacct did not answer")
+        accounting_error = (
+            accounting_rows[0][1]
+            if accounting_rows and len(accounting_rows[0]) > 1
+            else "sacct did not answer"
+        )
     limits = [
         Limit(*(None if v in ("", "-") else v for v in (r + ["-"] * 5)[:5]))
         for r in rows.get("limit", [])
@@ -123,7 +138,9 @@ def reasons(report: ClusterReport, partition: str | None, gpus: int) -> list[str
     if chosen is None:
         known = ", ".join(p.name for p in report.partitions) or "none"
         if name is None:
-            found.append(f"no partition given and the cluster has no default one (partitions: {known})")
+            found.append(
+                f"no partition given and the cluster has no default one (partitions: {known})"
+            )
         else:
             found.append(f"partition {name} does not exist (partitions: {known})")
         return found

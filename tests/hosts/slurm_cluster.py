@@ -200,7 +200,15 @@ class SlurmCluster:
             "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
         )
         subprocess.run(
-            [_required("mariadb"), "--no-defaults", f"--socket={db_socket}", "-u", "root", "-e", sql],
+            [
+                _required("mariadb"),
+                "--no-defaults",
+                f"--socket={db_socket}",
+                "-u",
+                "root",
+                "-e",
+                sql,
+            ],
             check=True,
             capture_output=True,
             timeout=30,
@@ -241,7 +249,9 @@ class SlurmCluster:
             "SlurmdParameters=config_overrides",
             "SchedulerParameters=sched_interval=2",
             "KillWait=5",
-            "MinJobAge=30",
+            # Ended jobs leave squeue soon, so sacct is what answers for them, as on a busy
+            # cluster.
+            "MinJobAge=5",
             "InactiveLimit=0",
             f"FirstJobId={self.first_job_id}",
             "JobAcctGatherType=jobacct_gather/none",
@@ -283,7 +293,9 @@ class SlurmCluster:
 
     def _start_slurmctld(self) -> None:
         self._spawn("slurmctld", [_required("slurmctld"), "-D", "-f", str(self.conf_path)])
-        self._wait(lambda: self.command("scontrol", "ping", check=False).returncode == 0, "slurmctld")
+        self._wait(
+            lambda: self.command("scontrol", "ping", check=False).returncode == 0, "slurmctld"
+        )
 
     def _start_slurmd(self) -> None:
         self._spawn(
@@ -328,8 +340,10 @@ class SlurmCluster:
                 return
             dead = [n for n, p in self._processes.items() if p.poll() is not None]
             if dead:
-                raise SlurmStartError(f"{', '.join(dead)} exited while waiting for {what}:\n"
-                                      + "\n".join(self._tail(n) for n in dead))
+                raise SlurmStartError(
+                    f"{', '.join(dead)} exited while waiting for {what}:\n"
+                    + "\n".join(self._tail(n) for n in dead)
+                )
             time.sleep(0.1)
         raise SlurmStartError(f"{what} did not come up within {START_TIMEOUT_S:.0f} s")
 

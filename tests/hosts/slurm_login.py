@@ -2,8 +2,9 @@
 suite's own cluster (tests/hosts/slurm_cluster.py), reached through the alias `cluster`."""
 
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from tests.hosts.user_accounts import (
 
 SLURM_USER = "rtrain-slurm"
 ALIAS = "cluster"
+# First on the login user's PATH: a squeue that notes each call, then runs the real one.
+COUNTING_BIN = ".test-hosts/slurm-bin"
+SQUEUE_CALLS = ".rtrain-test-squeue-calls"
 
 
 class SlurmLogin:
@@ -32,6 +36,11 @@ class SlurmLogin:
         self.home = home
         self.alias = ALIAS
         self.user = SLURM_USER
+
+    def count_squeue(self) -> Callable[[], int]:
+        """How many times squeue has run on the login node so far, as a function to call."""
+        calls = self.home / SQUEUE_CALLS
+        return lambda: len(calls.read_text().splitlines()) if calls.exists() else 0
 
     def as_user(self, *argv: str) -> str:
         """Run a Slurm command as the login user (e.g. `scancel` from outside rtrain)."""
@@ -50,11 +59,22 @@ def slurm_login(hosts: TestHosts) -> Iterator[SlurmLogin]:
     install_home_files(account, with_gpus=False)
     authorize_key(account, hosts.user_public_key)
     home = Path(account.pw_dir)
+    counting = home / COUNTING_BIN
+    counting.mkdir(mode=0o755, parents=True, exist_ok=True)
+    write_atomically(
+        counting / "squeue",
+        f'#!/bin/sh\necho "$$" >>"$HOME/{SQUEUE_CALLS}"\nexec {shutil.which("squeue")} "$@"\n',
+        0o755,
+        0,
+        0,
+    )
+    (home / SQUEUE_CALLS).unlink(missing_ok=True)
+    path = f"{counting}:/usr/local/bin:/usr/bin:/bin"
     # sshd puts these into every session of the user (PermitUserEnvironment), as a site's
     # login profile would.
     write_atomically(
         home / ".ssh" / "environment",
-        "".join(f"{name}={value}\n" for name, value in cluster.env.items()),
+        "".join(f"{name}={value}\n" for name, value in {**cluster.env, "PATH": path}.items()),
         0o600,
         account.pw_uid,
         account.pw_gid,

@@ -47,23 +47,34 @@ def test_a_value_sbatch_would_misread_is_one_sentence(request_: SlurmRequest, wo
 
 
 def test_the_command_reaches_the_workload_word_for_word(tmp_path) -> None:
-    words = ["printf", "%s|", "it's", "$HOME", "`id`", "a b", "--x=\"y\""]
+    words = ["printf", "%s|", "it's", "$HOME", "`id`", "a b", '--x="y"']
     script = batch_script("run-1", str(tmp_path), words, {"SEED": "1; echo pwned"}, ["--nodes=1"])
     (tmp_path / "rtrain.sbatch").write_text(script)
-    done = subprocess.run(["sh", "rtrain.sbatch"], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"})
+    done = subprocess.run(
+        ["sh", "rtrain.sbatch"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"},
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "it's|$HOME|`id`|a b|--x=\"y\"|"
+    assert done.stdout == 'it\'s|$HOME|`id`|a b|--x="y"|'
     assert (tmp_path / "status").read_text() == "0\n"
     assert (tmp_path / "train.jobid").read_text() == "7\n"
 
 
 def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path) -> None:
-    script = batch_script("run-1", str(tmp_path), ["sh", "-c", "echo $SEED; exit 3"],
-                          {"SEED": "it's 1"}, [])
+    script = batch_script(
+        "run-1", str(tmp_path), ["sh", "-c", "echo $SEED; exit 3"], {"SEED": "it's 1"}, []
+    )
     (tmp_path / "rtrain.sbatch").write_text(script)
-    done = subprocess.run(["sh", "rtrain.sbatch"], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        ["sh", "rtrain.sbatch"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 3
     assert done.stdout == "it's 1\n"
     assert (tmp_path / "status").read_text() == "3\n"

@@ -6,8 +6,15 @@ from rtrain.daemon.slurm.job_states import JobReport, parse_poll_line, pending_s
 
 
 def report(state: str, source: str = "sacct", **fields: object) -> JobReport:
-    line = ["run-1", "42", source, state, str(fields.get("reason", "None")),
-            str(fields.get("exit", "-")), str(fields.get("status", "-"))]
+    line = [
+        "run-1",
+        "42",
+        source,
+        state,
+        str(fields.get("reason", "None")),
+        str(fields.get("exit", "-")),
+        str(fields.get("status", "-")),
+    ]
     parsed = parse_poll_line(line)
     assert parsed is not None
     return parsed
@@ -37,7 +44,10 @@ def test_an_ended_job_keeps_slurms_name_where_it_says_more(
 def test_a_pending_job_is_queued_with_a_sentence_and_slurms_reason() -> None:
     result = verdict(report("PENDING", source="squeue", reason="Resources"), partition="gpu")
     assert result.state == "queued"
-    assert result.reason == "waiting for resources (GPUs or nodes) to free up in partition gpu (Resources)"
+    assert (
+        result.reason
+        == "waiting for resources (GPUs or nodes) to free up in partition gpu (Resources)"
+    )
 
 
 def test_an_unlisted_pending_reason_still_shows_slurms_word() -> None:

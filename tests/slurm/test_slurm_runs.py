@@ -1,0 +1,256 @@
+"""Runs on the suite's real Slurm cluster, through the `rtrain` command, end to end.
+
+The login node is the alias `cluster`; its config.toml entry makes it a Slurm host. Jobs run
+as the login user on the one node, which has 2 fake GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.cli.conftest import Cli
+from tests.cli.rtrain_command import Outcome
+from tests.hosts.slurm_login import SlurmLogin
+
+WAIT_S = 60.0
+
+QUICK = ["python3", "-c", "print('step 1 | loss 1.0')"]
+FAILS = ["python3", "-c", "import sys; print('step 1 | loss 1.0'); sys.exit(3)"]
+# Runs until the file `finish` appears in its run dir.
+WAITS = [
+    "python3",
+    "-c",
+    "import os, time\nprint('step 1 | loss 1.0', flush=True)\n"
+    "while not os.path.exists('finish'): time.sleep(0.1)\nprint('step 2 | loss 0.5')",
+]
+# Checkpoints on SIGUSR2 (the time-limit warning), then goes on until killed.
+CHECKPOINTS_ON_WARNING = [
+    "python3",
+    "-c",
+    "import signal, time\n"
+    "def warned(*_):\n    open('ckpt.txt', 'w').write('saved')\n    print('checkpoint saved', flush=True)\n"
+    "signal.signal(signal.SIGUSR2, warned)\nprint('step 1 | loss 1.0', flush=True)\n"
+    "while True: time.sleep(0.5)",
+]
+
+
+@dataclass
+class ClusterCli:
+    cli: Cli
+    slurm: SlurmLogin
+
+    @property
+    def workdir(self) -> str:
+        return f"~/.rtrain-slurm/{self.cli.tag}"
+
+    def start(self, run_id: str, command: list[str], *options: str) -> Outcome:
+        self.cli.file("cfg.yaml", "steps: 1\n")
+        done = self.cli(
+            "start", "cluster", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", self.workdir,
+            "--no-follow", *options, "--", *command,
+        )
+        assert done.code == 0, done
+        return done
+
+    def status(self, run_id: str) -> Outcome:
+        return self.cli("status", "cluster", run_id)
+
+    def wait_status(self, run_id: str, wanted: str, contains: bool = False) -> str:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            text = self.status(run_id).out.strip()
+            if (wanted in text) if contains else (text == wanted):
+                return text
+            assert time.monotonic() < deadline, f"{run_id} never became {wanted!r}: {text!r}"
+            time.sleep(0.3)
+
+    def far_run_dir(self, run_id: str) -> str:
+        return f"{self.slurm.home}/.rtrain-slurm/{self.cli.tag}/{run_id}"
+
+    def finish(self, run_id: str) -> None:
+        self.slurm.as_user("touch", f"{self.far_run_dir(run_id)}/finish")
+
+    def job_id(self, run_id: str) -> str:
+        done = self.cli("status", "cluster", run_id, "--json")
+        job: str = done.json()["run"]["jobId"]
+        return job
+
+    def take_all_gpus(self) -> str:
+        """An outside job holding both GPUs until cancelled; its id."""
+        return self.slurm.as_user(
+            "sbatch", "--parsable", "--gres=gpu:2", "--output=/dev/null", "--wrap", "sleep 600"
+        ).strip()
+
+
+@pytest.fixture
+def cluster(cli: Cli, slurm: SlurmLogin) -> Iterator[ClusterCli]:
+    config = cli.daemon.config / "rtrain"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('[hosts.cluster]\nscheduler = "slurm"\npartition = "gpu"\n')
+    yield ClusterCli(cli, slurm)
+    # Nothing of this test stays on the cluster.
+    slurm.as_user("scancel", "-u", slurm.user)
+
+
+def test_a_run_waits_for_gpus_with_slurms_reason_then_runs_and_completes(
+    cluster: ClusterCli,
+) -> None:
+    blocker = cluster.take_all_gpus()
+    run_id = cluster.cli.new_run_id()
+    started = cluster.start(run_id, WAITS, "--gpus", "1")
+    assert "queued" in started.out + started.err
+    text = cluster.wait_status(run_id, "(Resources)", contains=True)
+    assert text.startswith("queued (waiting for resources")
+    assert "partition gpu" in text
+    listed = cluster.cli("runs", "--host", "cluster", "--state", "queued")
+    assert run_id in listed.out, listed
+    # The batch script is kept in the run directory, for a person to read.
+    script = cluster.slurm.as_user("cat", f"{cluster.far_run_dir(run_id)}/rtrain.sbatch")
+    assert "--gres=gpu:1" in script
+    cluster.slurm.as_user("scancel", blocker)
+    cluster.wait_status(run_id, "running")
+    cluster.finish(run_id)
+    cluster.wait_status(run_id, "completed")
+    log = cluster.cli("tail", "cluster", run_id, "--no-follow")
+    assert "step 2 | loss 0.5" in log.out
+
+
+def test_a_workload_that_exits_3_is_failed_exit_3(cluster: ClusterCli) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, FAILS, "--gpus", "0")
+    cluster.wait_status(run_id, "failed (exit 3)")
+    as_json = cluster.cli("status", "cluster", run_id, "--json").json()["run"]
+    assert as_json["exitCode"] == 3
+    assert as_json["jobId"].isdigit()
+
+
+def test_stop_cancels_a_pending_job(cluster: ClusterCli) -> None:
+    blocker = cluster.take_all_gpus()
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, QUICK, "--gpus", "1")
+    job = cluster.job_id(run_id)
+    stopped = cluster.cli("stop", "cluster", run_id)
+    assert stopped.code == 0, stopped
+    assert cluster.status(run_id).out.strip().startswith("stopped")
+    # Slurm agrees: the job is over, and never ran.
+    state = cluster.slurm.as_user("sacct", "-n", "-X", "-P", "-j", job, "-o", "State")
+    assert state.strip().startswith("CANCELLED")
+    cluster.slurm.as_user("scancel", blocker)
+
+
+def test_stop_of_a_running_job_says_stopped_once_slurm_says_it_is_over(
+    cluster: ClusterCli,
+) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, WAITS, "--gpus", "1")
+    cluster.wait_status(run_id, "running")
+    stopped = cluster.cli("stop", "cluster", run_id, "--json")
+    assert stopped.code == 0, stopped
+    assert stopped.json()["outcome"] == "stopped"
+    job = cluster.job_id(run_id)
+    queue = cluster.slurm.as_user("squeue", "-h", "-j", job, "-o", "%T")
+    assert queue.strip() in ("", "CANCELLED", "FAILED", "COMPLETED"), queue
+    assert cluster.status(run_id).out.strip().startswith("stopped")
+
+
+def test_a_job_cancelled_outside_rtrain_is_stopped_cancelled(cluster: ClusterCli) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, WAITS, "--gpus", "1")
+    cluster.wait_status(run_id, "running")
+    cluster.slurm.as_user("scancel", cluster.job_id(run_id))
+    cluster.wait_status(run_id, "stopped (CANCELLED)")
+
+
+def test_a_run_goes_on_through_a_slurmctld_restart(cluster: ClusterCli) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, WAITS, "--gpus", "1")
+    cluster.wait_status(run_id, "running")
+    cluster.slurm.cluster.restart_controller()
+    assert cluster.status(run_id).out.strip() == "running"
+    cluster.finish(run_id)
+    cluster.wait_status(run_id, "completed")
+
+
+def test_without_accounting_a_job_gone_from_the_queue_is_unknown_never_completed(
+    cluster: ClusterCli,
+) -> None:
+    blocker = cluster.take_all_gpus()
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, QUICK, "--gpus", "1")
+    job = cluster.job_id(run_id)
+    cluster.slurm.cluster.stop_accounting()
+    try:
+        # Cancelled outside rtrain while pending: it never wrote a status file, and once
+        # squeue forgets it (MinJobAge) nothing can say how it ended.
+        cluster.slurm.as_user("scancel", job)
+        text = cluster.wait_status(run_id, "unknown", contains=True)
+        assert "accounting" in text
+    finally:
+        cluster.slurm.cluster.start_accounting()
+        cluster.slurm.as_user("scancel", blocker)
+
+
+@pytest.mark.slow
+def test_the_time_limit_warning_lets_the_trainer_checkpoint_then_it_is_failed_timeout(
+    cluster: ClusterCli,
+) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(
+        run_id, CHECKPOINTS_ON_WARNING, "--gpus", "1", "--time", "1",
+        "--signal-before-timeout", "50",
+    )
+    cluster.wait_status(run_id, "running")
+    # Slurm checks limits every 30 s: a one-minute job ends 64-87 s in.
+    deadline = time.monotonic() + 150
+    while (text := cluster.status(run_id).out.strip()) == "running":
+        assert time.monotonic() < deadline, text
+        time.sleep(1)
+    assert text.startswith("failed (TIMEOUT)"), text
+    saved = cluster.slurm.as_user("cat", f"{cluster.far_run_dir(run_id)}/ckpt.txt")
+    assert saved == "saved"
+    assert "checkpoint saved" in cluster.cli("tail", "cluster", run_id, "--no-follow").out
+
+
+def test_fifty_queued_runs_cost_one_squeue_per_poll(cluster: ClusterCli) -> None:
+    blocker = cluster.take_all_gpus()
+    runs = [cluster.cli.new_run_id() for _ in range(50)]
+    for run_id in runs:
+        cluster.start(run_id, QUICK, "--gpus", "1")
+    counted = cluster.slurm.count_squeue()
+    time.sleep(0.5)
+    first = counted()
+    window = 3.0
+    time.sleep(window)
+    calls = counted() - first
+    # The monitor polls every 0.5 s: one squeue per poll for all fifty, not fifty.
+    assert 1 <= calls <= window / 0.5 + 3, calls
+    listed = cluster.cli("runs", "--host", "cluster", "--state", "queued", "--json")
+    assert {r["runId"] for r in listed.json()["runs"]} >= set(runs)
+    cluster.slurm.as_user("scancel", blocker)
+
+
+def test_preflight_on_a_slurm_host_says_what_the_partition_offers(cluster: ClusterCli) -> None:
+    done = cluster.cli("preflight", "cluster", "--gpus", "2", "--json")
+    assert done.code == 0, done
+    found = done.json()
+    assert found["ok"] is True
+    slurm = found["slurm"]
+    assert slurm["partition"] == "gpu"
+    assert slurm["gpus"] == 2
+    assert slurm["accounting"] is True
+    too_many = cluster.cli("preflight", "cluster", "--gpus", "4")
+    assert too_many.code == 1
+    assert "at most 2 GPU(s) on a node" in too_many.out + too_many.err
+
+
+def test_hosts_shows_the_scheduler_and_free_gpus(cluster: ClusterCli) -> None:
+    cluster.cli("preflight", "cluster")
+    done = cluster.cli("hosts", "--json")
+    [host] = [h for h in done.json()["hosts"] if h["alias"] == "cluster"]
+    assert host["scheduler"] == "slurm"
+    assert json.dumps(host).count("gpu") >= 1
