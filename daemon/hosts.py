@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
-from rtrain.protocol.messages import HostInfo
+from rtrain.protocol.messages import HostInfo, PartitionInfo
 
 from .registry import Registry
 from .ssh.console_transport import ConsoleTransport
@@ -31,6 +31,8 @@ class HostPool:
         self.runtime_dir = runtime_dir
         self.registry = registry
         self.config = config
+        # Slurm hosts: their partitions as the last preflight saw them, for `hosts`.
+        self.partitions: dict[str, list[PartitionInfo]] = {}
         self._transports: dict[str, Transport] = {LOCAL_ALIAS: LocalTransport()}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -116,6 +118,8 @@ class HostPool:
                     runs=len(mine),
                     running=sum(r.state == "running" for r in mine),
                     last_error=error,
+                    scheduler=_scheduler(self.config.host(alias).scheduler),
+                    partitions=self.partitions.get(alias, []),
                 )
             )
         return infos
@@ -144,3 +148,7 @@ class HostPool:
     async def close(self) -> None:
         for alias in list(self._transports):
             await self.drop(alias)
+
+
+def _scheduler(name: str | None) -> str | None:
+    return None if name in (None, "none") else name

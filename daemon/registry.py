@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
     env TEXT,
     setup TEXT,
     attempts TEXT,
+    job_id TEXT,
+    scheduler_state TEXT,
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
@@ -59,6 +61,8 @@ _COLUMNS = (
     "env",
     "setup",
     "attempts",
+    "job_id",
+    "scheduler_state",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
@@ -67,7 +71,7 @@ _JSON_COLUMNS: dict[str, type] = {
     "attempts": list[Attempt],
 }
 # Columns added after the first release: a registry from then gains them on open.
-_ADDED_COLUMNS = ("env", "setup", "attempts")
+_ADDED_COLUMNS = ("env", "setup", "attempts", "job_id", "scheduler_state")
 ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}

@@ -13,6 +13,10 @@ setup = "pip install -r requirements.txt" # run in the run dir before the traine
 code = "~/src/my-project"                 # local directory shipped into every run dir
 
 A request's explicit value wins over these (for `env`, name by name).
+
+[hosts.cluster]
+scheduler = "slurm"                       # runs are batch jobs (docs/slurm.md)
+partition = "gpu"                         # and account, qos, time, gres_type, sbatch_args
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The daemon does not share a client's working directory, so a relative path would mean
     # wherever the daemon happened to start: absolute or ~/ only.
     code: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
+    # `slurm`: the host is a cluster's login node and runs are batch jobs (docs/slurm.md).
+    scheduler: Literal["none", "slurm"] | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = None
+    gres_type: str | None = None
+    sbatch_args: list[str] = []
 
 
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -221,6 +221,10 @@ class RunInfo(Result):
     setup: str | None = None
     # Every attempt, the latest last; the fields above describe the latest one.
     attempts: list[Attempt] = []
+    # A batch job's id (Slurm), and the scheduler's own name for its state where it says
+    # more than `state`: `failed` + TIMEOUT, `stopped` + CANCELLED, `lost` + NODE_FAIL.
+    job_id: str | None = None
+    scheduler_state: str | None = None
 
 
 class GpuInfo(Result):
@@ -240,6 +244,8 @@ class PreflightParams(Params):
     """`python` and `workdir` left out take the host's defaults from the user config."""
 
     host: str
+    # Slurm hosts: the partition to check (default: the host's, else the cluster's).
+    partition: str | None = None
     gpus: int = 1
     python: str | None = None
     workdir: str | None = None
@@ -325,6 +331,32 @@ class Finding(Result):
     level: FindingLevel = "ok"
 
 
+class PartitionInfo(Result):
+    """A Slurm partition: whether it takes jobs, and its GPUs (gres/gpu) in all and free."""
+
+    name: str
+    up: bool
+    nodes: int
+    gpus: int
+    free_gpus: int
+    default: bool = False
+
+
+class SlurmFindings(Result):
+    """What a Slurm login node offers the run (preflight on a `scheduler = "slurm"` host)."""
+
+    partition: str | None
+    partition_up: bool
+    # GPUs (gres/gpu) on the partition's biggest node, and free now over all its nodes.
+    gpus: int
+    free_gpus: int
+    accounting: bool
+    accounting_error: str | None = None
+    # The user's association limits as sacctmgr shows them (`MaxTRES=gres/gpu=4`, ...).
+    limits: list[str] = []
+    partitions: list[PartitionInfo] = []
+
+
 class PreflightResult(Result):
     host: str
     ok: bool
@@ -350,6 +382,7 @@ class PreflightResult(Result):
     hugging_face: list[HubAccess] = []
     # What the login shell printed to stdout around the command (a noisy ~/.bashrc).
     shell_noise: str | None = None
+    slurm: SlurmFindings | None = None
 
 
 class StartParams(Params):
@@ -384,6 +417,13 @@ class StartParams(Params):
     # Environment for the trainer, NAME -> value; never put on a command line or in a file.
     secrets: dict[str, str] = {}
     progress_token: str | int | None = None
+    # Slurm hosts only: they override the host's config.toml defaults.
+    partition: str | None = None
+    time: str | None = None
+    nodes: int = 1
+    # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
+    signal_before_timeout: int | None = None
+    requeue: bool = False
 
 
 class ShippedFile(Result):
@@ -613,6 +653,9 @@ class HostInfo(Result):
     # The host's GPUs at the monitor's last poll (`gpusAt`), when it has any.
     gpus: list[GpuStat] = []
     gpus_at: float | None = None
+    # `slurm` for a cluster's login node; its partitions as the last preflight saw them.
+    scheduler: str | None = None
+    partitions: list[PartitionInfo] = []
 
 
 class HostsListResult(Result):

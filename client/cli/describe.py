@@ -7,7 +7,12 @@ from typing import Any
 
 
 def state_text(run: Any) -> str:
-    """`running`, `completed`, `failed (exit 3)`, `queued (waiting for 1 GPU ...)`..."""
+    """`running`, `completed`, `failed (exit 3)`, `unknown (host unreachable: ...)`, and for
+    a scheduler's job its own word where it says more: `failed (TIMEOUT)`, `stopped
+    (CANCELLED)`, `queued (waiting for ...)`."""
+    scheduler_state = getattr(run, "scheduler_state", None)
+    if scheduler_state and run.state in ("failed", "stopped", "lost"):
+        return f"{run.state} ({scheduler_state})"
     if run.state == "failed":
         if run.reason in ("setup", "program not found"):
             return f"failed ({run.reason}, exit {run.exit_code})"

@@ -274,6 +274,22 @@ def register(app: typer.Typer) -> None:
             "--secret",
             help="Pass this local environment variable to the trainer (never on a command line).",
         ),
+        time_limit: str | None = typer.Option(
+            None, "--time", help="Slurm hosts: the job's time limit (e.g. 2:00:00)."
+        ),
+        partition: str | None = typer.Option(
+            None, "--partition", help="Slurm hosts: the partition (default: the host's)."
+        ),
+        nodes: int = typer.Option(1, "--nodes", min=1, help="Slurm hosts: nodes for the job."),
+        signal_before_timeout: int | None = typer.Option(
+            None,
+            "--signal-before-timeout",
+            min=1,
+            help="Slurm hosts: send the trainer SIGUSR2 this many seconds before the time limit.",
+        ),
+        requeue: bool = typer.Option(
+            False, "--requeue/--no-requeue", help="Slurm hosts: let Slurm requeue the job."
+        ),
         command: list[str] = typer.Argument(
             None,
             metavar="COMMAND",
@@ -318,6 +334,17 @@ def register(app: typer.Typer) -> None:
             params["shareGpus"] = True
         if secrets:
             params["secrets"] = secrets
+        for key, value in (
+            ("time", time_limit),
+            ("partition", partition),
+            ("signalBeforeTimeout", signal_before_timeout),
+        ):
+            if value is not None:
+                params[key] = value
+        if nodes != 1:
+            params["nodes"] = nodes
+        if requeue:
+            params["requeue"] = True
         bar = ProgressBar(None if not json else False)
         with DaemonClient.connect() as client:
             try:
@@ -346,6 +373,10 @@ def register(app: typer.Typer) -> None:
             run = result.run
             if json:
                 print_json(result)
+            elif run.job_id:
+                print(f"✓ submitted {run.run_id} to {host} as Slurm job {run.job_id} (queued)")
+                print(f"  tail:  rtrain tail {host} {run.run_id}")
+                print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
             else:
                 files = len(result.shipped)
                 note(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
 from rtrain.daemon.ssh.transport import Transport
+from rtrain.protocol.messages import StartParams
 
 
 class Launcher(ABC):
@@ -30,9 +31,11 @@ class Launcher(ABC):
         python: str,
         command: Sequence[str],
         secrets: bytes,
+        params: StartParams | None = None,
     ) -> Launched:
         """Start `command` in the prepared `run_dir`, detached from the connection, with
-        `secrets` (`NAME<TAB>base64` lines) in its environment. Safe to ask twice: a second
+        `secrets` (`NAME<TAB>base64` lines) in its environment; `params` are the start's own
+        options (GPUs, a scheduler's time limit...). Safe to ask twice: a second
         launch of the same run is `already_launched`, never a second trainer."""
 
     @abstractmethod

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
 from rtrain.daemon.ssh.transport import Transport
+from rtrain.protocol.messages import StartParams
 
 from .launcher import Launcher
 
@@ -23,6 +24,7 @@ class ProcessLauncher(Launcher):
         python: str,
         command: Sequence[str],
         secrets: bytes,
+        params: StartParams | None = None,
     ) -> Launched:
         return await contract.launch(transport, run_dir, run_id, python, command, secrets)
 

@@ -11,6 +11,7 @@ import msgspec
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.process import PROCESS
+from rtrain.daemon.launchers.slurm import slurm_launcher
 from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
@@ -68,8 +69,19 @@ class Ops:
         return await self.hosts.get(host)
 
     def launcher(self, host: str, command: Sequence[str] | None = None) -> Launcher:
-        """How runs are run on `host`: the detached process, or torchrun when the run's
-        command (as recorded, expanded) runs it."""
+        """How runs are run on `host`: batch jobs where config.toml names a scheduler (the
+        job itself runs torchrun where the command asks), else the detached process, or
+        torchrun when the run's command (as recorded, expanded) runs it."""
+        settings = self.hosts.config.host(host)
+        if settings.scheduler == "slurm":
+            return slurm_launcher(
+                settings.partition,
+                settings.account,
+                settings.qos,
+                settings.time,
+                settings.gres_type,
+                settings.sbatch_args,
+            )
         return TORCHRUN if is_torchrun(command) else PROCESS
 
     def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:

@@ -6,6 +6,7 @@ topic each: the python and torch, the GPUs, packages, the disk, Hugging Face acc
 
 from __future__ import annotations
 
+from rtrain.daemon.launchers.slurm import SlurmLauncher
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
@@ -20,6 +21,7 @@ from rtrain.protocol.messages import (
     PreflightResult,
 )
 
+from .cluster_preflight import cluster_findings
 from .context import Ops, chosen
 from .preflight_disk import judge_disk, ship_bytes
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
@@ -84,7 +86,17 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         reasons.append(reason)
         findings.append(Finding(topic, reason, "problem"))
 
-    python = judge_python(interpreter, p.gpus, report)
+    # On a cluster's login node the GPUs are Slurm's to count, not nvidia-smi's, and the
+    # python there need not see any.
+    launcher = ops.launcher(p.host)
+    slurm = None
+    if isinstance(launcher, SlurmLauncher):
+        slurm, slurm_reasons = await cluster_findings(ops, launcher, transport, p, workdir)
+        for reason in slurm_reasons:
+            problem("slurm", reason)
+    local_gpus = 0 if slurm is not None else p.gpus
+
+    python = judge_python(interpreter, local_gpus, report)
     findings += python.findings
     for reason in python.reasons:
         problem("python", reason)
@@ -92,7 +104,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     gpus = gpu_list(report)
     driver = driver_info(report)
     findings += gpu_findings(gpus, driver)
-    short = count_reason(p.gpus, gpus, report)
+    short = count_reason(local_gpus, gpus, report)
     if short is not None:
         problem("gpu", short)
 
@@ -165,6 +177,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         disk=disk,
         hugging_face=hub,
         shell_noise=report.shell_noise,
+        slurm=slurm,
     )
 
 

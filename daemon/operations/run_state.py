@@ -22,4 +22,6 @@ def apply_row(base: RunInfo, row: RunRow) -> RunInfo | None:
         started_at=row.started_at or base.started_at,
         last_seen=now(),
         reason=row.detail,
+        job_id=row.job_id or base.job_id,
+        scheduler_state=row.scheduler_state,
     )

@@ -36,6 +36,7 @@ from .context import Ops, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
 from .run_inputs import Inputs, LocalFile, gather
+from .scheduler_options import check_scheduler_options
 from .shipping import ShipProgress, ship_files
 from .status import refresh
 
@@ -125,6 +126,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         extra=extra,
         reserved=reserved,
     )
+    check_scheduler_options(ops, p)
     if ops.known(p.host, run_id) is not None:
         raise app_error(
             Kind.RUN_EXISTS,
@@ -134,7 +136,11 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
 
     try:
         transport = await ops.transport(p.host)
-        plan = await plan_gpus(transport, p, workdir, run_id)
+        # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
+        if ops.launcher(p.host).runs_on_host:
+            plan = await plan_gpus(transport, p, workdir, run_id)
+        else:
+            plan = GpuPlan(gate=False)
         prepared = await contract.prepare(transport, workdir, run_id)
     except RpcError as error:
         raise _nothing_started(error, p.host) from None
@@ -236,7 +242,7 @@ async def _ship_and_launch(
 
     async def launch() -> StartResult:
         try:
-            launched = await _launch(ops, transport, p.host, argv, secret_lines)
+            launched = await _launch(ops, transport, p, argv, secret_lines)
         except RpcError as error:
             if not answer_may_be_lost(error):
                 ops.registry.delete(p.host, run_id)
@@ -269,11 +275,11 @@ async def _discard(transport: Transport, p: StartParams, pending: RunInfo) -> No
 
 
 async def _launch(
-    ops: Ops, transport: Transport, host: str, argv: list[str], secret_lines: bytes
+    ops: Ops, transport: Transport, p: StartParams, argv: list[str], secret_lines: bytes
 ) -> Launched:
     run_dir, run_id, python, *command = argv
-    return await ops.launcher(host, command).launch(
-        transport, run_dir, run_id, python, command, secret_lines
+    return await ops.launcher(p.host, command).launch(
+        transport, run_dir, run_id, python, command, secret_lines, p
     )
 
 
@@ -285,12 +291,28 @@ def _launched(
     shipped: list[ShippedFile],
     plan: GpuPlan,
 ) -> StartResult:
-    if launched.pid is None:
+    if launched.pid is None and launched.job_id is None:
         ops.registry.delete(p.host, pending.run_id)
         # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
         why = " ".join(launched.error) or launched.error_text
+        if launched.error[:1] == ["sbatch_refused"]:
+            why = f"the cluster refused the job: {' '.join(launched.error[1:])}"
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
     started_at = launched.started_at or now()
+    if launched.job_id is not None:
+        # A batch job: the scheduler decides when it runs; the monitor says when.
+        run = ops.record(
+            msgspec.structs.replace(
+                pending,
+                state="queued",
+                started_at=started_at,
+                last_seen=now(),
+                reason=f"submitted as Slurm job {launched.job_id}",
+                job_id=launched.job_id,
+                attempts=[Attempt(number=1, state="queued", started_at=started_at)],
+            )
+        )
+        return StartResult(run=run, pid=None, uploaded_bytes=_bytes(shipped), shipped=shipped)
     # A run that waits for GPUs is queued on the host from its first moment.
     state: RunState = "queued" if plan.queued_reason else "running"
     run = ops.record(
@@ -320,7 +342,7 @@ async def _launch_again(
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
     try:
         transport = await ops.transport(p.host)
-        launched = await _launch(ops, transport, p.host, argv, secret_lines)
+        launched = await _launch(ops, transport, p, argv, secret_lines)
         if not launched.already_launched:
             return _launched(ops, p, pending, launched, shipped, plan)
         # The first launch got there. Its trainer may still be on its way up: ask until the

@@ -46,6 +46,9 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     if outcome == "refused":
         reason = report.reason or "the pid file does not name this run"
         raise app_error(Kind.STOP_REFUSED, f"refused to stop {p.run_id} on {p.host}: {reason}.")
+    if outcome == "survived" and not report.survivors:
+        # A scheduler's job, not processes rtrain can name.
+        raise app_error(Kind.STOP_REFUSED, f"{p.run_id} on {p.host} did not stop: {report.reason}.")
     if outcome == "survived":
         raise app_error(
             Kind.STOP_REFUSED,

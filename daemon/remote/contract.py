@@ -40,6 +40,7 @@ class Exit(IntEnum):
     ALREADY_LAUNCHED = 15
     RUN_EXISTS = 17
     GPUS_BUSY = 18
+    SCHEDULER = 20
 
 
 class Lines:
@@ -98,7 +99,9 @@ def _pids(value: str | None) -> list[int]:
 
 # ---- runs: status.sh rows, also printed by stop.sh -------------------------------------
 
-FAR_STATES = ("queued", "running", "completed", "failed", "stopped", "lost")
+# `unknown` only from a scheduler: a job that no source (squeue, sacct, its status file)
+# accounts for.
+FAR_STATES = ("queued", "running", "completed", "failed", "stopped", "lost", "unknown")
 
 
 class RunRow(msgspec.Struct, frozen=True):
@@ -111,6 +114,9 @@ class RunRow(msgspec.Struct, frozen=True):
     signal: int | None = None
     started_at: float | None = None
     detail: str | None = None
+    # Slurm runs: the job, and Slurm's own name for its state where it says more.
+    job_id: str | None = None
+    scheduler_state: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -509,8 +515,9 @@ def launch_stdin(
 
 
 class Launched(Answer, frozen=True, kw_only=True):
-    """The trainer's session leader (`pid`), or why not (`error`: the `error` line's words).
-    `already_launched`: an earlier launch of the same run claimed it first."""
+    """The trainer's session leader (`pid`), or for a batch job its id (`job_id`), or why
+    not (`error`: the `error` line's words). `already_launched`: an earlier launch of the
+    same run claimed it first."""
 
     pid: int | None
     started_at: float | None
@@ -519,6 +526,7 @@ class Launched(Answer, frozen=True, kw_only=True):
     # A restart of a run that is running, or of one that was never launched.
     running: bool = False
     never_launched: bool = False
+    job_id: str | None = None
 
 
 async def launch(
@@ -894,3 +902,133 @@ def hashed(done: Completed) -> Hashed | None:
         return None
     size = _int(rows[0][0])
     return None if size is None else Hashed(size, rows[0][1])
+
+
+# ---- Slurm: slurm_submit.sh, slurm_poll.sh, slurm_cancel.sh, slurm_preflight.sh -------------
+
+
+async def slurm_submit(
+    transport: Transport,
+    run_dir: str,
+    run_id: str,
+    python: str,
+    batch_script: str,
+    sbatch_args: Sequence[str],
+    secrets: bytes,
+) -> Launched:
+    """slurm_submit.sh: the batch script kept in the run dir and submitted; `job_id`, or
+    why not (`error`: `sbatch_refused SBATCH'S WORDS`, `already_launched`, ...)."""
+    done = await transport.run(
+        "slurm_submit",
+        [run_dir, run_id, python, batch_script, *sbatch_args],
+        stdin=secrets,
+        timeout=60,
+    )
+    lines = Lines(done.stdout)
+    error = lines.last("error") or []
+    job = lines.value("job") if done.returncode == Exit.OK else None
+    return Launched(
+        pid=None,
+        job_id=job or None,
+        started_at=_float(lines.value("started_at")),
+        error=error,
+        already_launched=error == ["already_launched"],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class JobReport(msgspec.Struct, frozen=True):
+    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP`: how a run's job
+    stands. `source` says who answered: squeue, sacct, none (nobody knows the job; `reason`
+    says why) or missing (no run directory, or a run never submitted)."""
+
+    run_id: str
+    job_id: str | None
+    source: str
+    state: str  # Slurm's state name (PENDING, RUNNING, TIMEOUT, CANCELLED ...), or "-"
+    reason: str  # squeue's %r, sacct's Reason, or why neither knows the job
+    exit_code: int | None  # sacct's ExitCode before the colon
+    signal: int | None  # ...and after it
+    status_file: int | None  # the run's own exit status
+    stop_requested: bool = False  # rtrain's stop asked the run to end
+
+
+JOB_SOURCES = ("squeue", "sacct", "none", "missing")
+
+
+def job_report(values: list[str]) -> JobReport | None:
+    """One `slurm` line's values; None for a line that is not one."""
+    if len(values) < 7 or values[2] not in JOB_SOURCES:
+        return None
+    run_id, job_id, source, state, reason, exit_field, status_field = values[:7]
+    code, _, sig = exit_field.partition(":")
+    return JobReport(
+        run_id=run_id,
+        job_id=job_id if job_id.isdigit() else None,
+        source=source,
+        state=state,
+        reason="" if reason == "-" else reason,
+        exit_code=_int(code) if exit_field != "-" else None,
+        signal=_int(sig) if exit_field != "-" else None,
+        status_file=_int(status_field),
+        stop_requested=len(values) > 7 and values[7] == "1",
+    )
+
+
+class JobPoll(Answer, frozen=True, kw_only=True):
+    jobs: dict[str, JobReport]
+
+
+async def slurm_poll(transport: Transport, workdir: str, run_ids: Sequence[str]) -> JobPoll:
+    """slurm_poll.sh: one squeue (and at most one sacct) for every run asked about."""
+    done = await transport.run("slurm_poll", [workdir, *run_ids], timeout=60)
+    reports = [job_report(values) for values in Lines(done.stdout).rows("slurm")]
+    return JobPoll(
+        jobs={r.run_id: r for r in reports if r is not None},
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class JobCancelled(Answer, frozen=True, kw_only=True):
+    """slurm_cancel.sh: the job's last state as Slurm says it (`state`), or "" when the
+    script did not get as far; `over` once Slurm says the job has ended."""
+
+    state: str
+    over: bool
+    error: list[str] | None
+
+
+async def slurm_cancel(
+    transport: Transport, run_dir: str, run_id: str, grace: float
+) -> JobCancelled:
+    done = await transport.run(
+        "slurm_cancel", [run_dir, run_id, str(round(grace))], timeout=grace + 120
+    )
+    lines = Lines(done.stdout)
+    return JobCancelled(
+        state=lines.value("stop") or "",
+        over=done.returncode == Exit.OK and "stop" in lines,
+        error=lines.last("error"),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class ClusterRows(Answer, frozen=True, kw_only=True):
+    """slurm_preflight.sh's lines by key, for rtrain.daemon.slurm.cluster_report to read."""
+
+    rows: dict[str, list[list[str]]]
+
+
+async def slurm_preflight(transport: Transport, workdir: str, partition: str | None) -> ClusterRows:
+    args = [workdir, partition] if partition else [workdir]
+    done = await transport.run("slurm_preflight", args, timeout=60)
+    lines = Lines(done.stdout)
+    keys = ("tool", "node", "default_partition", "accounting", "limit", "workdir")
+    return ClusterRows(
+        rows={key: lines.rows(key) for key in keys},
+        exit=done.returncode,
+        error_text=done.error_text,
+    )

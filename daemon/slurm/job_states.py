@@ -7,25 +7,9 @@ the exit code, because sacct's ExitCode is that of the batch shell.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
-JobSource = Literal["squeue", "sacct", "none", "missing"]
-
-
-class JobReport(msgspec.Struct, frozen=True):
-    """One `slurm` line of slurm_poll.sh."""
-
-    run_id: str
-    job_id: str
-    source: JobSource
-    state: str  # Slurm's state name (PENDING, RUNNING, TIMEOUT, CANCELLED ...), or "-"
-    reason: str  # squeue's %r / sacct's Reason, or why neither knows the job
-    exit_code: int | None  # sacct's ExitCode before the colon
-    signal: int | None  # sacct's ExitCode after the colon
-    status_file: int | None  # the run's own exit status
-    stop_requested: bool = False  # rtrain's stop asked the run to end
+from rtrain.daemon.remote.contract import JobReport
 
 
 class JobVerdict(msgspec.Struct, frozen=True):
@@ -99,6 +83,10 @@ def verdict(job: JobReport, partition: str | None = None) -> JobVerdict:
     if job.source == "none":
         # A job no source accounts for is never guessed as completed; its status file
         # alone still tells how the workload ended.
+        if job.stop_requested and job.status_file is not None:
+            return JobVerdict(
+                state="stopped", exit_code=job.status_file, reason="stopped on request"
+            )
         if job.status_file is not None:
             return _from_status_file(job.status_file, None)
         return JobVerdict(state="unknown", reason=job.reason)
@@ -153,29 +141,3 @@ def _ended_reason(name: str) -> str | None:
         "CANCELLED": "the job was cancelled",
         "DEADLINE": "the job missed its deadline",
     }.get(name)
-
-
-def parse_poll_line(fields: list[str]) -> JobReport | None:
-    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE [STOP]` (key dropped)."""
-    if len(fields) < 7:
-        return None
-    run_id, job_id, source, state, reason, exit_field, status_field = fields[:7]
-    if source not in ("squeue", "sacct", "none", "missing"):
-        return None
-    exit_code = signal = None
-    if exit_field != "-":
-        code, _, sig = exit_field.partition(":")
-        exit_code = int(code) if code.isdigit() else None
-        signal = int(sig) if sig.isdigit() else None
-    status_file = int(status_field) if status_field.isdigit() else None
-    return JobReport(
-        run_id=run_id,
-        job_id=job_id,
-        source=source,  # type: ignore[arg-type]
-        state=state,
-        reason=reason if reason != "-" else "",
-        exit_code=exit_code,
-        signal=signal,
-        status_file=status_file,
-        stop_requested=len(fields) > 7 and fields[7] == "1",
-    )

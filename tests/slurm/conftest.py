@@ -5,6 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
+# The `rtrain` command with an isolated daemon, as the CLI tests drive it.
+from tests.cli.conftest import cli  # noqa: F401
 from tests.hosts.session import TestHosts
 from tests.hosts.slurm_cluster import missing_slurm_tools
 from tests.hosts.slurm_login import SlurmLogin, slurm_login

@@ -2,7 +2,8 @@
 
 import pytest
 
-from rtrain.daemon.slurm.job_states import JobReport, parse_poll_line, pending_sentence, verdict
+from rtrain.daemon.remote.contract import JobReport, job_report
+from rtrain.daemon.slurm.job_states import pending_sentence, verdict
 
 
 def report(state: str, source: str = "sacct", **fields: object) -> JobReport:
@@ -15,7 +16,7 @@ def report(state: str, source: str = "sacct", **fields: object) -> JobReport:
         str(fields.get("exit", "-")),
         str(fields.get("status", "-")),
     ]
-    parsed = parse_poll_line(line)
+    parsed = job_report(line)
     assert parsed is not None
     return parsed
 
@@ -84,5 +85,5 @@ def test_a_completed_job_whose_workload_failed_is_failed() -> None:
 
 
 def test_a_garbled_line_is_refused() -> None:
-    assert parse_poll_line(["run-1", "42"]) is None
-    assert parse_poll_line(["run-1", "42", "elsewhere", "RUNNING", "", "-", "-"]) is None
+    assert job_report(["run-1", "42"]) is None
+    assert job_report(["run-1", "42", "elsewhere", "RUNNING", "", "-", "-"]) is None

@@ -33,7 +33,8 @@ CHECKPOINTS_ON_WARNING = [
     "python3",
     "-c",
     "import signal, time\n"
-    "def warned(*_):\n    open('ckpt.txt', 'w').write('saved')\n    print('checkpoint saved', flush=True)\n"
+    "def warned(*_):\n    open('ckpt.txt', 'w').write('saved')\n"
+    "    print('checkpoint saved', flush=True)\n"
     "signal.signal(signal.SIGUSR2, warned)\nprint('step 1 | loss 1.0', flush=True)\n"
     "while True: time.sleep(0.5)",
 ]
@@ -51,8 +52,18 @@ class ClusterCli:
     def start(self, run_id: str, command: list[str], *options: str) -> Outcome:
         self.cli.file("cfg.yaml", "steps: 1\n")
         done = self.cli(
-            "start", "cluster", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", self.workdir,
-            "--no-follow", *options, "--", *command,
+            "start",
+            "cluster",
+            "-c",
+            "cfg.yaml",
+            "--run-id",
+            run_id,
+            "--workdir",
+            self.workdir,
+            "--no-follow",
+            *options,
+            "--",
+            *command,
         )
         assert done.code == 0, done
         return done
@@ -77,7 +88,7 @@ class ClusterCli:
 
     def job_id(self, run_id: str) -> str:
         done = self.cli("status", "cluster", run_id, "--json")
-        job: str = done.json()["run"]["jobId"]
+        job: str = done.json()["jobId"]
         return job
 
     def take_all_gpus(self) -> str:
@@ -124,7 +135,7 @@ def test_a_workload_that_exits_3_is_failed_exit_3(cluster: ClusterCli) -> None:
     run_id = cluster.cli.new_run_id()
     cluster.start(run_id, FAILS, "--gpus", "0")
     cluster.wait_status(run_id, "failed (exit 3)")
-    as_json = cluster.cli("status", "cluster", run_id, "--json").json()["run"]
+    as_json = cluster.cli("status", "cluster", run_id, "--json").json()
     assert as_json["exitCode"] == 3
     assert as_json["jobId"].isdigit()
 
@@ -153,7 +164,7 @@ def test_stop_of_a_running_job_says_stopped_once_slurm_says_it_is_over(
     assert stopped.code == 0, stopped
     assert stopped.json()["outcome"] == "stopped"
     job = cluster.job_id(run_id)
-    queue = cluster.slurm.as_user("squeue", "-h", "-j", job, "-o", "%T")
+    queue = cluster.slurm.as_user("squeue", "-h", "-t", "all", "-j", job, "-o", "%T")
     assert queue.strip() in ("", "CANCELLED", "FAILED", "COMPLETED"), queue
     assert cluster.status(run_id).out.strip().startswith("stopped")
 
@@ -183,16 +194,28 @@ def test_without_accounting_a_job_gone_from_the_queue_is_unknown_never_completed
     run_id = cluster.cli.new_run_id()
     cluster.start(run_id, QUICK, "--gpus", "1")
     job = cluster.job_id(run_id)
+    # The daemon is away (a closed laptop) while the job ends and squeue forgets it.
+    assert cluster.cli("daemon", "stop").code == 0
+    deadline = time.monotonic() + WAIT_S
+    while cluster.cli.daemon.daemon_pids():
+        assert time.monotonic() < deadline, "the daemon did not stop"
+        time.sleep(0.1)
     cluster.slurm.cluster.stop_accounting()
     try:
-        # Cancelled outside rtrain while pending: it never wrote a status file, and once
-        # squeue forgets it (MinJobAge) nothing can say how it ended.
+        # Cancelled outside rtrain while pending, it never wrote a status file; once squeue
+        # forgets it (MinJobAge), nothing can say how it ended.
         cluster.slurm.as_user("scancel", job)
+        deadline = time.monotonic() + WAIT_S
+        while cluster.slurm.as_user("squeue", "-h", "-t", "all", "-j", job, "-o", "%T").strip():
+            assert time.monotonic() < deadline, "squeue never forgot the job"
+            time.sleep(0.5)
         text = cluster.wait_status(run_id, "unknown", contains=True)
-        assert "accounting" in text
+        assert "accounting" in text, text
     finally:
         cluster.slurm.cluster.start_accounting()
         cluster.slurm.as_user("scancel", blocker)
+    # With accounting back, sacct says how it ended.
+    cluster.wait_status(run_id, "stopped (CANCELLED)")
 
 
 @pytest.mark.slow
@@ -201,8 +224,14 @@ def test_the_time_limit_warning_lets_the_trainer_checkpoint_then_it_is_failed_ti
 ) -> None:
     run_id = cluster.cli.new_run_id()
     cluster.start(
-        run_id, CHECKPOINTS_ON_WARNING, "--gpus", "1", "--time", "1",
-        "--signal-before-timeout", "50",
+        run_id,
+        CHECKPOINTS_ON_WARNING,
+        "--gpus",
+        "1",
+        "--time",
+        "1",
+        "--signal-before-timeout",
+        "50",
     )
     cluster.wait_status(run_id, "running")
     # Slurm checks limits every 30 s: a one-minute job ends 64-87 s in.
@@ -251,6 +280,6 @@ def test_preflight_on_a_slurm_host_says_what_the_partition_offers(cluster: Clust
 def test_hosts_shows_the_scheduler_and_free_gpus(cluster: ClusterCli) -> None:
     cluster.cli("preflight", "cluster")
     done = cluster.cli("hosts", "--json")
-    [host] = [h for h in done.json()["hosts"] if h["alias"] == "cluster"]
+    [host] = [h for h in done.json() if h["alias"] == "cluster"]
     assert host["scheduler"] == "slurm"
     assert json.dumps(host).count("gpu") >= 1

@@ -1,12 +1,15 @@
-# slurm_cancel.sh RUN_DIR RUN_ID JOB_ID GRACE_S: take the job off the cluster. A pending job
+# slurm_cancel.sh RUN_DIR RUN_ID GRACE_S: take the run's job (train.jobid) off the cluster.
+# A pending job
 # is cancelled; a running one gets SIGTERM (its batch shell and every step), GRACE_S seconds
 # to end, then scancel (KILL). Waits until Slurm says the job is over and prints
 #   stop STATE     (the job's last state: CANCELLED, COMPLETED, FAILED, ... or COMPLETING)
-need_args "$#" 4
+need_args "$#" 3
 take_run_dir "$1" "$2"
-job_id=$3
-grace=$4
-is_uint "$job_id" || fail "$E_USAGE" bad_job_id
+grace=$3
+[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
+job_id=
+{ IFS= read -r job_id <"$RUN_DIR/train.jobid"; } 2>/dev/null
+is_uint "$job_id" || fail "$E_NOT_FOUND" never_submitted
 is_uint "$grace" || fail "$E_USAGE" bad_grace
 have scancel || fail "$E_SCHEDULER" no_scancel "scancel is not on PATH on the login node"
 
