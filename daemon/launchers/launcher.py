@@ -19,6 +19,10 @@ from rtrain.protocol.messages import StartParams
 class Launcher(ABC):
     # The name a run records, so every later operation on it uses the same launcher.
     name: str
+    # Whether a run's processes live on the host rtrain reaches, so that the monitor's
+    # watch.sh (which reads states from the processes themselves) tells how the run stands.
+    # A scheduler's runs live elsewhere: their states come from `status`.
+    runs_on_host: bool = True
     # Seconds a stop waits after SIGTERM when the user gives no --grace.
     default_grace: float = 10.0
 

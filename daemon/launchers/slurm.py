@@ -22,6 +22,7 @@ from .launcher import Launcher
 
 class SlurmLauncher(Launcher):
     name = "slurm"
+    runs_on_host = False
 
     def __init__(self, defaults: SlurmRequest) -> None:
         # The host's config.toml keys; a run's own options win over them.

@@ -26,6 +26,7 @@ async def watch_host(
 ) -> tuple[list[RunInfo | None], set[str]]:
     """Each run as the host says it stands (None: gone), and the run ids whose metrics moved."""
     transport = await ops.transport(host)
+    launcher = ops.launcher(host)
     by_workdir: dict[str, list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
@@ -39,6 +40,14 @@ async def watch_host(
             for source in ("log", "jsonl"):
                 asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
             triples.append((run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")]))
+        if not launcher.runs_on_host:
+            # A cluster's jobs run on other nodes: their states are the scheduler's (one
+            # squeue for all of them); the login node has no GPUs of theirs to sample.
+            report = await launcher.status(transport, workdir, [r.run_id for r in members])
+            if report.exit != contract.Exit.OK and not report.runs:
+                raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
+            found.update(report.runs)
+            continue
         out = await contract.watch(transport, workdir, gpus and number == 0, max_slice, triples)
         if out.exit != contract.Exit.OK and not out.runs:
             raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
