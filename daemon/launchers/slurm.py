@@ -58,9 +58,10 @@ class SlurmLauncher(Launcher):
     ) -> Launched:
         request = self.request(params)
         args = sbatch_args(request, run_id, run_dir)
-        script = batch_script(run_id, run_dir, command, {}, args)
+        given = contract.split_launch_stdin(secrets)
+        script = batch_script(run_id, run_dir, command, given.env, args, given.setup)
         return await contract.slurm_submit(
-            transport, run_dir, run_id, python, script, args, secrets
+            transport, run_dir, run_id, python, script, args, given.secrets
         )
 
     async def status(

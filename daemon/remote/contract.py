@@ -514,6 +514,31 @@ def launch_stdin(
     return "".join(f"{line}\n" for line in lines).encode()
 
 
+class LaunchInput(msgspec.Struct, frozen=True):
+    """launch_stdin's lines, split again for a launcher that is not launch.sh: the secret
+    lines as they were (still only for stdin), and the values of the `+` lines."""
+
+    secrets: bytes
+    env: dict[str, str]
+    setup: str | None
+
+
+def split_launch_stdin(data: bytes) -> LaunchInput:
+    secrets: list[bytes] = []
+    env: dict[str, str] = {}
+    setup = None
+    for line in data.splitlines():
+        if not line.startswith(b"+"):
+            secrets.append(line + b"\n")
+            continue
+        key, *values = line.decode().split("\t")
+        if key == "+env" and len(values) == 2:
+            env[values[0]] = base64.b64decode(values[1]).decode()
+        elif key == "+setup" and len(values) == 1:
+            setup = base64.b64decode(values[0]).decode()
+    return LaunchInput(secrets=b"".join(secrets), env=env, setup=setup)
+
+
 class Launched(Answer, frozen=True, kw_only=True):
     """The trainer's session leader (`pid`), or for a batch job its id (`job_id`), or why
     not (`error`: the `error` line's words). `already_launched`: an earlier launch of the
@@ -939,7 +964,7 @@ async def slurm_submit(
 
 
 class JobReport(msgspec.Struct, frozen=True):
-    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP`: how a run's job
+    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP`: how a run's job
     stands. `source` says who answered: squeue, sacct, none (nobody knows the job; `reason`
     says why) or missing (no run directory, or a run never submitted)."""
 
@@ -952,6 +977,7 @@ class JobReport(msgspec.Struct, frozen=True):
     signal: int | None  # ...and after it
     status_file: int | None  # the run's own exit status
     stop_requested: bool = False  # rtrain's stop asked the run to end
+    setup_failed: bool = False  # the run's setup step failed; its trainer never started
 
 
 JOB_SOURCES = ("squeue", "sacct", "none", "missing")
@@ -973,6 +999,7 @@ def job_report(values: list[str]) -> JobReport | None:
         signal=_int(sig) if exit_field != "-" else None,
         status_file=_int(status_field),
         stop_requested=len(values) > 7 and values[7] == "1",
+        setup_failed=len(values) > 8 and values[8] == "1",
     )
 
 

@@ -99,10 +99,24 @@ def batch_script(
     command: Sequence[str],
     env: Mapping[str, str],
     sbatch: Sequence[str],
+    setup: str | None = None,
 ) -> str:
-    """The script sbatch runs: the workload in its body, its exit status to `status`."""
+    """The script sbatch runs: the setup step, then the workload, in its body; the exit
+    status to `status` (and `setup_failed` beside it when the setup step failed)."""
     q = shlex.quote
     exports = "".join(f"{name}={q(value)}; export {name}\n" for name, value in env.items())
+    setup_step = ""
+    if setup is not None:
+        setup_step = (
+            f"/bin/sh -c {q(setup)} </dev/null || {{\n"
+            "\tcode=$?\n"
+            "\t: >setup_failed\n"
+            '\tprintf "rtrain: the setup command failed (exit %s); the trainer was not started\\n" '
+            '"$code"\n'
+            "\tprintf '%s\\n' \"$code\" >status.tmp && mv -f status.tmp status\n"
+            '\texit "$code"\n'
+            "}\n"
+        )
     return f"""#!/bin/sh
 # rtrain run {run_id}, submitted as:
 #   sbatch --parsable {" ".join(q(a) for a in sbatch)} rtrain.sbatch
@@ -113,7 +127,7 @@ RTRAIN_LAUNCHER=slurm; export RTRAIN_LAUNCHER
 PYTHONUNBUFFERED=1; export PYTHONUNBUFFERED
 {exports}printf '%s\\n' "$SLURM_JOB_ID" >train.jobid.tmp && mv -f train.jobid.tmp train.jobid
 printf '%s\\n' - >status.tmp 2>/dev/null
-child=
+{setup_step}child=
 # Slurm signals this shell (the time-limit warning, a stop): pass it on to the workload,
 # except a TERM that rtrain's stop already sent to every process of the job.
 forward() {{

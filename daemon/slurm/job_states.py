@@ -88,7 +88,7 @@ def verdict(job: JobReport, partition: str | None = None) -> JobVerdict:
                 state="stopped", exit_code=job.status_file, reason="stopped on request"
             )
         if job.status_file is not None:
-            return _from_status_file(job.status_file, None)
+            return _from_status_file(job)
         return JobVerdict(state="unknown", reason=job.reason)
     name = job.state.split(" ")[0].rstrip("+")
     if name in WAITING:
@@ -111,7 +111,7 @@ def verdict(job: JobReport, partition: str | None = None) -> JobVerdict:
             reason="stopped on request",
         )
     if name in ("COMPLETED", "FAILED") and job.status_file is not None:
-        return _from_status_file(job.status_file, None)
+        return _from_status_file(job)
     exit_code = job.status_file if job.status_file is not None else job.exit_code
     return JobVerdict(
         state=state,
@@ -122,13 +122,14 @@ def verdict(job: JobReport, partition: str | None = None) -> JobVerdict:
     )
 
 
-def _from_status_file(code: int, scheduler_state: str | None) -> JobVerdict:
+def _from_status_file(job: JobReport) -> JobVerdict:
+    code = job.status_file or 0
     if code == 0:
-        return JobVerdict(state="completed", exit_code=0, scheduler_state=scheduler_state)
+        return JobVerdict(state="completed", exit_code=0)
     signal = code - 128 if code > 128 else None
-    return JobVerdict(
-        state="failed", exit_code=code, signal=signal, scheduler_state=scheduler_state
-    )
+    # `setup` reads as `failed (setup, exit N)`, as on any host.
+    reason = "setup" if job.setup_failed else None
+    return JobVerdict(state="failed", exit_code=code, signal=signal, reason=reason)
 
 
 def _ended_reason(name: str) -> str | None:

@@ -78,3 +78,27 @@ def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path) -> None:
     assert done.returncode == 3
     assert done.stdout == "it's 1\n"
     assert (tmp_path / "status").read_text() == "3\n"
+
+
+def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path) -> None:
+    script = batch_script(
+        "run-1",
+        str(tmp_path),
+        ["sh", "-c", "touch trained"],
+        {},
+        [],
+        setup="echo preparing; exit 4",
+    )
+    (tmp_path / "rtrain.sbatch").write_text(script)
+    done = subprocess.run(
+        ["sh", "rtrain.sbatch"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 4
+    assert "the setup command failed (exit 4)" in done.stdout
+    assert (tmp_path / "status").read_text() == "4\n"
+    assert (tmp_path / "setup_failed").exists()
+    assert not (tmp_path / "trained").exists()

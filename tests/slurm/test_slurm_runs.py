@@ -283,3 +283,20 @@ def test_hosts_shows_the_scheduler_and_free_gpus(cluster: ClusterCli) -> None:
     [host] = [h for h in done.json() if h["alias"] == "cluster"]
     assert host["scheduler"] == "slurm"
     assert json.dumps(host).count("gpu") >= 1
+
+
+def test_env_and_setup_reach_a_batch_job(cluster: ClusterCli) -> None:
+    run_id = cluster.cli.new_run_id()
+    shows = ["sh", "-c", "echo seed=$SEED; cat prepared.txt"]
+    cluster.start(
+        run_id, shows, "--gpus", "0", "--env", "SEED=7", "--setup", "echo ready >prepared.txt"
+    )
+    cluster.wait_status(run_id, "completed")
+    log = cluster.cli("tail", "cluster", run_id, "--no-follow").out
+    assert "seed=7" in log and "ready" in log
+
+
+def test_a_failing_setup_step_is_failed_setup(cluster: ClusterCli) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, QUICK, "--gpus", "0", "--setup", "exit 4")
+    cluster.wait_status(run_id, "failed (setup, exit 4)")

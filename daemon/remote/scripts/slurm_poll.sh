@@ -1,11 +1,11 @@
 # slurm_poll.sh WORKDIR RUN_ID [RUN_ID ...]: how each run's job stands, in one squeue for all
 # of them, then one sacct for those squeue no longer knows. Job ids come from the runs' own
 # train.jobid files, so a run is found again from its id alone. One line per run:
-#   slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP
+#   slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP
 # SOURCE is squeue, sacct or none (neither knows the job; REASON then says why) or missing
 # (no such run, or it was never submitted); EXIT is sacct's ExitCode (`N:SIGNAL`) or -;
 # STATUS_FILE is the run's own exit status or -; STOP is 1 when rtrain's stop asked the run to
-# end.
+# end; SETUP is 1 when the run's setup step failed (its trainer never started).
 need_args "$#" 2
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 shift
@@ -16,17 +16,17 @@ pairs=
 for run_id in "$@"; do
 	shown=$(flat "$run_id")
 	if ! valid_run_id "$run_id"; then
-		emit slurm "${shown:--}" - missing - 'invalid run id' - - -
+		emit slurm "${shown:--}" - missing - 'invalid run id' - - - -
 		continue
 	fi
 	if [ ! -d "$workdir/$run_id" ]; then
-		emit slurm "$run_id" - missing - 'no run directory' - - -
+		emit slurm "$run_id" - missing - 'no run directory' - - - -
 		continue
 	fi
 	job_id=
 	{ IFS= read -r job_id <"$workdir/$run_id/train.jobid"; } 2>/dev/null
 	if ! is_uint "$job_id"; then
-		emit slurm "$run_id" - missing - 'never submitted' - - -
+		emit slurm "$run_id" - missing - 'never submitted' - - - -
 		continue
 	fi
 	pairs="$pairs $run_id $job_id"
@@ -48,8 +48,9 @@ for_each_run() {
 }
 
 status_of() {
-	sf=- stop=-
+	sf=- stop=- setup=-
 	[ -e "$workdir/$1/stop_requested" ] && stop=1
+	[ -e "$workdir/$1/setup_failed" ] && setup=1
 	if [ -f "$workdir/$1/status" ]; then
 		{ IFS= read -r sf <"$workdir/$1/status"; } 2>/dev/null
 		is_uint "$sf" || sf=-
@@ -63,7 +64,7 @@ from_queue() {
 		state=${rest%%|*}
 		reason=${rest#*|}
 		status_of "$1"
-		emit slurm "$1" "$2" squeue "$state" "$(flat "$reason")" - "$sf" "$stop"
+		emit slurm "$1" "$2" squeue "$state" "$(flat "$reason")" - "$sf" "$stop" "$setup"
 	else
 		missing="$missing $1 $2"
 	fi
@@ -101,11 +102,11 @@ from_accounting() {
 		rest=${rest#*|}
 		exit_code=${rest%%|*}
 		reason=${rest#*|}
-		emit slurm "$1" "$2" sacct "$state" "$(flat "$reason")" "$exit_code" "$sf" "$stop"
+		emit slurm "$1" "$2" sacct "$state" "$(flat "$reason")" "$exit_code" "$sf" "$stop" "$setup"
 	elif [ "$accounting_code" = 0 ]; then
-		emit slurm "$1" "$2" none - 'neither squeue nor sacct knows the job' - "$sf" "$stop"
+		emit slurm "$1" "$2" none - 'neither squeue nor sacct knows the job' - "$sf" "$stop" "$setup"
 	else
-		emit slurm "$1" "$2" none - "$(flat "accounting unavailable: $accounting")" - "$sf" "$stop"
+		emit slurm "$1" "$2" none - "$(flat "accounting unavailable: $accounting")" - "$sf" "$stop" "$setup"
 	fi
 }
 poll_step=from_accounting
