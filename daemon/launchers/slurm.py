@@ -59,7 +59,7 @@ class SlurmLauncher(Launcher):
         request = self.request(params)
         args = sbatch_args(request, run_id, run_dir)
         given = contract.split_launch_stdin(secrets)
-        script = batch_script(run_id, run_dir, command, given.env, args, given.setup)
+        script = batch_script(run_id, run_dir, command, given.env, args, given.setup, request.nodes)
         return await contract.slurm_submit(
             transport, run_dir, run_id, python, script, args, given.secrets
         )

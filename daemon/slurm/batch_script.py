@@ -93,6 +93,34 @@ def sbatch_args(request: SlurmRequest, run_id: str, run_dir: str) -> list[str]:
     return args
 
 
+# torchrun's module, as `{torchrun}` expands, and the rendezvous port on the first node.
+TORCHRUN_MODULE = "torch.distributed.run"
+RENDEZVOUS_PORT = 29400
+# Words of the multi-node launch that the batch shell must expand: double-quoted, never a
+# user's value (those are single-quoted by shlex.quote).
+_RENDEZVOUS = [
+    '"--nnodes=$SLURM_NNODES"',
+    "--rdzv-backend=c10d",
+    f'"--rdzv-endpoint=$first_node:{RENDEZVOUS_PORT}"',
+    '"--rdzv-id=$SLURM_JOB_ID"',
+]
+
+
+def workload_line(command: Sequence[str], nodes: int) -> str:
+    """The workload as one shell line. On one node, the command as it is. On several, one
+    srun task per node; torchrun's `--standalone` (one host only) becomes a c10d rendezvous
+    on the allocation's first node, taken from Slurm's variables."""
+    q = shlex.quote
+    if nodes <= 1:
+        return " ".join(q(word) for word in command)
+    words = [q(word) for word in command]
+    if TORCHRUN_MODULE in command[:4] and "--standalone" in command:
+        at = list(command).index("--standalone")
+        words[at : at + 1] = _RENDEZVOUS
+    first_node = 'first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+    return first_node + "srun --ntasks-per-node=1 --kill-on-bad-exit=1 " + " ".join(words)
+
+
 def batch_script(
     run_id: str,
     run_dir: str,
@@ -100,9 +128,11 @@ def batch_script(
     env: Mapping[str, str],
     sbatch: Sequence[str],
     setup: str | None = None,
+    nodes: int = 1,
 ) -> str:
     """The script sbatch runs: the setup step, then the workload, in its body; the exit
-    status to `status` (and `setup_failed` beside it when the setup step failed)."""
+    status to `status` (and `setup_failed` beside it when the setup step failed). With
+    `nodes` > 1 the workload is one srun task per node (torchrun rendezvousing on the first)."""
     q = shlex.quote
     exports = "".join(f"{name}={q(value)}; export {name}\n" for name, value in env.items())
     setup_step = ""
@@ -138,7 +168,7 @@ forward() {{
 trap 'forward USR2' USR2
 trap 'forward TERM' TERM
 trap 'forward INT' INT
-{" ".join(q(word) for word in command)} </dev/null &
+{workload_line(command, nodes)} </dev/null &
 child=$!
 while :; do
 	wait "$child"

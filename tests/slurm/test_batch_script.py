@@ -1,10 +1,17 @@
 """The batch script and sbatch arguments: what Slurm is asked for, and quoting."""
 
+import shlex
 import subprocess
 
 import pytest
 
-from rtrain.daemon.slurm.batch_script import SlurmRequest, batch_script, check_request, sbatch_args
+from rtrain.daemon.slurm.batch_script import (
+    SlurmRequest,
+    batch_script,
+    check_request,
+    sbatch_args,
+    workload_line,
+)
 
 
 def test_gpus_time_and_partition_become_sbatch_options() -> None:
@@ -102,3 +109,29 @@ def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path) -> None:
     assert (tmp_path / "status").read_text() == "4\n"
     assert (tmp_path / "setup_failed").exists()
     assert not (tmp_path / "trained").exists()
+
+
+def test_on_several_nodes_torchrun_rendezvouses_on_the_first_from_slurms_variables() -> None:
+    command = [
+        "python3",
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "train.py",
+        "--name",
+        "it's $HOME",
+    ]
+    first, line = workload_line(command, nodes=2).split("\n")
+    assert "SLURM_JOB_NODELIST" in first
+    assert line.startswith("srun --ntasks-per-node=1 ")
+    assert "--standalone" not in line
+    assert '"--nnodes=$SLURM_NNODES"' in line and '"--rdzv-id=$SLURM_JOB_ID"' in line
+    assert '"--rdzv-endpoint=$first_node:29400"' in line
+    # The user's words stay single-quoted: nothing of them is expanded by the batch shell.
+    assert shlex.split(line)[-1] == "it's $HOME"
+
+
+def test_on_one_node_the_workload_is_the_command_as_it_is() -> None:
+    command = ["python3", "-m", "torch.distributed.run", "--standalone", "train.py"]
+    assert workload_line(command, nodes=1) == " ".join(command)

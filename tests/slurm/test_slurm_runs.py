@@ -15,7 +15,9 @@ import pytest
 
 from tests.cli.conftest import Cli
 from tests.cli.rtrain_command import Outcome
+from tests.cli.test_torchrun import DATASET, STEP, TORCHRUN_DEMO_CONFIG
 from tests.hosts.slurm_login import SlurmLogin
+from tests.torch_python import far_torch_python
 
 WAIT_S = 60.0
 
@@ -49,22 +51,15 @@ class ClusterCli:
     def workdir(self) -> str:
         return f"~/.rtrain-slurm/{self.cli.tag}"
 
-    def start(self, run_id: str, command: list[str], *options: str) -> Outcome:
-        self.cli.file("cfg.yaml", "steps: 1\n")
+    def start(
+        self, run_id: str, command: list[str], *options: str, config: str = "steps: 1\n"
+    ) -> Outcome:
+        self.cli.file("cfg.yaml", config)
+        tail = ["--", *command] if command else []
         done = self.cli(
-            "start",
-            "cluster",
-            "-c",
-            "cfg.yaml",
-            "--run-id",
-            run_id,
-            "--workdir",
-            self.workdir,
-            "--no-follow",
-            *options,
-            "--",
-            *command,
-        )
+            "start", "cluster", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", self.workdir,
+            "--no-follow", *options, *tail,
+        )  # fmt: skip
         assert done.code == 0, done
         return done
 
@@ -300,3 +295,23 @@ def test_a_failing_setup_step_is_failed_setup(cluster: ClusterCli) -> None:
     run_id = cluster.cli.new_run_id()
     cluster.start(run_id, QUICK, "--gpus", "0", "--setup", "exit 4")
     cluster.wait_status(run_id, "failed (setup, exit 4)")
+
+
+def test_the_demo_trainer_trains_two_ranks_under_torchrun_inside_the_allocation(
+    cluster: ClusterCli,
+) -> None:
+    python = far_torch_python()
+    cluster.cli.file("data.jsonl", DATASET)
+    run_id = cluster.cli.new_run_id()
+    cluster.start(
+        run_id, [], "-d", "data.jsonl", "--launcher", "torchrun", "--gpus", "2",
+        "--python", python, config=TORCHRUN_DEMO_CONFIG,
+    )  # fmt: skip
+    cluster.wait_status(run_id, "completed")
+    log = cluster.cli("tail", "cluster", run_id, "--no-follow").out
+    header = next(line for line in log.splitlines() if line.startswith("rtrain demo trainer"))
+    assert "ranks 2" in header, header
+    trained = [float(loss) for _, loss in STEP.findall(log)]
+    assert trained[-1] < trained[0], trained
+    script = cluster.slurm.as_user("cat", f"{cluster.far_run_dir(run_id)}/rtrain.sbatch")
+    assert "torch.distributed.run" in script and "--gres=gpu:2" in script
