@@ -13,8 +13,12 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rtrain.protocol.errors import Kind, RpcError, app_error
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 # Ignore rules of a code directory, the first that exists wins (gitignore syntax).
 IGNORE_FILES = (".rtrainignore", ".gitignore")
@@ -131,7 +135,7 @@ def _add_code(inputs: Inputs, root: Path, landing: _Landing, reserved: set[str])
 
 
 def _add_tree(
-    inputs: Inputs, top: Path, rel_top: str, ignore: object | None, *, code: bool
+    inputs: Inputs, top: Path, rel_top: str, ignore: GitIgnoreSpec | None, *, code: bool
 ) -> None:
     """Every file under `top` (a directory), landing under `rel_top`; links to directories
     are not followed (a loop would never end), links to files ship the file."""
@@ -161,7 +165,7 @@ def _add_tree(
             inputs.files.append(_local(path, rel))
 
 
-def _ignore_spec(root: Path) -> object | None:
+def _ignore_spec(root: Path) -> GitIgnoreSpec | None:
     import pathspec
 
     for name in IGNORE_FILES:
@@ -175,13 +179,9 @@ def _ignore_spec(root: Path) -> object | None:
     return None
 
 
-def _ignored(spec: object | None, rel: str, is_dir: bool) -> bool:
-    if spec is None:
-        return False
-    import pathspec
-
-    assert isinstance(spec, pathspec.PathSpec)
-    return bool(spec.match_file(rel + "/" if is_dir else rel))
+def _ignored(spec: GitIgnoreSpec | None, rel: str, is_dir: bool) -> bool:
+    # gitignore tells a directory by its trailing slash (`build/` matches directories only).
+    return spec is not None and spec.match_file(rel + "/" if is_dir else rel)
 
 
 def _local(path: Path, rel: str) -> LocalFile:

@@ -108,8 +108,10 @@ def test_every_example_command_runs_as_written(
     commands = examples(REPO / doc)
     assert len(commands) >= 4, commands
     for command in commands:
+        # As typed into a shell: bash stays the command's parent (`-c` alone would exec it),
+        # which is how `--install-completion` tells which shell it is for.
         done = subprocess.run(
-            ["bash", "-c", command],
+            ["bash", "-c", 'eval "$1"; exit $?', "example", command],
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL,
