@@ -147,8 +147,12 @@ def _ensure_venvs(home: Path) -> None:
 
 
 def _link_distribution(name: str, site: Path) -> None:
-    """The distribution's files (as installed for the test process) into `site`."""
-    distribution = importlib.metadata.distribution(name)
+    """The distribution's files (as installed for the test process) into `site`; one that is
+    not installed here is left out (torch imports without numpy, only with a warning)."""
+    try:
+        distribution = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return
     files = distribution.files or []
     for relative in files:
         source = Path(str(distribution.locate_file(relative)))
