@@ -11,6 +11,7 @@ workdir = "~/runs"
 env = { HF_HOME = "/workspace/hf" }       # variables for every run's setup and trainer
 setup = "pip install -r requirements.txt" # run in the run dir before the trainer
 code = "~/src/my-project"                 # local directory shipped into every run dir
+channels = 4                              # ssh channels one large transfer uses at most
 
 A request's explicit value wins over these (for `env`, name by name).
 
@@ -54,6 +55,9 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     time: str | None = None
     gres_type: str | None = None
     sbatch_args: list[str] = []
+    # The most channels of the host's connection one transfer stripes over (None: chosen
+    # from the file's size and the round trip, see daemon/transfer/plan.py).
+    channels: Annotated[int, msgspec.Meta(ge=1, le=64)] | None = None
 
 
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -16,6 +16,7 @@ from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
 from .operations.fetch import fetch
+from .operations.gc import gc
 from .operations.metrics import metrics
 from .operations.preflight import preflight
 from .operations.remove import remove
@@ -86,6 +87,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_metrics(p: m.MetricsParams, ctx: RequestContext) -> Any:
         return await metrics(ops, p, ctx)
 
+    async def do_gc(p: m.GcParams, ctx: RequestContext) -> Any:
+        return await gc(ops, p)
+
     async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
         infos = []
         for info in hosts.host_infos():
@@ -114,6 +118,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/shell": do_shell,
             "hosts/list": do_hosts,
             "hosts/forget": do_forget,
+            "host/gc": do_gc,
         },
     )
     monitor.start()

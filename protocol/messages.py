@@ -427,16 +427,21 @@ class StartParams(Params):
 
 
 class ShippedFile(Result):
-    """One file that landed in the run directory, verified by its sha256 there."""
+    """One file that landed in the run directory, verified by its sha256 there. `how`:
+    `sent` (`sentBytes` went over the wire), or placed from the host's cache of inputs
+    (`linked`, `copied`: nothing sent)."""
 
     path: str
     size: int
     sha256: str
+    sent_bytes: int = 0
+    how: Literal["sent", "linked", "copied"] = "sent"
 
 
 class StartResult(Result):
     run: RunInfo
     pid: int | None = None
+    # Bytes that went over the wire (an input the host already held costs none).
     uploaded_bytes: int = 0
     shipped: list[ShippedFile] = []
 
@@ -502,6 +507,8 @@ class FetchParams(Params):
     dest: str
     workdir: str | None = None
     progress_token: str | int | None = None
+    # Fetch every file again, even one already at the destination with the same sha256.
+    force: bool = False
 
 
 class FetchedFile(Result):
@@ -515,6 +522,23 @@ class FetchedFile(Result):
 class FetchResult(Result):
     files: list[FetchedFile]
     total_bytes: int
+    # Files already at the destination with the same size and sha256: not sent again.
+    skipped: int = 0
+    # Bytes that went over the wire (less than totalBytes when files were skipped or resumed).
+    sent_bytes: int = 0
+
+
+class GcParams(Params):
+    host: str
+    # None: the host's configured workdir, else ~/.rtrain.
+    workdir: str | None = None
+
+
+class GcResult(Result):
+    host: str
+    freed_bytes: int
+    entries: int
+    partials: int
 
 
 class StopParams(Params):

@@ -55,6 +55,13 @@ _TABLE = [
         "Check that a host can train.",
     ),
     Method(
+        "host/gc",
+        m.GcParams,
+        m.GcResult,
+        "client->server",
+        "Remove the host's cached inputs that no run uses, and cut uploads.",
+    ),
+    Method(
         "run/start",
         m.StartParams,
         m.StartResult,

@@ -1,4 +1,4 @@
-"""The commands a user runs against hosts: preflight, start, tail, status, fetch, stop, runs."""
+"""The commands a user runs against hosts: preflight, start, tail, status, fetch, stop, gc, runs."""
 
 from __future__ import annotations
 
@@ -378,6 +378,9 @@ def register(app: typer.Typer) -> None:
                 print(f"  tail:  rtrain tail {host} {run.run_id}")
                 print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
             else:
+                for shipped in result.shipped:
+                    if shipped.how != "sent":
+                        note(f"{shipped.path}: already on {host}, 0 B sent")
                 files = len(result.shipped)
                 note(
                     f"shipped {files} file{'s' if files != 1 else ''}, "
@@ -465,6 +468,9 @@ def register(app: typer.Typer) -> None:
             ..., metavar="PATH", help="File or directory inside the run directory."
         ),
         out: Path = typer.Option(Path("."), "--out", "-o", help="Local directory to copy into."),
+        force: bool = typer.Option(
+            False, "--force", help="Fetch every file again, even those already here unchanged."
+        ),
         workdir: str | None = WorkdirOpt,
         json: bool = JsonOpt,
     ) -> None:
@@ -481,6 +487,8 @@ def register(app: typer.Typer) -> None:
             "dest": str(out.resolve()),
             "progressToken": "fetch",
         }
+        if force:
+            params["force"] = True
         if workdir:
             params["workdir"] = workdir
         bar = ProgressBar(None if not json else False)
@@ -510,9 +518,12 @@ def register(app: typer.Typer) -> None:
             local = Path(f.local_path)
             shown = local.relative_to(cwd) if local.is_relative_to(cwd) else local
             print(f"  {shown}  {human_bytes(f.size)}  sha256 {'ok' if f.verified else 'BAD'}")
+        skipped = (
+            f" ({result.skipped} already here, unchanged: not sent again)" if result.skipped else ""
+        )
         note(
             f"fetched {len(result.files)} file(s), {human_bytes(result.total_bytes)}, "
-            "all checksums matched"
+            f"all checksums matched{skipped}"
         )
 
     @app.command(cls=PlainUsage)
@@ -546,6 +557,30 @@ def register(app: typer.Typer) -> None:
             print(f"stopped {run_id} on {host}")
         else:
             print(f"{run_id} was not running on {host}")
+
+    @app.command(cls=PlainUsage)
+    @friendly_errors
+    def gc(
+        host: str = HostArg,
+        workdir: str | None = typer.Option(
+            None, "--workdir", help="Remote work directory (default ~/.rtrain, or the host's)."
+        ),
+        json: bool = JsonOpt,
+    ) -> None:
+        """Remove inputs cached on HOST that no run uses any more, and cut uploads."""
+        check(host=host, workdir=workdir)
+        params: dict[str, Any] = {"host": host}
+        if workdir is not None:
+            params["workdir"] = workdir
+        with DaemonClient.connect() as client:
+            result = client.request("host/gc", params)
+        if json:
+            print_json(result)
+        else:
+            print(
+                f"freed {human_bytes(result.freed_bytes)} on {host}: {result.entries} cached "
+                f"input(s) no run uses, {result.partials} cut upload(s)"
+            )
 
     @app.command(cls=PlainUsage)
     @friendly_errors

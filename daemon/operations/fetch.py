@@ -1,18 +1,20 @@
 """run/fetch: bring files of a run home, each checked against the far side's sha256.
 
-The listing gives names and sizes only; each file's sha256 is taken by the far side as it
-sends the file (send.sh), so the far disk reads it once, and the transport compares it with
-its own hash of what arrived. A file is written under a temporary name and renamed only once
-both hashes and the listed size matched, so an interrupted, damaged or changing fetch never
-leaves a truncated file under the final name.
+The listing gives names and sizes only. A file already at its target with the same size and
+sha256 is not sent again (unless `force`). Each other file comes through the transfer engine
+(daemon/transfer/fetching.py): a small one in one stream hashed by the far side as it is
+sent, a large one in verified pieces over several channels, resumable. Files of a tree come
+several at a time. Nothing is under its final name before it is whole and verified, so an
+interrupted, damaged or changing fetch never leaves a truncated file there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import os
+import errno
+import glob
 import posixpath
-import secrets
 import time
 from pathlib import Path
 from typing import Literal
@@ -20,13 +22,20 @@ from typing import Literal
 from rtrain.daemon.local_disk import refused
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Exit
-from rtrain.daemon.ssh.transport import fetch_unverified
+from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transfer.fetching import fetch_file
+from rtrain.daemon.transfer.lanes import Lanes, first_error
+from rtrain.daemon.transfer.plan import channels_for
+from rtrain.daemon.transfer.shipping import sha256_of
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte_progress
 
 from .context import Ops
 from .notifier import Notifier
+
+# Files of a tree in flight at once (each on a channel of its own).
+FILES_AT_ONCE = 4
 
 
 async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
@@ -56,7 +65,9 @@ async def _fetch_into(
 ) -> FetchResult:
     transport = await ops.transport(p.host)
     # No hashes in the listing: send.sh hashes each file as it sends it.
+    began = time.monotonic()
     listing = await contract.list_files(transport, run_dir, rel, hashed=False)
+    round_trip = time.monotonic() - began
     if listing.error is not None:
         kind, *rest = listing.error + [""]
         if kind == "path_outside_run":
@@ -87,9 +98,13 @@ async def _fetch_into(
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")
     files = [(listed.size, listed.path) for listed in listing.files]
     dirs = listing.dirs
-    total = sum(size for size, _ in files)
     # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
     parent = posixpath.dirname(rel) if rel != "." else ""
+    targets = {path: _local_target(dest, path, parent) for _size, path in files}
+    skip: dict[str, str] = (
+        {} if p.force else await _already_home(transport, run_dir, rel, files, targets)
+    )
+    total = sum(size for size, _ in files)
     done = 0
     last = 0.0
 
@@ -107,30 +122,98 @@ async def _fetch_into(
             report("report")
 
     report("begin")
-    fetched = []
     for directory in dirs:
         _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
-    for size, path in files:
-        target = _local_target(dest, path, parent)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.rtrain-{secrets.token_hex(4)}")
-        try:
-            # Verified by the transport against the far side's hash of the same bytes.
-            sha = await transport.download(run_dir, path, temporary, advance)
-            if temporary.stat().st_size != size:
-                # Whole and unchanged while sent, but not the file that was listed.
-                raise fetch_unverified(path)
-            os.replace(temporary, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                temporary.unlink()
-        fetched.append(
-            FetchedFile(
-                remote_path=path, local_path=str(target), size=size, sha256=sha, verified=True
-            )
+    largest = max((size for size, path in files if path not in skip), default=0)
+    lanes = Lanes(channels_for(largest, round_trip, ops.hosts.config.host(p.host).channels))
+    # Several small files at once, so a tree is not a round trip per file after another.
+    side_by_side = asyncio.Semaphore(max(lanes.limit, FILES_AT_ONCE))
+    fetched: dict[str, FetchedFile] = {}
+    sent = 0
+
+    async def one(size: int, path: str) -> None:
+        nonlocal sent
+        target = targets[path]
+        if path in skip:
+            advance(size)
+            sha = skip[path]
+        else:
+            async with side_by_side:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _sweep_old_temporaries(target)
+                source = f"{p.host}:{run_dir}/{path}"
+                try:
+                    sha, count = await fetch_file(
+                        transport, lanes, run_dir, path, size, target, advance, source
+                    )
+                except OSError as error:
+                    raise _local_failure(target, error) from None
+                sent += count
+        fetched[path] = FetchedFile(
+            remote_path=path, local_path=str(target), size=size, sha256=sha, verified=True
         )
-    report("end", f"{len(fetched)} file(s), {total} bytes verified")
-    return FetchResult(files=fetched, total_bytes=total)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for size, path in files:
+                group.create_task(one(size, path))
+    except BaseExceptionGroup as failed:
+        # The first failure stopped the others; it is the one to tell, as for one file.
+        raise first_error(failed) from None
+    report(
+        "end",
+        f"{len(fetched)} file(s), {total} bytes verified"
+        + (f", {len(skip)} already here" if skip else ""),
+    )
+    return FetchResult(
+        files=[fetched[path] for _size, path in files],
+        total_bytes=total,
+        skipped=len(skip),
+        sent_bytes=sent,
+    )
+
+
+async def _already_home(
+    transport: Transport,
+    run_dir: str,
+    rel: str,
+    files: list[tuple[int, str]],
+    targets: dict[str, Path],
+) -> dict[str, str]:
+    """The files already at their targets with the same size and sha256: path -> sha256.
+    Only when some target has the listed size are the far files hashed (one script)."""
+    candidates = {
+        path
+        for size, path in files
+        if targets[path].is_file() and targets[path].stat().st_size == size
+    }
+    if not candidates:
+        return {}
+    listing = await contract.list_files(transport, run_dir, rel, hashed=True)
+    far = {listed.path: listed.sha256 for listed in listing.files if listed.sha256}
+    same = {}
+    for path in candidates:
+        if path in far and await asyncio.to_thread(sha256_of, targets[path]) == far[path]:
+            same[path] = far[path]
+    return same
+
+
+def _local_failure(target: Path, error: OSError) -> Exception:
+    """The sentence for a failure of the local disk while writing `target`."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return app_error(
+            Kind.DISK_FULL,
+            f"the local disk is full: {target.parent} has no room for {target.name}; nothing "
+            "was written under its name. Free some space and fetch again.",
+        )
+    return refused(error, f"write {target} (nothing was written under its name)")
+
+
+def _sweep_old_temporaries(target: Path) -> None:
+    """What fetches of this target by older versions left when killed: `.NAME.rtrain-XXXX`."""
+    for old in target.parent.glob(f".{glob.escape(target.name)}.rtrain-*"):
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _local_target(dest: Path, remote_rel: str, parent: str) -> Path:

@@ -1,28 +1,22 @@
 """Ship local files into a run directory, each verified by its sha256 on the far side.
 
-`ship_files` is the one way a start puts its inputs on the host; how the bytes travel (today:
-one verified upload per file, a few side by side) is its own business.
+`ship_files` is the one way a start puts its inputs on the host; how the bytes travel is the
+transfer engine's business (daemon/transfer/shipping.py: the host's input cache first, then
+verified pieces side by side).
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import os
-import tempfile
+import posixpath
 from collections.abc import Callable
-from pathlib import Path
 
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transfer.shipping import Input, ship
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ShippedFile
 
-from .run_inputs import Inputs, LocalFile
-
-# Uploads side by side: the config does not wait behind a big dataset, and on a long link the
-# round trips that open each channel overlap; more would only contend for the same link.
-SIDE_BY_SIDE = 4
+from .run_inputs import Inputs
 
 
 class ShipProgress:
@@ -45,48 +39,36 @@ class ShipProgress:
 
 
 async def ship_files(
-    transport: Transport, run_dir: str, run_id: str, inputs: Inputs, progress: ShipProgress
+    transport: Transport,
+    run_dir: str,
+    run_id: str,
+    inputs: Inputs,
+    progress: ShipProgress,
+    *,
+    channels: int | None = None,
 ) -> list[ShippedFile]:
     """Put every file of `inputs` at its place under `run_dir`; what landed, in input order.
     Raises the first failure (the others are stopped)."""
     if inputs.dirs:
         await _tree(transport, run_dir, run_id, inputs.dirs, [])
-    shipped: dict[str, ShippedFile] = {}
-    gate = asyncio.Semaphore(SIDE_BY_SIDE)
-
-    async def ship(item: LocalFile) -> None:
-        async with gate:
-            shipped[item.rel] = await _ship_one(transport, run_dir, item, progress)
-            progress.file_landed()
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            for item in inputs.files:
-                group.create_task(ship(item))
-    except BaseExceptionGroup as failed:
-        # The first failure stopped the others; it is the one to tell, as for one file.
-        raise failed.exceptions[0] from None
+    # The run directory's parent is the work directory, whose input cache the engine uses.
+    shipped = await ship(
+        transport,
+        posixpath.dirname(run_dir),
+        run_dir,
+        [Input(f.source, f.rel) for f in inputs.files],
+        progress.bytes_moved,
+        channels=channels,
+        landed=lambda _file: progress.file_landed(),
+    )
     runnable = [f.rel for f in inputs.files if f.executable]
     if runnable:
         # Uploads land private and not executable; a script of the code keeps its x bit.
         await _tree(transport, run_dir, run_id, [], runnable)
-    return [shipped[f.rel] for f in inputs.files]
-
-
-async def _ship_one(
-    transport: Transport, run_dir: str, item: LocalFile, progress: ShipProgress
-) -> ShippedFile:
-    if isinstance(item.source, bytes):
-        path, temporary = _bytes_file(item.source), True
-    else:
-        path, temporary = item.source, False
-    try:
-        digest = await asyncio.to_thread(sha256_of, path)
-        await transport.upload(path, f"{run_dir}/{item.rel}", digest, progress.bytes_moved)
-    finally:
-        if temporary:
-            os.unlink(path)
-    return ShippedFile(path=item.rel, size=item.size, sha256=digest)
+    return [
+        ShippedFile(path=f.name, size=f.size, sha256=f.sha256, sent_bytes=f.sent, how=f.how)  # type: ignore[arg-type]
+        for f in shipped
+    ]
 
 
 async def _tree(
@@ -98,18 +80,3 @@ async def _tree(
         raise app_error(
             Kind.TRANSFER_FAILED, f"{transport.alias}: preparing the run directory failed: {why}"
         )
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _bytes_file(data: bytes) -> Path:
-    fd, name = tempfile.mkstemp(prefix="rtrain-ship-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return Path(name)

@@ -217,7 +217,9 @@ async def _ship_and_launch(
     rtrain's own (the GPU gate) before the trainer's."""
     run_dir, run_id = pending.remote_dir or "", pending.run_id
     try:
-        shipped = await _ship(transport, run_dir, run_id, inputs, p, ctx)
+        shipped = await _ship(
+            transport, run_dir, run_id, inputs, p, ctx, ops.hosts.config.host(p.host).channels
+        )
     except RpcError as error:
         ops.registry.delete(p.host, run_id)
         await _discard(transport, p, pending)
@@ -382,7 +384,7 @@ async def _launch_again(
 
 
 def _bytes(shipped: list[ShippedFile]) -> int:
-    return sum(f.size for f in shipped)
+    return sum(f.sent_bytes for f in shipped)
 
 
 def _nothing_started(error: RpcError, host: str) -> RpcError:
@@ -511,6 +513,7 @@ async def _ship(
     inputs: Inputs,
     p: StartParams,
     ctx: Notifier,
+    channels: int | None,
 ) -> list[ShippedFile]:
     token = p.progress_token
     title = f"Shipping to {p.host}"
@@ -534,6 +537,6 @@ async def _ship(
 
     progress = ShipProgress(inputs, changed)
     report("begin", progress)
-    shipped = await ship_files(transport, run_dir, run_id, inputs, progress)
+    shipped = await ship_files(transport, run_dir, run_id, inputs, progress, channels=channels)
     report("end", progress, f"{len(shipped)} files, {progress.total_bytes} bytes verified")
     return shipped

@@ -1059,3 +1059,151 @@ async def slurm_preflight(transport: Transport, workdir: str, partition: str | N
         exit=done.returncode,
         error_text=done.error_text,
     )
+
+
+# ---- transfers: the input cache, pieces, file states (daemon/transfer/) -------------------
+
+
+class Placed(msgspec.Struct, frozen=True, kw_only=True):
+    """cache_place.sh's answer: each input placed from the cache (name -> `linked` or
+    `copied`), and for each other one the offsets of the pieces a cut upload left verified."""
+
+    placed: dict[str, str]
+    pieces: dict[str, set[int]]
+    error: list[str] | None
+    exit: int
+    error_text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK and self.error is None
+
+
+async def cache_place(
+    transport: Transport, workdir: str, run_dir: str, inputs: Sequence[tuple[str, int, str]]
+) -> Placed:
+    """Place every input (sha256, size, name) the host's cache holds into `run_dir`."""
+    args = [workdir, run_dir]
+    for sha, size, name in inputs:
+        args += [sha, str(size), name]
+    done = await transport.run("cache_place", args, timeout=120)
+    lines = Lines(done.stdout)
+    pieces: dict[str, set[int]] = {}
+    for row in lines.rows("piece"):
+        offset = _int(row[1]) if len(row) >= 3 else None
+        if offset is not None:
+            pieces.setdefault(row[0], set()).add(offset)
+    return Placed(
+        placed={row[0]: row[1] for row in lines.rows("placed") if len(row) >= 2},
+        pieces=pieces,
+        error=lines.last("error"),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class Stored(msgspec.Struct, frozen=True, kw_only=True):
+    """put_range.sh's or seal_input.sh's answer: the piece kept, the input placed (`linked`,
+    `copied`), the bytes not the expected ones (`mismatch`), or why not (`error`)."""
+
+    piece: bool
+    placed: str | None
+    mismatch: bool
+    error: list[str] | None
+    exit: int
+    error_text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK and self.error is None and not self.mismatch
+
+
+def stored(done: Completed) -> Stored:
+    lines = Lines(done.stdout)
+    placed = lines.last("placed")
+    error = lines.last("error")
+    return Stored(
+        piece="piece" in lines,
+        placed=placed[1] if placed and len(placed) >= 2 else None,
+        mismatch="mismatch" in lines or (error is not None and error[:1] == ["mismatch"]),
+        error=None if error is not None and error[:1] == ["mismatch"] else error,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+async def seal_input(
+    transport: Transport, workdir: str, sha: str, size: int, run_dir: str, name: str, timeout: float
+) -> Stored:
+    done = await transport.run(
+        "seal_input", [workdir, sha, str(size), run_dir, name], timeout=timeout
+    )
+    return stored(done)
+
+
+class FileState(msgspec.Struct, frozen=True, kw_only=True):
+    """file_state.sh's answer: the file's size and state line (device, inode, size, mtime),
+    with `sha256` its whole hash if asked for; `changed` when it moved while hashed."""
+
+    size: int | None
+    state: str | None
+    sha256: str | None
+    changed: bool
+    error: list[str] | None
+    exit: int
+    error_text: str
+
+
+async def file_state(
+    transport: Transport, run_dir: str, rel: str, *, hashed: bool = False, timeout: float = 60
+) -> FileState:
+    args = [run_dir, rel, "sha256"] if hashed else [run_dir, rel]
+    done = await transport.run("file_state", args, timeout=timeout)
+    lines = Lines(done.stdout)
+    state = lines.last("state")
+    error = lines.last("error")
+    return FileState(
+        size=_int(state[0]) if state else None,
+        state="\t".join(state[1:]) if state and len(state) > 1 else None,
+        sha256=lines.value("sha256"),
+        changed=error is not None and error[:1] == ["changed"],
+        error=error,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+def range_sent(done: Completed) -> Sent:
+    """send_range.sh's verdict on stderr: as send.sh's."""
+    return sent(done)
+
+
+def failed_read(done: Completed) -> list[str] | None:
+    """The `error` line a script printed before sending any byte (a refused path)."""
+    return Lines(done.stdout).last("error") or Lines(done.stderr).last("error")
+
+
+class Collected(msgspec.Struct, frozen=True, kw_only=True):
+    """gc_cache.sh's `freed BYTES ENTRIES PARTIALS`; None values when it did not say."""
+
+    freed_bytes: int | None
+    entries: int | None
+    partials: int | None
+    exit: int
+    error_text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK and None not in (self.freed_bytes, self.entries, self.partials)
+
+
+async def gc_cache(transport: Transport, workdir: str) -> Collected:
+    done = await transport.run("gc_cache", [workdir], timeout=600)
+    freed = (Lines(done.stdout).last("freed") or []) + [""] * 3
+    return Collected(
+        freed_bytes=_int(freed[0]),
+        entries=_int(freed[1]),
+        partials=_int(freed[2]),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )

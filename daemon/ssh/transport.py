@@ -365,14 +365,20 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
             await asyncio.gather(drain(proc.stdout), drain(proc.stderr), proc.wait())
 
 
+class Unverified(RpcError):
+    """Bytes that arrived are not the ones the far side vouched for: a partial copy of
+    them is worth nothing, unlike one cut by a dropped connection."""
+
+
 def fetch_unverified(rel: str) -> RpcError:
     """The error for a fetched file whose bytes the far side did not vouch for."""
-    return app_error(
+    error = app_error(
         Kind.TRANSFER_FAILED,
         f"{rel} arrived with another sha256 than the host computed (it changed while "
         "fetching, or the copy was damaged); nothing was written under its name. Try again.",
         path=rel,
     )
+    return Unverified(error.code, error.message, error.data)
 
 
 def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoReturn:

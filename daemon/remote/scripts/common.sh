@@ -590,6 +590,58 @@ keep_part() {
 	exit 0
 }
 
+# file_state FILE: one line that moves whenever the content may have: device, inode, size, mtime (to the
+# nanosecond where stat(1) tells it: GNU and busybox `-c`, BSD `-f`). Without either, `ls`
+# gives the same with the mtime to the minute.
+file_state() {
+	stat -c '%d %i %s %y' -- "$1" 2>/dev/null ||
+		stat -f '%d %i %z %Fm' -- "$1" 2>/dev/null ||
+		ls -lnid -- "$1"
+}
+
+# The input cache of a work directory (docs/architecture.md, "Transfers"): whole inputs by
+# sha256 under inputs/, uploads on their way under partial/ (SHA, and SHA.pieces/OFF-LEN for
+# each piece already verified).
+cache_dirs() {
+	CACHE_DIR=$1/.cache
+	CACHE_INPUTS=$CACHE_DIR/inputs
+	CACHE_PARTIAL=$CACHE_DIR/partial
+	cd_msg=$(mkdir -p -- "$CACHE_INPUTS" "$CACHE_PARTIAL" 2>&1) || fail "$E_IO" cache "$(flat "$cd_msg")"
+}
+
+is_sha256() {
+	case $1 in
+	*[!0-9a-f]*) return 1 ;;
+	esac
+	[ "${#1}" = 64 ]
+}
+
+# place_input ENTRY RUN_DIR NAME: the cached ENTRY appears as RUN_DIR/NAME, a hard link
+# where the filesystem allows one, else a copy; `placed NAME linked|copied`.
+place_input() {
+	case /$3/ in
+	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
+	esac
+	pi_dest=$2/$3
+	case $3 in
+	*/*) mkdir -p -- "${pi_dest%/*}" 2>/dev/null ;;
+	esac
+	pi_tmp=${pi_dest%/*}/.${3##*/}.placing-$$
+	pi_how=linked
+	if ! ln -f -- "$1" "$pi_tmp" 2>/dev/null; then
+		pi_how=copied
+		pi_msg=$(cp -- "$1" "$pi_tmp" 2>&1) || {
+			rm -f -- "$pi_tmp"
+			fail "$E_WRITE" write "$(flat "$pi_msg")"
+		}
+	fi
+	pi_msg=$(mv -f -- "$pi_tmp" "$pi_dest" 2>&1) || {
+		rm -f -- "$pi_tmp"
+		fail "$E_WRITE" write "$(flat "$pi_msg")"
+	}
+	emit placed "$3" "$pi_how"
+}
+
 # run_rel RUN_DIR REL: RUN_DIR, REAL_RUN (its real path), REL (normalized) and TARGET (the
 # path REL names in the run), or fail with run_not_found. Nothing is touched.
 run_rel() {

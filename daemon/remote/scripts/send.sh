@@ -7,15 +7,6 @@
 need_args "$#" 2
 run_file "$1" "$2"
 
-# One line that moves whenever the content may have: device, inode, size, mtime (to the
-# nanosecond where stat(1) tells it: GNU and busybox `-c`, BSD `-f`). Without either, `ls`
-# gives the same with the mtime to the minute.
-file_state() {
-	stat -c '%d %i %s %y' -- "$1" 2>/dev/null ||
-		stat -f '%d %i %z %Fm' -- "$1" 2>/dev/null ||
-		ls -lnid -- "$1"
-}
-
 # The machine line first: the daemon shows the last line of stderr, the human one.
 unreadable() {
 	emit error unreadable "$(flat "$1")" >&2

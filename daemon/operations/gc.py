@@ -1,0 +1,28 @@
+"""host/gc: free the host's input cache of what no run uses, and of cut uploads left behind."""
+
+from __future__ import annotations
+
+from rtrain.daemon.remote import contract
+from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.messages import DEFAULT_WORKDIR, GcParams, GcResult
+
+from .context import Ops
+
+
+async def gc(ops: Ops, p: GcParams) -> GcResult:
+    validation.host(p.host)
+    workdir = validation.workdir(
+        p.workdir or ops.hosts.config.host(p.host).workdir or DEFAULT_WORKDIR
+    )
+    transport = await ops.transport(p.host)
+    done = await contract.gc_cache(transport, workdir)
+    if not done.ok:
+        raise app_error(
+            Kind.REMOTE_FAILED, f"{p.host}: cleaning the input cache failed: {done.error_text}"
+        )
+    assert done.freed_bytes is not None and done.entries is not None
+    assert done.partials is not None
+    return GcResult(
+        host=p.host, freed_bytes=done.freed_bytes, entries=done.entries, partials=done.partials
+    )

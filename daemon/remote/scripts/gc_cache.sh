@@ -1,0 +1,23 @@
+# gc_cache.sh WORKDIR: removes the cache entries no run directory uses (no hard link to them
+# left: a run that got a copy does not use the entry) and partial uploads untouched for an
+# hour; `freed BYTES ENTRIES PARTIALS`.
+need_args "$#" 1
+workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
+freed=0 entries=0 partials=0
+if [ -d "$workdir/.cache" ]; then
+	cache_dirs "$workdir"
+	for entry in "$CACHE_INPUTS"/*; do
+		[ -f "$entry" ] || continue
+		links=$(ls -ld -- "$entry" | awk '{print $2}')
+		[ "$links" = 1 ] || continue
+		bytes=$(size_of "$entry") || continue
+		rm -f -- "$entry" && freed=$((freed + bytes)) && entries=$((entries + 1))
+	done
+	# An upload in progress touches its partial copy at least once a piece.
+	for part in $(find "$CACHE_PARTIAL" -maxdepth 1 -type f -mmin +60 2>/dev/null); do
+		bytes=$(size_of "$part") || bytes=0
+		rm -rf -- "$part" "$part.pieces" && freed=$((freed + bytes)) && partials=$((partials + 1))
+	done
+fi
+emit freed "$freed" "$entries" "$partials"
+exit 0

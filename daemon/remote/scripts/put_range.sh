@@ -1,0 +1,50 @@
+# put_range.sh WORKDIR SHA256 SIZE OFFSET LENGTH PIECE_SHA256 [RUN_DIR NAME]: LENGTH bytes on
+# stdin are written at OFFSET (a multiple of 1 MiB) of the cache's partial copy of input
+# SHA256, hashed as they are written; kept (`piece OFFSET LENGTH`, and a marker that a
+# resumed upload finds) only if they hash to PIECE_SHA256, else `mismatch`, exit 3. A piece
+# that is the whole input (RUN_DIR and NAME given) is sealed at once: into the cache, placed
+# in the run directory (`placed ...`).
+need_args "$#" 6
+workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
+sha=$2 size=$3 offset=$4 length=$5 expected=$6
+is_sha256 "$sha" && is_sha256 "$expected" || fail "$E_USAGE" usage
+is_uint "$size" && is_uint "$offset" && is_uint "$length" || fail "$E_USAGE" usage
+[ "$((offset % 1048576))" = 0 ] || fail "$E_USAGE" usage
+cache_dirs "$workdir"
+part=$CACHE_PARTIAL/$sha
+pieces=$part.pieces
+msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+have tee && fd_by_name || fail "$E_USAGE" no_tee
+# dd writes in place (conv=notrunc): pieces of one input arrive side by side, in any order.
+sums=$({
+	{
+		{ tee /dev/fd/4 2>&5; printf 'tee %s\n' "$?" >&5; } |
+			{ dd of="$part" bs=1048576 seek="$((offset / 1048576))" conv=notrunc 2>&5; printf 'cat %s\n' "$?" >&5; }
+	} 4>&1 | sha256_of /dev/stdin
+} 5>&1 2>&1)
+split_sums "$sums"
+if [ "$TH_OK" != 2 ] || [ -z "$TH_DIGEST" ]; then
+	say "${TH_NOTE:-writing $part failed}"
+	fail "$E_WRITE" write "$(flat "${TH_NOTE:-writing the partial copy failed}")"
+fi
+if [ "$TH_DIGEST" != "$expected" ]; then
+	emit mismatch "$TH_DIGEST"
+	exit "$E_MISMATCH"
+fi
+: >"$pieces/$offset-$length"
+emit piece "$offset" "$length"
+if [ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ]; then
+	[ "$expected" = "$sha" ] || fail "$E_MISMATCH" mismatch "$expected"
+	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
+	# The file may be longer than this piece when an earlier, longer attempt left it.
+	if [ "$(size_of "$part")" != "$size" ]; then
+		rm -rf -- "$part" "$pieces"
+		fail "$E_MISMATCH" mismatch "$expected"
+	fi
+	# Read-only: a run's hard link to it must not let a trainer change the cached input.
+	chmod a-w -- "$part"
+	msg=$(mv -f -- "$part" "$CACHE_INPUTS/$sha" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+	rm -rf -- "$pieces"
+	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
+fi
+exit 0

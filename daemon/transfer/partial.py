@@ -1,0 +1,70 @@
+"""Where a fetch keeps a file it has not finished: `DIR/.rtrain-partial/` beside the target.
+
+`NAME.KEY.part` holds the bytes at their offsets and `NAME.KEY.json` the pieces already
+verified, with the far file's state (device, inode, size, mtime) when they were: a fetch cut
+by a dropped connection, a killed daemon or Ctrl-C resumes from them while the far file
+still is that file, and starts afresh when it is not. KEY names the far file (host, run
+directory, path), so two runs' files of one name do not meet. Whatever is left there when
+the same target is fetched again is either resumed or removed; the folder goes once empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FOLDER = ".rtrain-partial"
+
+
+@dataclass
+class Partial:
+    data: Path
+    record: Path
+    state: str
+    size: int
+    verified: dict[int, int] = field(default_factory=dict)  # offset -> length
+
+    @classmethod
+    def open(cls, target: Path, source: str, state: str, size: int) -> Partial:
+        """The partial copy for `target` of far file `source`: its verified pieces kept when
+        the far file is in the same state, else a fresh start."""
+        folder = target.parent / FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        key = hashlib.sha256(source.encode()).hexdigest()[:16]
+        stem = f"{target.name}.{key}"
+        partial = cls(folder / f"{stem}.part", folder / f"{stem}.json", state, size)
+        try:
+            saved = json.loads(partial.record.read_text())
+            if saved.get("state") == state and saved.get("size") == size and partial.data.exists():
+                partial.verified = {int(o): int(n) for o, n in saved.get("pieces", [])}
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        if not partial.verified:
+            partial.data.unlink(missing_ok=True)
+        with open(partial.data, "ab"):
+            pass  # exists from now on; pieces are written into it at their offsets
+        partial.save()
+        return partial
+
+    def done(self, offset: int, length: int) -> None:
+        self.verified[offset] = length
+        self.save()
+
+    def save(self) -> None:
+        text = json.dumps(
+            {"state": self.state, "size": self.size, "pieces": sorted(self.verified.items())}
+        )
+        temporary = self.record.with_suffix(".json.new")
+        temporary.write_text(text)
+        os.replace(temporary, self.record)
+
+    def discard(self) -> None:
+        """Remove the partial copy (done, or useless); the folder too once it is empty."""
+        self.data.unlink(missing_ok=True)
+        self.record.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.data.parent.rmdir()

@@ -1,0 +1,41 @@
+"""How a file is cut into pieces and how many channels carry them (no I/O here).
+
+One SSH channel carries at most one window (about 2 MB) per round trip, so a long link needs
+several channels at once; on a short one they only share the same CPU. Each piece is verified
+on its own, so a cut transfer loses at most the pieces in flight: PIECE keeps that (the
+channels times PIECE) under a seventh of a large file.
+"""
+
+from __future__ import annotations
+
+import math
+
+MIB = 1024 * 1024
+# Every offset is a multiple of this (the far side's dd writes in whole MiB blocks).
+ALIGN = MIB
+PIECE = 16 * MIB
+# Channels beyond the two long-lived shells: sshd's default MaxSessions is 10.
+MOST_CHANNELS = 8
+
+
+def channels_for(size: int, round_trip: float, configured: int | None = None) -> int:
+    """How many channels carry a file of `size` bytes over a link of `round_trip` seconds;
+    `configured` (the host's `channels` setting) replaces the choice by round trip."""
+    if configured is not None:
+        wanted = configured
+    elif round_trip < 0.005:
+        wanted = 2
+    elif round_trip < 0.040:
+        wanted = 4
+    else:
+        wanted = MOST_CHANNELS
+    return max(1, min(wanted, math.ceil(size / PIECE) or 1))
+
+
+def pieces(size: int, piece: int = PIECE) -> list[tuple[int, int]]:
+    """(offset, length) of each piece of a file of `size` bytes; one empty piece for an empty
+    file, so that it too is sent and verified."""
+    assert piece % ALIGN == 0
+    if size == 0:
+        return [(0, 0)]
+    return [(offset, min(piece, size - offset)) for offset in range(0, size, piece)]

@@ -1,0 +1,311 @@
+"""Ship local files and trees into a run directory, through the host's input cache.
+
+    shipped = await ship(transport, workdir, run_dir, [Input(path, "dataset.jsonl"),
+                         Input(code_dir, "code"), Input(b"...", "demo_trainer.py")], progress)
+
+Each input (a file, the files of a directory tree under its name, or bytes) is hashed here
+first. One far-side script then places every input the host already holds (same sha256 and
+size, in `<workdir>/.cache/inputs/`) into the run directory, as a hard link or a copy; only
+the others are sent. They go into the cache's partial copy as pieces, side by side on several
+channels, each piece verified by its own sha256 as the far side writes it; the whole copy is
+then hashed once more, moves into the cache and is placed. A cut upload leaves its verified
+pieces, and the next one sends only the others. On a transport without byte streams (the
+console) an input goes through `Transport.upload`, straight into the run directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import posixpath
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtrain.daemon.remote import contract
+from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
+from rtrain.protocol.errors import Kind, app_error
+
+from .lanes import Lanes, first_error
+from .plan import channels_for, pieces
+
+CHUNK = 1024 * 1024
+# Uploads side by side on a transport without streams (the console's chunked uploads).
+PLAIN_SIDE_BY_SIDE = 4
+# The far side hashes a whole input again before it enters the cache; allow this many bytes/s.
+HASH_RATE = 20e6
+
+
+@dataclass(frozen=True)
+class Input:
+    """What to ship: a local file, a local directory (its regular files, under `name/`), or
+    bytes; `name` is its path relative to the run directory."""
+
+    source: Path | bytes
+    name: str
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """One file as it arrived: `sent` bytes went over the wire (0 when the host had it);
+    `how` is `sent`, `linked` or `copied` (the last two: from the host's cache)."""
+
+    name: str
+    size: int
+    sha256: str
+    sent: int
+    how: str
+
+
+@dataclass(frozen=True)
+class _File:
+    path: Path
+    name: str
+    size: int
+    sha256: str
+
+
+Progress = Callable[[int], None]
+
+
+def files_of(inputs: Sequence[Input]) -> list[tuple[Path | bytes, str]]:
+    """Every file the inputs stand for, as (source, name in the run directory)."""
+    found: list[tuple[Path | bytes, str]] = []
+    for item in inputs:
+        if isinstance(item.source, Path) and item.source.is_dir():
+            for path in sorted(item.source.rglob("*")):
+                if path.is_file():
+                    rel = path.relative_to(item.source).as_posix()
+                    found.append((path, posixpath.join(item.name, rel)))
+        else:
+            found.append((item.source, item.name))
+    return found
+
+
+def total_size(inputs: Sequence[Input]) -> int:
+    return sum(
+        len(source) if isinstance(source, bytes) else source.stat().st_size
+        for source, _ in files_of(inputs)
+    )
+
+
+async def ship(
+    transport: Transport,
+    workdir: str,
+    run_dir: str,
+    inputs: Sequence[Input],
+    progress: Progress | None = None,
+    *,
+    channels: int | None = None,
+    landed: Callable[[Shipped], None] | None = None,
+) -> list[Shipped]:
+    """Make every input appear, verified, under its name in `run_dir`; what each cost, in
+    input order. `progress` hears of bytes as they go, `landed` of each file in place."""
+    temporaries: list[Path] = []
+    try:
+        files = []
+        for source, name in files_of(inputs):
+            if isinstance(source, bytes):
+                path = _bytes_file(source)
+                temporaries.append(path)
+            else:
+                path = source
+            size = path.stat().st_size
+            files.append(_File(path, name, size, await asyncio.to_thread(sha256_of, path)))
+        advance = progress or (lambda _count: None)
+        told = landed or (lambda _file: None)
+        if not transport.streams:
+            return await _ship_plainly(transport, run_dir, files, advance, told)
+        return await _ship_through_cache(
+            transport, workdir, run_dir, files, advance, told, channels
+        )
+    finally:
+        for path in temporaries:
+            path.unlink(missing_ok=True)
+
+
+async def _ship_plainly(
+    transport: Transport,
+    run_dir: str,
+    files: list[_File],
+    advance: Progress,
+    landed: Callable[[Shipped], None],
+) -> list[Shipped]:
+    shipped: dict[str, Shipped] = {}
+    gate = asyncio.Semaphore(PLAIN_SIDE_BY_SIDE)
+
+    async def send(f: _File) -> None:
+        async with gate:
+            await transport.upload(f.path, f"{run_dir}/{f.name}", f.sha256, advance)
+        shipped[f.name] = Shipped(f.name, f.size, f.sha256, f.size, "sent")
+        landed(shipped[f.name])
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for f in files:
+                group.create_task(send(f))
+    except BaseExceptionGroup as failed:
+        raise first_error(failed) from None
+    return [shipped[f.name] for f in files]
+
+
+async def _ship_through_cache(
+    transport: Transport,
+    workdir: str,
+    run_dir: str,
+    files: list[_File],
+    advance: Progress,
+    landed: Callable[[Shipped], None],
+    channels: int | None,
+) -> list[Shipped]:
+    began = time.monotonic()
+    placed = await contract.cache_place(
+        transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in files]
+    )
+    round_trip = time.monotonic() - began
+    if not placed.ok:
+        raise _failure(transport, placed.error, placed.error_text, "looking in the host's cache")
+    how = placed.placed
+    verified = placed.pieces
+    shipped: dict[str, Shipped] = {}
+    for f in files:
+        if f.name in how:
+            shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, how[f.name])
+            advance(f.size)
+            landed(shipped[f.name])
+    missing = [f for f in files if f.name not in how]
+    largest = max((f.size for f in missing), default=0)
+    lanes = Lanes(max(channels_for(largest, round_trip, channels), min(len(missing), 4)))
+
+    async def send(f: _File) -> None:
+        shipped[f.name] = await _send_file(
+            transport, lanes, workdir, run_dir, f, verified.get(f.name, set()), advance
+        )
+        landed(shipped[f.name])
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for f in missing:
+                group.create_task(send(f))
+    except BaseExceptionGroup as failed:
+        raise first_error(failed) from None
+    return [shipped[f.name] for f in files]
+
+
+async def _send_file(
+    transport: Transport,
+    lanes: Lanes,
+    workdir: str,
+    run_dir: str,
+    f: _File,
+    verified: set[int],
+    advance: Progress,
+) -> Shipped:
+    cut = pieces(f.size)
+    whole = len(cut) == 1
+    sent = 0
+
+    async def put(offset: int, length: int) -> None:
+        nonlocal sent
+        digest = await asyncio.to_thread(_piece_sha256, f.path, offset, length)
+        if whole and digest != f.sha256:
+            raise _changed(f)
+        args = [workdir, f.sha256, str(f.size), str(offset), str(length), digest]
+        if whole:
+            args += [run_dir, f.name]
+        done = contract.stored(
+            await lanes.run(
+                lambda: transport.stream_in(
+                    "put_range",
+                    args,
+                    lambda: _read_piece(f.path, offset, length, advance),
+                    answer_within=STALL_TIMEOUT + length / HASH_RATE,
+                )
+            )
+        )
+        if done.mismatch:
+            raise _changed(f)
+        if not done.ok:
+            raise _failure(transport, done.error, done.error_text, f"shipping {f.name}")
+        sent += length
+
+    for offset, length in cut:
+        if offset in verified and not whole:
+            advance(length)
+    todo = [(o, n) for o, n in cut if whole or o not in verified]
+    try:
+        async with asyncio.TaskGroup() as group:
+            for offset, length in todo:
+                group.create_task(put(offset, length))
+    except BaseExceptionGroup as failed:
+        raise first_error(failed) from None
+    if not whole:
+        sealed = await contract.seal_input(
+            transport,
+            workdir,
+            f.sha256,
+            f.size,
+            run_dir,
+            f.name,
+            timeout=STALL_TIMEOUT + f.size / HASH_RATE,
+        )
+        if sealed.mismatch:
+            raise _changed(f)
+        if not sealed.ok:
+            raise _failure(transport, sealed.error, sealed.error_text, f"shipping {f.name}")
+    return Shipped(f.name, f.size, f.sha256, sent, "sent")
+
+
+def _changed(f: _File) -> Exception:
+    return app_error(
+        Kind.TRANSFER_FAILED,
+        f"{f.path} changed while it was shipped (its sha256 is not the one taken before "
+        "sending); nothing was kept under its name. Try again once it holds still.",
+    )
+
+
+def _failure(transport: Transport, error: list[str] | None, text: str, what: str) -> Exception:
+    words = " ".join(error or []) or text
+    if "No space" in words:
+        return app_error(Kind.DISK_FULL, f"{transport.alias}: the disk is full; {what} failed.")
+    if "path_outside_run" in words:
+        return app_error(Kind.PATH_OUTSIDE_RUN, f"{transport.alias}: {what}: {words}")
+    return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: {what} failed: {words}")
+
+
+def _read_piece(path: Path, offset: int, length: int, advance: Progress) -> Iterator[bytes]:
+    with open(path, "rb") as source:
+        source.seek(offset)
+        left = length
+        while left > 0:
+            chunk = source.read(min(CHUNK, left))
+            if not chunk:
+                return  # the file shrank: the far side's hash of the piece tells
+            left -= len(chunk)
+            yield chunk
+            advance(len(chunk))
+
+
+def _piece_sha256(path: Path, offset: int, length: int) -> str:
+    digest = hashlib.sha256()
+    for chunk in _read_piece(path, offset, length, lambda _count: None):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _bytes_file(data: bytes) -> Path:
+    fd, name = tempfile.mkstemp(prefix="rtrain-ship-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return Path(name)
