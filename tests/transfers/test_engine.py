@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from rtrain.client.errors import RemoteError
-from tests.faults.conftest import Campaign
+from tests.faults.conftest import Campaign, can_mount_tmpfs
 from tests.hosts import GPU_USER, NOGPU_USER
 from tests.hosts.sshd import Sshd
 from tests.operations.harness import Ops
@@ -393,3 +394,42 @@ def test_a_host_with_two_sessions_gets_striped_transfers_all_the_same(
     dest = ops.tmp / "home"
     fetch(ops, run_id, "data.bin", dest, host=two_sessions)
     assert (dest / "data.bin").read_bytes() == dataset.read_bytes()
+
+
+@pytest.fixture
+def small_local_disk(ops: Ops) -> Iterator[Path]:
+    """A 4 MiB tmpfs on this machine: the fetch's destination."""
+    why = can_mount_tmpfs(ops.tmp)
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a small filesystem for the disk-full test: {why}")
+        pytest.skip(f"cannot mount a small filesystem here: {why}")
+    mount = ops.tmp / "small"
+    mount.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
+
+
+@pytest.mark.parametrize("size", [6 * MIB, STRIPED], ids=["one stream", "striped"])
+def test_a_full_local_disk_is_one_sentence_and_leaves_nothing(
+    ops: Ops, small_local_disk: Path, size: int
+) -> None:
+    run_id = finished_run(ops)
+    write_far(ops, run_id, "model.bin", patterned(size, salt=23))
+    error = ops.error(
+        "run/fetch",
+        {"host": "plain", "runId": run_id, "path": "model.bin", "dest": str(small_local_disk)},
+    )
+    assert error.kind == "disk_full", error.message
+    assert "local disk is full" in error.message and "nothing was written" in error.message
+    assert list(small_local_disk.iterdir()) == []  # no file, no partial copy
+    assert transfers_running(ops) == []
+    # The daemon answers on: nothing hangs on the ssh it stopped reading from.
+    assert ops.request("daemon/info", {}) is not None
