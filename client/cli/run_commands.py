@@ -65,8 +65,9 @@ def _fetch_interrupted(out: Path, progress: list[Any]) -> str:
         sofar = f" (about {human_bytes(done)} of {human_bytes(total)} had arrived)"
     return (
         f"interrupted: the fetch was cancelled{sofar}. The files that had arrived are in "
-        f"{out} and verified; the one on its way was removed, so no partial file is left. "
-        "Run the same fetch again for the rest."
+        f"{out} and verified; nothing is under the name of the one on its way. Run the same "
+        f"fetch again for the rest: it resumes from the verified pieces kept in "
+        f"{out / '.rtrain-partial'}."
     )
 
 

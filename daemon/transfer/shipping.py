@@ -176,7 +176,12 @@ async def _ship_through_cache(
             shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, how[f.name])
             advance(f.size)
             landed(shipped[f.name])
-    missing = [f for f in files if f.name not in how]
+    # Files of the same content are sent once; the others are placed from the cache after.
+    missing: list[_File] = []
+    copies: list[_File] = []
+    for f in files:
+        if f.name not in how:
+            (copies if any(m.sha256 == f.sha256 for m in missing) else missing).append(f)
     largest = max((f.size for f in missing), default=0)
     lanes = Lanes(max(channels_for(largest, round_trip, channels), min(len(missing), 4)))
 
@@ -192,6 +197,16 @@ async def _ship_through_cache(
                 group.create_task(send(f))
     except BaseExceptionGroup as failed:
         raise first_error(failed) from None
+    if copies:
+        again = await contract.cache_place(
+            transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in copies]
+        )
+        if not again.ok or any(f.name not in again.placed for f in copies):
+            raise _failure(transport, again.error, again.error_text, "placing copies of inputs")
+        for f in copies:
+            shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, again.placed[f.name])
+            advance(f.size)
+            landed(shipped[f.name])
     return [shipped[f.name] for f in files]
 
 

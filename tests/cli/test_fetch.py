@@ -100,7 +100,7 @@ def test_ctrl_c_during_fetch_says_what_was_kept(cli: Cli, link: TcpProxy) -> Non
     fetching = cli.spawn("fetch", PROXIED_ALIAS, run_id, "big.bin", "-o", "out",
                          "--workdir", cli.workdir)  # fmt: skip
     deadline = time.monotonic() + WAIT_S
-    while not list(out.glob(".big.bin.rtrain-*")):
+    while not list(out.glob(".rtrain-partial/big.bin.*.part")):
         assert time.monotonic() < deadline and fetching.process.poll() is None, "no fetch began"
         time.sleep(0.01)
     fetching.process.send_signal(signal.SIGINT)
@@ -108,6 +108,13 @@ def test_ctrl_c_during_fetch_says_what_was_kept(cli: Cli, link: TcpProxy) -> Non
     assert (done.code, done.out) == (130, ""), done
     (sentence,) = done.err.splitlines()
     assert sentence.startswith("rtrain: interrupted: the fetch was cancelled"), done
-    assert "are in out and verified" in sentence and "no partial file is left" in sentence
-    # The file on its way is gone, and so is the directory the fetch had made for it.
-    assert not out.exists()
+    assert "are in out and verified" in sentence and "resumes from the verified pieces" in sentence
+    # Nothing under the final name; what had arrived waits, hidden, for the next fetch...
+    assert not (out / "big.bin").exists()
+    assert [p.name for p in out.iterdir()] == [".rtrain-partial"]
+    # ...which completes it and leaves no partial copy behind.
+    link.delay_s = 0.0
+    again = cli("fetch", PROXIED_ALIAS, run_id, "big.bin", "-o", "out", "--workdir", cli.workdir)
+    assert again.code == 0, again
+    assert (out / "big.bin").stat().st_size == 32 * 1024 * 1024
+    assert [p.name for p in out.iterdir()] == ["big.bin"]
