@@ -93,6 +93,10 @@ class TransferBench:
         landing: Path,
     ) -> None:
         """Every way up, then every way down, in an order that rotates with `rep`."""
+        # Fresh content each round: the host keeps inputs by sha256, and a payload it already
+        # holds would ship no byte at all (that is measured apart, as a second start).
+        with open(self.payload, "r+b") as payload:
+            payload.write(os.urandom(16))
         alias = ssh.alias
         workdir = self.world.workdir_abs
         run_id = f"xfer-{alias}-{rep}"
