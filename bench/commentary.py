@@ -73,7 +73,7 @@ def _latency(latency: list[LinkLatency], results: Results) -> str:
         f"anything: status by command took {status[CLI].median * 1000:.0f} ms against "
         f"{client * 1000:.0f} ms on an open client, the difference being start-up "
         "(benchmark 4): for `status` and `tail` that is the bare interpreter plus `json` and "
-        "a socket (client/quick_rpc.py); typer and msgspec are not loaded.",
+        "a socket (client/daemon_client.py, the one client); typer and msgspec are not loaded.",
         "",
         "**Start** ships the config and the dataset with their sha256 checked on the far side "
         "and launches detached: four remote commands on the open master. Making the run "

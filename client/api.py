@@ -25,8 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rtrain.protocol import requests
+from rtrain.protocol.requests import Call
+
 from .daemon_client import DaemonClient
 from .errors import RemoteError
+from .run_state_text import state_text
 
 __all__ = ["RemoteError", "RemoteHost", "RemotePreflight", "RemoteRun", "RemoteRunner"]
 
@@ -75,14 +79,9 @@ class RemoteRunner:
     ) -> None:
         self.host = RemoteHost(alias, python, workdir)
 
-    def _call(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        on_notification: Callable[[str, Any], None] | None = None,
-    ) -> Any:
+    def _call(self, call: Call, on_notification: Callable[[str, Any], None] | None = None) -> Any:
         with DaemonClient.connect(name="rtrain-python") as client:
-            return client.request(method, dict(params), on_notification=on_notification)
+            return client.call(call, on_notification=on_notification)
 
     def run(self, run_id: str) -> RemoteRun:
         """A handle for an existing run id (nothing is checked until it is used)."""
@@ -100,16 +99,18 @@ class RemoteRunner:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
         paths start would ship (checked against the disk); `hf_models`: Hub models the host
         must download, with `secrets={"HF_TOKEN": ...}` as the token to try."""
-        params: dict[str, Any] = {"host": self.host.alias, "gpus": expect_gpus, **self._where()}
-        if requires:
-            params["requires"] = list(requires)
-        if inputs:
-            params["inputs"] = [str(Path(path).resolve()) for path in inputs]
-        if hf_models:
-            params["hfModels"] = list(hf_models)
-        if secrets:
-            params["secrets"] = dict(secrets)
-        result = self._call("host/preflight", params)
+        result = self._call(
+            requests.host_preflight(
+                host=self.host.alias,
+                gpus=expect_gpus,
+                python=self.host.python,
+                workdir=self.host.workdir,
+                requires=list(requires) or None,
+                inputs=[str(Path(path).resolve()) for path in inputs] or None,
+                hf_models=list(hf_models) or None,
+                secrets=dict(secrets) if secrets else None,
+            )
+        )
         return RemotePreflight(
             ok=result.ok,
             reasons=list(result.reasons),
@@ -141,29 +142,22 @@ class RemoteRunner:
         honoured); each of `dataset_path` and `datasets` (files or directories) lands under
         its own name; `env` is for the setup step and the trainer (recorded: not for
         secrets); `setup` is a shell command run in the run directory first."""
-        params: dict[str, Any] = {
-            "host": self.host.alias,
-            "config": str(Path(config_path).resolve()),
-            "gpus": gpus,
-            **self._where(),
-        }
-        if dataset_path is not None:
-            params["dataset"] = str(Path(dataset_path).resolve())
-        if datasets:
-            params["datasets"] = [str(Path(d).resolve()) for d in datasets]
-        if code_dir is not None:
-            params["code"] = str(Path(code_dir).resolve())
-        if env:
-            params["env"] = dict(env)
-        if setup is not None:
-            params["setup"] = setup
-        if run_id is not None:
-            params["runId"] = run_id
-        if command is not None:
-            params["command"] = list(command)
-        if secrets:
-            params["secrets"] = dict(secrets)
-        run = self._call("run/start", params).run
+        call = requests.run_start(
+            host=self.host.alias,
+            config=str(Path(config_path).resolve()),
+            dataset=str(Path(dataset_path).resolve()) if dataset_path is not None else None,
+            datasets=[str(Path(d).resolve()) for d in datasets] or None,
+            code=str(Path(code_dir).resolve()) if code_dir is not None else None,
+            env=dict(env) if env else None,
+            setup=setup,
+            run_id=run_id,
+            gpus=gpus,
+            python=self.host.python,
+            workdir=self.host.workdir,
+            command=list(command) if command is not None else None,
+            secrets=dict(secrets) if secrets else None,
+        )
+        run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)
 
     def tail(
@@ -181,29 +175,28 @@ class RemoteRunner:
                     on_line(line)
 
         result = self._call(
-            "run/tail", {"host": handle.host, "runId": handle.run_id, "follow": follow}, on_log
+            requests.run_tail(host=handle.host, run_id=handle.run_id, follow=follow), on_log
         )
         if pending:
             on_line(pending)
-        return _state_text(result.run)
+        return state_text(result.run)
 
     def status(self, run: RemoteRun | str) -> str:
         handle = self._handle(run)
-        return _state_text(
-            self._call("run/status", {"host": handle.host, "runId": handle.run_id}).run
+        return state_text(
+            self._call(requests.run_status(host=handle.host, run_id=handle.run_id)).run
         )
 
     def fetch(self, run: RemoteRun | str, remote_rel: str, dest: str | Path = ".") -> list[Path]:
         """Copy a file or directory of the run into `dest`; returns the verified local files."""
         handle = self._handle(run)
         result = self._call(
-            "run/fetch",
-            {
-                "host": handle.host,
-                "runId": handle.run_id,
-                "path": remote_rel,
-                "dest": str(Path(dest).resolve()),
-            },
+            requests.run_fetch(
+                host=handle.host,
+                run_id=handle.run_id,
+                path=remote_rel,
+                dest=str(Path(dest).resolve()),
+            )
         )
         return [Path(f.local_path) for f in result.files]
 
@@ -211,10 +204,9 @@ class RemoteRunner:
         """True only if something was running and is now gone; RemoteError if it survived.
         `grace` None: 10 s, or 35 s for a torchrun run."""
         handle = self._handle(run)
-        params: dict[str, Any] = {"host": handle.host, "runId": handle.run_id, "force": force}
-        if grace is not None:
-            params["grace"] = grace
-        result = self._call("run/stop", params)
+        result = self._call(
+            requests.run_stop(host=handle.host, run_id=handle.run_id, force=force, grace=grace)
+        )
         return bool(result.outcome == "stopped")
 
     def restart(self, run: RemoteRun | str, secrets: Mapping[str, str] | None = None) -> RemoteRun:
@@ -222,28 +214,18 @@ class RemoteRunner:
         a trainer that checkpoints resumes). A run started with secrets needs them again.
         Returns as soon as the trainer runs; raises RemoteError (e.g. while it runs)."""
         handle = self._handle(run)
-        params: dict[str, Any] = {"host": handle.host, "runId": handle.run_id}
-        if secrets:
-            params["secrets"] = dict(secrets)
-        done = self._call("run/restart", params).run
+        call = requests.run_restart(
+            host=handle.host, run_id=handle.run_id, secrets=dict(secrets) if secrets else None
+        )
+        done = self._call(call).run
         return RemoteRun(done.host, done.run_id, done.remote_dir, done.log_path)
 
     def remove(self, *runs: RemoteRun | str) -> list[str]:
         """Remove ended runs: their directories on the host and rtrain's record of them.
         Nothing is removed if any of them runs (RemoteError). Returns the removed run ids."""
         handles = [self._handle(run) for run in runs]
-        params = {"host": self.host.alias, "runIds": [h.run_id for h in handles]}
-        return [r.run_id for r in self._call("run/remove", params).removed]
-
-    def _where(self) -> dict[str, str]:
-        where = {"python": self.host.python, "workdir": self.host.workdir}
-        return {key: value for key, value in where.items() if value is not None}
+        call = requests.run_remove(host=self.host.alias, run_ids=[h.run_id for h in handles])
+        return [r.run_id for r in self._call(call).removed]
 
     def _handle(self, run: RemoteRun | str) -> RemoteRun:
         return self.run(run) if isinstance(run, str) else run
-
-
-def _state_text(run: Any) -> str:
-    from .cli.describe import state_text
-
-    return state_text(run)

@@ -1,7 +1,12 @@
-"""A synchronous JSON-RPC client of the daemon, over its Unix socket.
+"""rtrain's JSON-RPC client of the daemon, synchronous, over its Unix socket: the one the
+CLI, the Python API and the tests use.
 
 `DaemonClient.connect()` finds the daemon, starts one when none answers (unless told not
-to), initializes, and replaces a daemon of another version once.
+to), initializes, and replaces a daemon of another version once. It speaks through the
+sans-IO `ClientConnection` (standard library only), and loads what starting a daemon needs
+only when it must start one, so the warm case (a running daemon of this version) costs
+little more than the interpreter: that is most `rtrain status` and `rtrain tail` calls.
+Answers are WireObjects: the JSON as sent, read like the protocol's Structs.
 """
 
 from __future__ import annotations
@@ -15,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from rtrain.protocol import errors as pe
-from rtrain.protocol import locations
-from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol import locations, requests
+from rtrain.protocol.client_connection import ClientConnection
 from rtrain.protocol.daemon_process import LOST_RACE
 from rtrain.protocol.events import ConnectionBroken, ErrorResponse, Notification, Response
+from rtrain.protocol.requests import Call
 from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
 from . import daemon_notices
 from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError
-from .spawn import spawn_allowed, spawn_daemon
 
 NotificationHandler = Callable[[str, Any], None]
 SPAWN_WAIT = 5.0
@@ -32,7 +37,7 @@ SPAWN_WAIT = 5.0
 class DaemonClient:
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._conn = Connection(Role.CLIENT)
+        self._conn = ClientConnection()
         self.server_version: str | None = None
         self._told: tuple[list[str], dict[str, str]] = ([], {})
 
@@ -62,34 +67,43 @@ class DaemonClient:
         cls, spawn: bool | None, name: str, socket_path: Path | None, timeout: float | None
     ) -> DaemonClient:
         path = socket_path or locations.socket_path()
-        may_spawn = spawn_allowed() if spawn is None else spawn
+
+        def may_spawn() -> bool:
+            from .spawn import spawn_allowed  # not on the warm path: it loads more
+
+            return spawn_allowed() if spawn is None else spawn
+
         client = cls._open(path, may_spawn, timeout)
         try:
             client._initialize(name)
         except RemoteError as error:
-            if error.kind != pe.Kind.PROTOCOL_VERSION_MISMATCH or not may_spawn:
+            if error.kind != pe.Kind.PROTOCOL_VERSION_MISMATCH or not may_spawn():
                 raise
             client = cls._replace_daemon(client, path, timeout, str(error))
             client._initialize(name)
             return client
-        if client.server_version != RTRAIN_VERSION and may_spawn:
+        if client.server_version != RTRAIN_VERSION and may_spawn():
             old = client.server_version
             client = cls._replace_daemon(client, path, timeout, f"it was version {old}")
             client._initialize(name)
         return client
 
     @classmethod
-    def _open(cls, path: Path, may_spawn: bool, timeout: float | None) -> DaemonClient:
+    def _open(
+        cls, path: Path, may_spawn: Callable[[], bool], timeout: float | None
+    ) -> DaemonClient:
         try:
             return cls(_dial(path, timeout))
         except (FileNotFoundError, ConnectionRefusedError):
-            if not may_spawn:
+            if not may_spawn():
                 raise DaemonUnavailable(
                     "No rtrain daemon is running; start one with `rtrain daemon start` "
                     "(auto-start is off: --no-spawn or RTRAIN_NO_SPAWN)."
                 ) from None
         except OSError as error:
             raise DaemonUnavailable(f"Cannot reach the rtrain daemon at {path}: {error}.") from None
+        from .spawn import spawn_daemon
+
         daemon = spawn_daemon()
         deadline = time.monotonic() + SPAWN_WAIT
         delay = 0.01
@@ -121,46 +135,52 @@ class DaemonClient:
     ) -> DaemonClient:
         print(f"rtrain: restarting the daemon ({why}; this is {RTRAIN_VERSION}).", file=sys.stderr)
         try:
-            old.request("daemon/stop")
+            old.call(requests.daemon_stop())
         except (RemoteError, DaemonProtocolError):
             pass
         old.close()
         deadline = time.monotonic() + SPAWN_WAIT
         while path.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        return cls._open(path, True, timeout)
+        return cls._open(path, lambda: True, timeout)
 
     def _initialize(self, name: str) -> None:
-        result = self.request(
-            "initialize",
-            {
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientInfo": {"name": name, "version": RTRAIN_VERSION},
-                "processId": os.getpid(),
-            },
+        result = self.call(
+            requests.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_info={"name": name, "version": RTRAIN_VERSION},
+                process_id=os.getpid(),
+            )
         )
-        self.server_version = result.server_info.version
-        self._told = (result.notices, result.settings)
-        self._conn.send_notification("initialized")
+        server = getattr(result, "server_info", None)
+        version = getattr(server, "version", None)
+        if not isinstance(version, str):
+            raise DaemonProtocolError.garbage("its answer to initialize has no serverInfo.version")
+        self.server_version = version
+        self._told = (list(result.notices or []), dict(result.settings or {}))
+        self._conn.send_notification(requests.initialized())
         self._send()
 
     # ---- requests -------------------------------------------------------------------
 
-    def request(
+    def call(
         self,
-        method: str,
-        params: Any = None,
+        call: Call,
         on_notification: NotificationHandler | None = None,
         cancel_on_interrupt: bool = False,
     ) -> Any:
-        """Send a request and wait for its answer, passing notifications that arrive
-        meanwhile to `on_notification`. Raises RemoteError for an error answer.
+        """Send a request built by `rtrain.protocol.requests` and wait for its answer,
+        passing notifications that arrive meanwhile to `on_notification`. Raises
+        RemoteError for an error answer.
 
         With `cancel_on_interrupt`, Ctrl-C sends `$/cancelRequest` and waits for the
         daemon's answer, then raises `Interrupted` saying whether the request finished
         anyway (`.result`) or was cancelled (`.result` is None). A second Ctrl-C aborts.
         """
-        msg_id = self._conn.send_request(method, params)
+        try:
+            msg_id = self._conn.send_request(call)
+        except pe.LocalProtocolError as error:
+            raise DaemonProtocolError(f"Cannot send {call.method} now: {error}") from None
         self._send()
         try:
             return self._wait(msg_id, on_notification)
@@ -176,6 +196,17 @@ class DaemonClient:
                 raise Interrupted(None) from None
             raise
         raise Interrupted(result)
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        on_notification: NotificationHandler | None = None,
+        cancel_on_interrupt: bool = False,
+    ) -> Any:
+        """`call` with the wire's own method name and params, for tools and tests that
+        speak the wire directly; rtrain's own code builds its calls with `requests`."""
+        return self.call(Call(method, params or {}), on_notification, cancel_on_interrupt)
 
     def _wait(self, msg_id: int, on_notification: NotificationHandler | None) -> Any:
         while True:

@@ -7,8 +7,8 @@ The plain forms are answered here:
     tail HOST RUN [--json|-j] [--follow|--no-follow]
 
 Anything else (another option, `--help`, `--`) goes to typer. A warm daemon of this version
-is asked through QuickClient (json and a socket: no msgspec either); otherwise DaemonClient
-connects, starting or replacing the daemon. The checks, the printing and the error mapping
+is asked through DaemonClient, which loads no msgspec (nor what starting a daemon needs,
+unless it must start or replace one). The checks, the printing and the error mapping
 are the typer commands' own, so output and exit status are the same either way.
 """
 
@@ -55,14 +55,9 @@ def _answer(command: str, host: str, run_id: str, json: bool, follow: bool) -> N
 
 
 def _ask(command: str, host: str, run_id: str, json: bool, follow: bool) -> None:
-    from .quick_rpc import QuickClient
+    from .daemon_client import DaemonClient
 
-    client: Any = QuickClient.connect()
-    if client is None:
-        from .daemon_client import DaemonClient
-
-        client = DaemonClient.connect()
-    with client:
+    with DaemonClient.connect() as client:
         if command == "status":
             from .cli.status_view import show_status
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rtrain.protocol import errors as e
-from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol.connection import Connection
 from rtrain.protocol.events import ConnectionBroken, Notification, Request
 from rtrain.protocol.lifecycle import State
 
@@ -59,7 +59,7 @@ class ClientSession:
         self._reader = reader
         self._writer = writer
         self._dispatch = dispatch
-        self._conn = Connection(Role.SERVER)
+        self._conn = Connection()
         self._tasks: dict[int | str, asyncio.Task[None]] = {}
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_FRAMES)
         self._closed = False

@@ -10,8 +10,8 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "ClientConnection": "client_connection",
     "Connection": "connection",
-    "Role": "connection",
     "Kind": "errors",
     "RpcError": "errors",
     "app_error": "errors",

@@ -1,38 +1,27 @@
-"""A sans-IO JSON-RPC 2.0 connection: bytes in, events out; messages in, bytes out.
+"""The daemon's side of a JSON-RPC 2.0 connection, sans-IO: bytes in, events out; answers
+and notifications in, bytes out.
 
 `receive_data(bytes)` returns events and may queue automatic replies (parse errors, unknown
 methods, invalid params, lifecycle refusals); `send_*` queue outgoing messages. The caller
 writes `data_to_send()` to its transport. Nothing here touches a socket, a thread or a loop.
+Params are decoded straight into the msgspec Structs. The client's side, which must start
+without msgspec, is `client_connection.py`; both follow `lifecycle.py`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import msgspec
 
 from . import errors as e
-from .events import (
-    ConnectionBroken,
-    ErrorResponse,
-    Event,
-    Notification,
-    Request,
-    RequestId,
-    Response,
-)
+from .events import ConnectionBroken, Event, Notification, Request, RequestId
 from .framing import DEFAULT_MAX_FRAME, FrameReader, FramingError, encode_frame
 from .lifecycle import State, Step, admits_notification, after, refusal
 from .methods import METHODS
 from .version import PROTOCOL_VERSION, protocol_major
-
-
-class Role(Enum):
-    CLIENT = "client"
-    SERVER = "server"
 
 
 class _ErrorObject(msgspec.Struct):
@@ -48,7 +37,7 @@ class _Envelope(msgspec.Struct):
     method: Any = msgspec.UNSET
     params: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-    error: _ErrorObject | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Out(msgspec.Struct, omit_defaults=True):
@@ -129,16 +118,13 @@ class _Batch:
 
 
 class Connection:
-    """One side of a JSON-RPC conversation. Both roles follow the lifecycle table: a server
-    answers a refused request with an error, a client raises LocalProtocolError instead."""
+    """The daemon's side of one client's conversation. It follows the lifecycle table: a
+    request the table refuses is answered with the table's error."""
 
-    def __init__(self, role: Role, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        self.role = role
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.state = State.NEW
         self._reader = FrameReader(max_frame)
         self._outgoing = bytearray()
-        self._next_id = 1
-        self._sent: dict[RequestId, str] = {}  # our requests awaiting an answer -> method
         self._received: dict[RequestId, tuple[str, _Batch | None]] = {}
         self.broken = False
 
@@ -236,7 +222,7 @@ class Connection:
                 return []
             return self._receive_request(msg_id, env.method, env.params, batch)
         if is_answer and has_id and env.method is msgspec.UNSET:
-            return self._receive_answer(msg_id, env)
+            return []  # the daemon sends no requests: an answer is to nothing it asked
         self._reply_error(
             msg_id,
             e.RpcError(
@@ -251,8 +237,7 @@ class Connection:
         self, msg_id: RequestId, method: str, params: Any, batch: _Batch | None
     ) -> list[Event]:
         spec = METHODS.get(method)
-        ours = self.role is Role.SERVER
-        if spec is None or spec.is_notification or (spec.direction == "server->client") == ours:
+        if spec is None or spec.is_notification or spec.direction == "server->client":
             self._reply_error(
                 msg_id,
                 e.RpcError(e.METHOD_NOT_FOUND, f"Method not found: {method}.", {"method": method}),
@@ -304,34 +289,6 @@ class Connection:
         self.state = after(self.state, Step.NOTIFICATION, method)
         return [Notification(method, value)]
 
-    def _receive_answer(self, msg_id: RequestId | None, env: _Envelope) -> list[Event]:
-        method = self._sent.pop(msg_id, None) if msg_id is not None else None
-        if isinstance(env.error, _ErrorObject):
-            data = env.error.data if isinstance(env.error.data, dict) else None
-            error = e.RpcError(env.error.code, env.error.message, data)
-            if method is not None:
-                self.state = after(self.state, Step.ERROR, method)
-            return [ErrorResponse(msg_id, method, error)]
-        if method is None or msg_id is None:
-            return []  # an answer to nothing we asked; ignore it
-        spec = METHODS[method]
-        assert isinstance(env.result, msgspec.Raw)
-        try:
-            result = _decode_as(spec.result, env.result)
-        except (msgspec.ValidationError, _Unreadable) as error:
-            return [
-                ErrorResponse(
-                    msg_id,
-                    method,
-                    e.RpcError(
-                        e.INTERNAL_ERROR,
-                        f"The peer answered {method} with an invalid result: {error}.",
-                    ),
-                )
-            ]
-        self.state = after(self.state, Step.RESULT, method)
-        return [Response(msg_id, method, result)]
-
     @staticmethod
     def _decode_params(kind: Any, raw: Any) -> Any:
         if raw is msgspec.UNSET or bytes(raw).strip() == b"null":
@@ -342,29 +299,9 @@ class Connection:
 
     # ---- output --------------------------------------------------------------------
 
-    def send_request(self, method: str, params: Any = None) -> int:
-        """Queue a request; returns its id. Its answer arrives as Response or ErrorResponse."""
-        if method not in METHODS or METHODS[method].is_notification:
-            raise e.LocalProtocolError(f"{method} is not a request")
-        refused = refusal(self.state, method)
-        if refused is not None:
-            raise e.LocalProtocolError(refused[1])
-        self.state = after(self.state, Step.REQUEST, method)
-        msg_id = self._next_id
-        self._next_id += 1
-        self._sent[msg_id] = method
-        self._queue(_Out("2.0", id=msg_id, method=method, params=_unset_if_none(params)))
-        return msg_id
-
     def send_notification(self, method: str, params: Any = None) -> None:
         if method not in METHODS or not METHODS[method].is_notification:
             raise e.LocalProtocolError(f"{method} is not a notification")
-        if self.role is Role.CLIENT:
-            if not admits_notification(self.state, method):
-                raise e.LocalProtocolError(
-                    f"{method} cannot be sent now: the connection is {self.state.value}."
-                )
-            self.state = after(self.state, Step.NOTIFICATION, method)
         self._queue(_Out("2.0", method=method, params=_unset_if_none(params)))
 
     def send_result(self, msg_id: RequestId, result: Any) -> None:
@@ -376,11 +313,6 @@ class Connection:
         method, batch = self._take_received(msg_id)
         self.state = after(self.state, Step.ERROR, method)
         self._answer(batch, msg_id, self._error_body(msg_id, error))
-
-    def cancel(self, msg_id: int) -> None:
-        """Queue `$/cancelRequest` for a request this side sent; its answer still arrives."""
-        if msg_id in self._sent:
-            self.send_notification("$/cancelRequest", {"id": msg_id})
 
     def data_to_send(self) -> bytes:
         """Everything queued for the peer since the last call."""

@@ -1,17 +1,19 @@
-"""What a Connection hands its caller: small frozen records, one per thing that happened."""
+"""What a connection hands its caller: small frozen records, one per thing that happened.
+
+NamedTuples rather than dataclasses: the client reads these too, and importing
+`dataclasses` would cost it start-up time.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import RpcError
 
 RequestId = int | str
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """A request to answer with `send_result` or `send_error`. `params` is already validated."""
 
     id: RequestId
@@ -19,14 +21,12 @@ class Request:
     params: Any
 
 
-@dataclass(frozen=True)
-class Notification:
+class Notification(NamedTuple):
     method: str
     params: Any
 
 
-@dataclass(frozen=True)
-class Response:
+class Response(NamedTuple):
     """The result of a request this side sent."""
 
     id: RequestId
@@ -34,8 +34,7 @@ class Response:
     result: Any
 
 
-@dataclass(frozen=True)
-class ErrorResponse:
+class ErrorResponse(NamedTuple):
     """An error answer to a request this side sent (or, with id None, to unparsable input)."""
 
     id: RequestId | None
@@ -43,8 +42,7 @@ class ErrorResponse:
     error: RpcError
 
 
-@dataclass(frozen=True)
-class ConnectionBroken:
+class ConnectionBroken(NamedTuple):
     """The peer broke the framing; flush `data_to_send()` (an error reply) and close."""
 
     reason: str

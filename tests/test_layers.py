@@ -113,3 +113,49 @@ def test_the_schema_describes_every_method_with_camel_case_fields() -> None:
     assert all(
         "_" not in name for d in schema["$defs"].values() for name in d.get("properties", {})
     )
+
+
+@pytest.mark.parametrize(
+    ("module", "source"), [("requests", "requests_module_source"), ("answer_defaults", None)]
+)
+def test_the_clients_generated_modules_are_what_the_structs_generate(
+    module: str, source: str | None
+) -> None:
+    from rtrain.protocol import generate_client_code as generate
+
+    text = getattr(generate, source)() if source else generate.answer_defaults_source()
+    committed = PACKAGE / "protocol" / f"{module}.py"
+    assert committed.read_text() == text, (
+        f"protocol/{module}.py is stale: run `python -m rtrain.protocol.generate_client_code`"
+    )
+
+
+def test_a_misspelt_request_field_fails_before_anything_is_sent() -> None:
+    from rtrain.protocol import requests
+
+    with pytest.raises(TypeError, match="run_idd"):
+        requests.run_status(host="h", run_idd="r")  # type: ignore[call-arg]
+    assert requests.run_status(host="h", run_id="r").params == {"host": "h", "runId": "r"}
+
+
+def test_the_python_api_does_not_import_cli_presentation_code() -> None:
+    probe = (
+        "import sys, json\n"
+        "import rtrain.client.api\n"
+        "print(json.dumps([m for m in sys.modules if m.startswith('rtrain.client.cli')]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert json.loads(proc.stdout) == [], proc.stderr
+
+
+def test_the_clients_warm_path_loads_no_msgspec_dataclasses_nor_typer() -> None:
+    """What `rtrain status` and `tail` import to ask a running daemon: start-up is their cost."""
+    probe = (
+        "import sys, json\n"
+        "import rtrain.client.fast_path, rtrain.client.daemon_client\n"
+        "import rtrain.client.cli.status_view, rtrain.client.cli.log_follow\n"
+        "heavy = ('msgspec', 'dataclasses', 'typer', 'rtrain.protocol.messages')\n"
+        "print(json.dumps([m for m in sys.modules if m.startswith(heavy)]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert json.loads(proc.stdout) == [], proc.stderr

@@ -12,6 +12,9 @@ from typing import Any
 
 import typer
 
+from rtrain.protocol import requests
+from rtrain.protocol.requests import Call
+
 _HOST_LINE = re.compile(r"^\s*Host\s+(.+)$", re.IGNORECASE)
 
 
@@ -29,14 +32,14 @@ def ssh_config_hosts(path: Path) -> list[str]:
     return names
 
 
-def _daemon_request(method: str, params: dict[str, Any]) -> Any:
+def _daemon_request(call: Call) -> Any:
     from rtrain.client.daemon_client import DaemonClient
 
     try:
         with DaemonClient.connect(
             spawn=False, timeout=0.5, name="rtrain-completion", tell=False
         ) as client:
-            return client.request(method, params)
+            return client.call(call)
     except Exception:  # completion must never print a traceback into the shell
         return None
 
@@ -44,7 +47,7 @@ def _daemon_request(method: str, params: dict[str, Any]) -> Any:
 def complete_host(incomplete: str) -> list[str]:
     config = os.environ.get("RTRAIN_SSH_CONFIG") or str(Path.home() / ".ssh" / "config")
     names = {"local", *ssh_config_hosts(Path(config))}
-    listed = _daemon_request("hosts/list", {})
+    listed = _daemon_request(requests.hosts_list())
     if listed is not None:
         names.update(h.alias for h in listed.hosts)
     return sorted(n for n in names if n.startswith(incomplete))
@@ -52,7 +55,7 @@ def complete_host(incomplete: str) -> list[str]:
 
 def complete_run_id(ctx: typer.Context, incomplete: str) -> list[str]:
     host = ctx.params.get("host")
-    listed = _daemon_request("runs/list", {"host": host} if host else {})
+    listed = _daemon_request(requests.runs_list(host=host or None))
     if listed is None:
         return []
     return [r.run_id for r in listed.runs if r.run_id.startswith(incomplete)]

@@ -9,7 +9,7 @@ import typer
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import DaemonUnavailable
 from rtrain.client.spawn import process_alive
-from rtrain.protocol import locations
+from rtrain.protocol import locations, requests
 
 from .output import friendly_errors, note, print_json
 from .usage import PlainUsage
@@ -26,7 +26,7 @@ JsonOption = typer.Option(False, "--json", "-j", help="Print JSON.")
 def start() -> None:
     """Start the daemon if none is running."""
     with DaemonClient.connect(spawn=True) as client:
-        info = client.request("daemon/info")
+        info = client.call(requests.daemon_info())
     note(f"rtrain daemon running (pid {info.pid}, socket {info.socket_path})")
 
 
@@ -40,8 +40,8 @@ def stop() -> None:
         note("rtrain daemon is not running")
         return
     with client:
-        info = client.request("daemon/info")
-        client.request("daemon/stop")
+        info = client.call(requests.daemon_info())
+        client.call(requests.daemon_stop())
     deadline = time.monotonic() + 5
     while process_alive(info.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -61,9 +61,9 @@ def status(json: bool = JsonOption) -> None:
             note(f"rtrain daemon is not running (socket {locations.socket_path()})")
         raise typer.Exit(1) from None
     with client:
-        info = client.request("daemon/info")
+        info = client.call(requests.daemon_info())
     if json:
-        print_json({"running": True, **_to_builtins(info)})
+        print_json({"running": True, **info})
         return
     print(
         f"rtrain daemon {info.version} running: pid {info.pid}, up {info.uptime:.0f} s, "
@@ -101,11 +101,3 @@ def run() -> None:
     from rtrain.daemon.main import main
 
     raise typer.Exit(main(["--foreground"]))
-
-
-def _to_builtins(value: object) -> dict[str, object]:
-    import msgspec
-
-    result = msgspec.to_builtins(value)
-    assert isinstance(result, dict)
-    return result

@@ -1,29 +1,10 @@
-"""Words for what the daemon returns: a run's state line, tables, sizes."""
+"""Words for what the daemon returns: tables, times, the exit status of a run's outcome
+(a run's state line is client/run_state_text.py, shared with the Python API)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
-
-
-def state_text(run: Any) -> str:
-    """`running`, `completed`, `failed (exit 3)`, `unknown (host unreachable: ...)`, and for
-    a scheduler's job its own word where it says more: `failed (TIMEOUT)`, `stopped
-    (CANCELLED)`, `queued (waiting for ...)`."""
-    scheduler_state = getattr(run, "scheduler_state", None)
-    if scheduler_state and run.state in ("failed", "stopped", "lost"):
-        return f"{run.state} ({scheduler_state})"
-    if run.state == "failed":
-        if run.reason in ("setup", "program not found"):
-            return f"failed ({run.reason}, exit {run.exit_code})"
-        if run.signal:
-            return f"failed (exit {run.exit_code}, signal {run.signal})"
-        if run.reason and run.reason.startswith("rank "):  # which rank of a torchrun run, and why
-            return f"failed (exit {run.exit_code}, {run.reason})"
-        return f"failed (exit {run.exit_code})"
-    if run.state in ("unknown", "lost", "queued") and run.reason:
-        return f"{run.state} ({run.reason})"
-    return str(run.state)
 
 
 def when(epoch: float | None) -> str:

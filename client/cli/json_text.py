@@ -1,7 +1,7 @@
 """JSON text exactly as msgspec writes it, from the standard library alone.
 
-The start-up fast path prints the quick client's answers (plain JSON data) without loading
-msgspec, and its `--json` output must be byte for byte the full path's. Python's json writes
+The CLI prints the client's answers (plain JSON data) without loading msgspec, and its
+`--json` output is byte for byte what the daemon's msgspec wrote. Python's json writes
 the same compact text as msgspec (`ensure_ascii=False`, no spaces) except for floats: msgspec
 keeps the same shortest digits but writes `1e16` and `2.5e-7` (no `+`, no leading zero in the
 exponent), `0.00001` for a float in [1e-5, 1e-4), and null for NaN and infinities.

@@ -6,17 +6,19 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .describe import outcome_exit_code, state_text
-from .output import note, print_json, to_builtins
+from rtrain.client.run_state_text import state_text
+from rtrain.protocol import requests
+
+from .describe import outcome_exit_code
+from .output import note, print_json
 from .terminal_text import safe_for_terminal
 
 if TYPE_CHECKING:
     from rtrain.client.daemon_client import DaemonClient
-    from rtrain.client.quick_rpc import QuickClient
 
 
 def follow_log(
-    client: DaemonClient | QuickClient,
+    client: DaemonClient,
     host: str,
     run_id: str,
     workdir: str | None,
@@ -41,7 +43,7 @@ def follow_log(
         nonlocal away, line_open
         if method == "run/reconnecting":
             if json:
-                print_json({"type": "reconnecting", **to_builtins(params)})
+                print_json({"type": "reconnecting", **params})
             else:
                 if line_open:
                     sys.stdout.write("\n")
@@ -56,7 +58,7 @@ def follow_log(
             return
         end_line()
         if json:
-            print_json({"type": "log", **to_builtins(params)})
+            print_json({"type": "log", **params})
         elif tty:
             text = safe_for_terminal(params.text)
             if text:
@@ -68,13 +70,16 @@ def follow_log(
             sys.stdout.buffer.write(chunk_bytes(params))
             sys.stdout.buffer.flush()
 
-    params: dict[str, Any] = {"host": host, "runId": run_id, "offset": offset, "follow": follow}
-    if workdir:
-        params["workdir"] = workdir
-    if lines is not None:
-        params["lines"] = lines
+    call = requests.run_tail(
+        host=host,
+        run_id=run_id,
+        workdir=workdir or None,
+        offset=offset,
+        follow=follow,
+        lines=lines,
+    )
     try:
-        result = client.request("run/tail", params, on_notification=on_log)
+        result = client.call(call, on_notification=on_log)
     except KeyboardInterrupt:
         end_line()
         client.close()
@@ -95,7 +100,7 @@ def follow_log(
         sys.stdout.write("\n")  # a bar left mid-line: the last word starts on a line of its own
         sys.stdout.flush()
     if json:
-        print_json({"type": "end", "offset": result.offset, "run": to_builtins(run)})
+        print_json({"type": "end", "offset": result.offset, "run": run})
     else:
         note(f"{run_id} on {host}: {state_text(run)}")
     if run.state not in ("queued", "running"):

@@ -163,10 +163,3 @@ class MetricsFollower:
         if self.drawn:
             sys.stdout.write("\n")
             sys.stdout.flush()
-
-
-def metrics_params(host: str, run_id: str, workdir: str | None, follow: bool) -> dict[str, Any]:
-    params: dict[str, Any] = {"host": host, "runId": run_id, "follow": follow}
-    if workdir:
-        params["workdir"] = workdir
-    return params

@@ -62,22 +62,10 @@ def friendly_errors(func: F) -> F:
 
 
 def print_json(value: Any) -> None:
-    # A Struct (DaemonClient's answers) exists only once msgspec is loaded, and then msgspec
-    # writes. Otherwise the value is plain data from the quick client, and json_text writes
-    # the same bytes msgspec would.
-    msgspec = sys.modules.get("msgspec")
-    text = msgspec.json.encode(value).decode() if msgspec is not None else json_text(value)
-    sys.stdout.write(text + "\n")
+    """One line of JSON: the client's answers are plain data (WireObjects), written as the
+    daemon's msgspec writes them, without loading msgspec."""
+    sys.stdout.write(json_text(value) + "\n")
     sys.stdout.flush()
-
-
-def to_builtins(value: Any) -> Any:
-    """An answer as plain JSON data: the quick client's answers (WireObjects) already are."""
-    if isinstance(value, dict):
-        return value
-    import msgspec
-
-    return msgspec.to_builtins(value)
 
 
 def note(message: str) -> None:

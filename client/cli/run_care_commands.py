@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
+from rtrain.protocol import requests
 
 from .completion import complete_host, complete_run_id
 from .input_checks import check
@@ -39,14 +39,12 @@ def register(app: typer.Typer) -> None:
         """Start an ended run's command again in its own directory (a trainer that
         checkpoints resumes); the log goes on in the same file."""
         check(host=host, run_id=run_id, workdir=workdir)
-        params: dict[str, Any] = {"host": host, "runId": run_id}
-        if workdir:
-            params["workdir"] = workdir
         secrets = local_secrets(secret)
-        if secrets:
-            params["secrets"] = secrets
+        call = requests.run_restart(
+            host=host, run_id=run_id, workdir=workdir or None, secrets=secrets or None
+        )
         with DaemonClient.connect() as client:
-            result = client.request("run/restart", params)
+            result = client.call(call)
             run = result.run
             attempt = run.attempts[-1].number if run.attempts else 2
             if json:
@@ -72,11 +70,9 @@ def register(app: typer.Typer) -> None:
         check(host=host, workdir=workdir)
         for run_id in run_ids:
             check(run_id=run_id)
-        params: dict[str, Any] = {"host": host, "runIds": list(run_ids)}
-        if workdir:
-            params["workdir"] = workdir
+        call = requests.run_remove(host=host, run_ids=list(run_ids), workdir=workdir or None)
         with DaemonClient.connect() as client:
-            result = client.request("run/remove", params)
+            result = client.call(call)
         if json:
             print_json(result)
             return
@@ -106,16 +102,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run COMMAND in the run's directory on HOST; exit with its exit code."""
         check(host=host, run_id=run_id, workdir=workdir)
-        params: dict[str, Any] = {
-            "host": host,
-            "runId": run_id,
-            "command": list(command),
-            "timeout": timeout,
-        }
-        if workdir:
-            params["workdir"] = workdir
+        call = requests.run_exec(
+            host=host,
+            run_id=run_id,
+            command=list(command),
+            workdir=workdir or None,
+            timeout=timeout,
+        )
         with DaemonClient.connect() as client:
-            result = client.request("run/exec", params)
+            result = client.call(call)
         if json:
             print_json(result)
         else:
@@ -145,11 +140,9 @@ def register(app: typer.Typer) -> None:
                 f"rtrain exec {host} {run_id} -- COMMAND.",
                 2,
             )
-        params: dict[str, Any] = {"host": host, "runId": run_id}
-        if workdir:
-            params["workdir"] = workdir
+        call = requests.run_shell(host=host, run_id=run_id, workdir=workdir or None)
         with DaemonClient.connect() as client:
-            how = client.request("run/shell", params)
+            how = client.call(call)
         if how.cwd:
             os.chdir(how.cwd)
         if how.type_in is None:

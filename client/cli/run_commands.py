@@ -5,19 +5,21 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import Interrupted
-from rtrain.protocol import validation
+from rtrain.client.run_state_text import state_text
+from rtrain.protocol import requests, validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import RunState
+from rtrain.protocol.requests import Launcher
 
 from .completion import complete_host, complete_run_id
-from .describe import state_text, table, when
+from .describe import table, when
 from .exit_codes import ClientKind
 from .input_checks import check
 from .log_follow import follow_log
@@ -25,7 +27,6 @@ from .metrics_view import (
     MetricsFollower,
     gpu_text,
     loss_text,
-    metrics_params,
     progress_text,
     show_metrics,
 )
@@ -154,11 +155,6 @@ def register(app: typer.Typer) -> None:
         """Check that HOST can train: reachable, the python with torch and its CUDA, GPUs and
         their use, packages, disk for what start would ship, Hugging Face access."""
         check(host=host, workdir=workdir, python=python)
-        params: dict[str, Any] = {"host": host, "gpus": gpus}
-        if python is not None:
-            params["python"] = python
-        if workdir is not None:
-            params["workdir"] = workdir
         requires = list(require)
         if require_file:
             from .requirements_file import RequirementsFileError, read_requirements
@@ -175,21 +171,23 @@ def register(app: typer.Typer) -> None:
                 validation.hf_model(model)
         except RpcError as error:
             fail(error.message, kind=error.kind or ClientKind.USAGE)
-        if requires:
-            params["requires"] = requires
         shipped = [p for p in (config, code, *dataset, *inputs) if p is not None]
         for path in shipped:
             if not path.exists():
                 fail(f"Path {str(path)!r} does not exist.", kind=Kind.LOCAL_FILE_MISSING)
-        if shipped:
-            params["inputs"] = [str(path.resolve()) for path in shipped]
-        if hf_model:
-            params["hfModels"] = list(hf_model)
         secrets = local_secrets(secret)
-        if secrets:
-            params["secrets"] = secrets
+        call = requests.host_preflight(
+            host=host,
+            gpus=gpus,
+            python=python,
+            workdir=workdir,
+            requires=requires or None,
+            inputs=[str(path.resolve()) for path in shipped] or None,
+            hf_models=list(hf_model) or None,
+            secrets=secrets or None,
+        )
         with DaemonClient.connect() as client:
-            verdict = client.request("host/preflight", params)
+            verdict = client.call(call)
         if json:
             print_json(verdict)
         else:
@@ -305,53 +303,34 @@ def register(app: typer.Typer) -> None:
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
         secrets = local_secrets(secret)
-        params: dict[str, Any] = {
-            "host": host,
-            "config": str(config.resolve()),
-            "gpus": gpus,
-            "progressToken": "upload",
-        }
-        if python is not None:
-            params["python"] = python
-        if workdir is not None:
-            params["workdir"] = workdir
-        if dataset:
-            params["datasets"] = [str(path.resolve()) for path in dataset]
-        if code is not None:
-            params["code"] = str(code.resolve())
-        if env:
-            params["env"] = _env_pairs(env)
-        if setup is not None:
-            params["setup"] = setup
-        if run_id is not None:
-            params["runId"] = run_id
-        if command:
-            params["command"] = list(command)
-        if launcher is not None:
-            params["launcher"] = launcher
-        if wait:
-            params["wait"] = True
-        if share_gpus:
-            params["shareGpus"] = True
-        if secrets:
-            params["secrets"] = secrets
-        for key, value in (
-            ("time", time_limit),
-            ("partition", partition),
-            ("signalBeforeTimeout", signal_before_timeout),
-        ):
-            if value is not None:
-                params[key] = value
-        if nodes != 1:
-            params["nodes"] = nodes
-        if requeue:
-            params["requeue"] = True
+        call = requests.run_start(
+            host=host,
+            config=str(config.resolve()),
+            gpus=gpus,
+            python=python,
+            workdir=workdir,
+            datasets=[str(path.resolve()) for path in dataset] or None,
+            code=str(code.resolve()) if code is not None else None,
+            env=_env_pairs(env) if env else None,
+            setup=setup,
+            run_id=run_id,
+            command=list(command) if command else None,
+            launcher=cast(Launcher | None, launcher),  # checked above
+            wait=wait or None,
+            share_gpus=share_gpus or None,
+            secrets=secrets or None,
+            time=time_limit,
+            partition=partition,
+            signal_before_timeout=signal_before_timeout,
+            nodes=nodes if nodes != 1 else None,
+            requeue=requeue or None,
+            progress_token="upload",
+        )
         bar = ProgressBar(None if not json else False)
         with DaemonClient.connect() as client:
             try:
-                result = client.request(
-                    "run/start",
-                    params,
+                result = client.call(
+                    call,
                     on_notification=lambda _m, p: bar.update(p),
                     cancel_on_interrupt=True,
                 )
@@ -445,14 +424,16 @@ def register(app: typer.Typer) -> None:
         """Show what a run's log says: the latest value of each metric, a sparkline of the
         loss, progress and ETA; with --json the series, one object per step."""
         check(host=host, run_id=run_id, workdir=workdir)
-        params = metrics_params(host, run_id, workdir, follow)
+        call = requests.run_metrics(
+            host=host, run_id=run_id, workdir=workdir or None, follow=follow
+        )
         with DaemonClient.connect() as client:
             if not follow:
-                show_metrics(client.request("run/metrics", params), json)
+                show_metrics(client.call(call), json)
                 return
             follower = MetricsFollower(json)
             try:
-                result = client.request("run/metrics", params, on_notification=follower)
+                result = client.call(call, on_notification=follower)
             except KeyboardInterrupt:
                 follower.end()
                 raise typer.Exit(130) from None
@@ -481,17 +462,15 @@ def register(app: typer.Typer) -> None:
             validation.fetch_path(path)
         except RpcError as error:
             fail(error.message, kind=error.kind or ClientKind.USAGE)
-        params: dict[str, Any] = {
-            "host": host,
-            "runId": run_id,
-            "path": path,
-            "dest": str(out.resolve()),
-            "progressToken": "fetch",
-        }
-        if force:
-            params["force"] = True
-        if workdir:
-            params["workdir"] = workdir
+        call = requests.run_fetch(
+            host=host,
+            run_id=run_id,
+            path=path,
+            dest=str(out.resolve()),
+            workdir=workdir or None,
+            force=force or None,
+            progress_token="fetch",
+        )
         bar = ProgressBar(None if not json else False)
         arrived: list[Any] = []  # the last progress, to say how far it got
 
@@ -501,9 +480,7 @@ def register(app: typer.Typer) -> None:
 
         with DaemonClient.connect() as client:
             try:
-                result = client.request(
-                    "run/fetch", params, on_notification=on_progress, cancel_on_interrupt=True
-                )
+                result = client.call(call, on_notification=on_progress, cancel_on_interrupt=True)
             except Interrupted as interrupted:
                 bar.clear()
                 if interrupted.result is None:
@@ -545,13 +522,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Stop every process of a run and confirm they are gone."""
         check(host=host, run_id=run_id, workdir=workdir)
-        params: dict[str, Any] = {"host": host, "runId": run_id, "force": force}
-        if grace is not None:
-            params["grace"] = grace
-        if workdir:
-            params["workdir"] = workdir
+        call = requests.run_stop(
+            host=host, run_id=run_id, workdir=workdir or None, force=force, grace=grace
+        )
         with DaemonClient.connect() as client:
-            result = client.request("run/stop", params)
+            result = client.call(call)
         if json:
             print_json(result)
         elif result.outcome == "stopped":
@@ -591,14 +566,14 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """List the runs rtrain knows of, newest first."""
-        params = {k: v for k, v in {"host": host, "state": state}.items() if v is not None}
+        call = requests.runs_list(host=host, state=state)
         with DaemonClient.connect() as client:
-            found = client.request("runs/list", params).runs
+            found = client.call(call).runs
         if json:
             print_json(found)
             return
-        if not found and params:
-            filters = " ".join(f"--{name} {value}" for name, value in params.items())
+        if not found and call.params:
+            filters = " ".join(f"--{name} {value}" for name, value in call.params.items())
             note(f"no runs match {filters}; `rtrain runs` lists them all")
             return
         if not found:
@@ -637,11 +612,11 @@ def register(app: typer.Typer) -> None:
         if forget is not None:
             check(host=forget)
             with DaemonClient.connect() as client:
-                client.request("hosts/forget", {"alias": forget})
+                client.call(requests.hosts_forget(alias=forget))
             note(f"forgot {forget}")
             return
         with DaemonClient.connect() as client:
-            found = client.request("hosts/list").hosts
+            found = client.call(requests.hosts_list()).hosts
         if json:
             print_json(found)
             return

@@ -1,29 +1,26 @@
 """`rtrain status`: shared by the typer command and the start-up fast path (no typer here).
 
-Its caller checks the input and connects (DaemonClient, or the fast path's QuickClient);
-both clients' answers read alike, so what is printed is the same either way.
+Its caller checks the input and connects.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .describe import state_text
+from rtrain.client.run_state_text import state_text
+from rtrain.protocol import requests
+
 from .output import print_json
 
 if TYPE_CHECKING:
     from rtrain.client.daemon_client import DaemonClient
-    from rtrain.client.quick_rpc import QuickClient
 
 
 def show_status(
-    client: DaemonClient | QuickClient, host: str, run_id: str, workdir: str | None, json: bool
+    client: DaemonClient, host: str, run_id: str, workdir: str | None, json: bool
 ) -> None:
-    params: dict[str, Any] = {"host": host, "runId": run_id}
-    if workdir:
-        params["workdir"] = workdir
-    run = client.request("run/status", params).run
+    run = client.call(requests.run_status(host=host, run_id=run_id, workdir=workdir or None)).run
     if json:
         print_json(run)
     elif sys.stdout.isatty():

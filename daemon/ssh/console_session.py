@@ -253,16 +253,7 @@ class ConsoleSession:
                 return None
             else:
                 break
-        if len(marker.fields) != 3 or not marker.fields[0].isdigit():
-            return None
-        code, out_sha, err_sha = marker.fields
-        stdout = base64_payload(stdout_raw)
-        stderr = base64_payload(marker.before)
-        if stdout is None or stderr is None:
-            return None
-        if sha256_hex(stdout) != out_sha or sha256_hex(stderr) != err_sha:
-            return None
-        return Completed(int(code), stdout, stderr)
+        return verified_answer(marker.fields, stdout_raw, marker.before)
 
     async def _next(
         self,
@@ -367,3 +358,21 @@ class ConsoleSession:
         if self._drain_stderr is not None and not self._drain_stderr.done():
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._drain_stderr, 1)
+
+
+def verified_answer(
+    fields: tuple[str, ...], stdout_raw: bytes, stderr_raw: bytes
+) -> Completed | None:
+    """The answer a `Z` marker (exit code, stdout's and stderr's sha256) vouches for, from
+    the base64 blocks that came before it; None when what arrived is not exactly that (a
+    block damaged on the way decodes to other bytes, or to nothing): it is asked again."""
+    if len(fields) != 3 or not fields[0].isdigit():
+        return None
+    code, out_sha, err_sha = fields
+    stdout = base64_payload(stdout_raw)
+    stderr = base64_payload(stderr_raw)
+    if stdout is None or stderr is None:
+        return None
+    if sha256_hex(stdout) != out_sha or sha256_hex(stderr) != err_sha:
+        return None
+    return Completed(int(code), stdout, stderr)

@@ -1,5 +1,6 @@
-"""The quick client's answers (plain JSON as received) print exactly as DaemonClient's
-Structs do: the same JSON bytes as msgspec, the same state lines."""
+"""The client's answers (WireObjects: plain JSON as received) read and print exactly as the
+daemon's Structs would: the same JSON bytes as msgspec, the same state lines, the same
+defaults for the fields the daemon leaves out."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rtrain.client.cli.describe import outcome_exit_code, state_text
+from rtrain.client.cli.describe import outcome_exit_code
 from rtrain.client.cli.json_text import json_text
-from rtrain.client.wire_object import WireObject
+from rtrain.client.run_state_text import state_text
 from rtrain.protocol.messages import LogChunk, RunInfo, TailResult
+from rtrain.protocol.wire_object import WireObject
 
 json_data = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -51,12 +53,12 @@ chunks = st.builds(
 
 
 def as_received(value: Any) -> Any:
-    """What the quick client makes of a message the daemon wrote."""
+    """What the client makes of a message the daemon wrote."""
     return json.loads(msgspec.json.encode(value), object_pairs_hook=WireObject)
 
 
 def through_full_client(value: Any) -> Any:
-    """What DaemonClient makes of the same message."""
+    """What a Struct-typed reader makes of the same message."""
     return msgspec.json.decode(msgspec.json.encode(value), type=type(value))
 
 
@@ -100,3 +102,15 @@ def test_a_wire_object_reads_like_a_struct() -> None:
     assert (run.run_id, run.exit_code, run.signal, run.reason) == ("r", 3, 9, None)
     assert state_text(run) == "failed (exit 3, signal 9)"
     assert dict(run) == {"host": "h", "runId": "r", "state": "failed", "exitCode": 3, "signal": 9}
+
+
+def test_a_left_out_field_reads_as_the_structs_default() -> None:
+    from rtrain.protocol.messages import DaemonInfo, HostInfo, StartResult
+
+    host = as_received(HostInfo(alias="gpubox", connection="connected"))
+    assert "runs" not in host  # the daemon leaves defaults out...
+    assert (host.runs, host.running, host.transport) == (0, 0, None)  # ...and they read back
+    info = DaemonInfo(1, "v", "1.1", 0.0, "s", "d", "l", 0)
+    assert as_received(info).notices == [] and as_received(info).settings == {}
+    started = as_received(StartResult(run=RunInfo(host="h", run_id="r", state="running")))
+    assert started.uploaded_bytes == 0

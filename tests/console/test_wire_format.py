@@ -13,6 +13,7 @@ from rtrain.daemon.ssh.console_agent import (
 )
 from rtrain.daemon.ssh.console_framing import MarkerScanner, Request
 from rtrain.daemon.ssh.console_noise import base64_payload
+from rtrain.daemon.ssh.console_session import verified_answer
 
 TOKEN = "0123456789abcdef"
 # What the suite's gateway prints around a command: title, colours, bracketed paste, CRs.
@@ -43,13 +44,19 @@ def test_printable_noise_inside_a_block_changes_it_and_is_caught_by_the_hash() -
 
 
 def test_a_damaged_block_is_never_decoded_into_something_else_silently() -> None:
-    data = b"payload" * 100
-    text = bytearray(wrapped(data))
-    text[10] = ord("A") if text[10] != ord("A") else ord("B")
-    got = base64_payload(bytes(text))
-    assert got != data  # the sha256 check then refuses it
-    truncated = base64_payload(wrapped(data)[:-5])
-    assert truncated is None or truncated != data
+    """rtrain's own check: an answer counts only when its blocks decode to the bytes whose
+    sha256 the far side sent in the end marker; a damaged one is asked again."""
+    out, err = b"payload" * 100, b"a warning\n"
+    vouched = ("0", hashlib.sha256(out).hexdigest(), hashlib.sha256(err).hexdigest())
+    intact = verified_answer(vouched, wrapped(out), wrapped(err))
+    assert intact is not None and (intact.returncode, intact.stdout, intact.stderr) == (0, out, err)
+    damaged = bytearray(wrapped(out))
+    damaged[10] = ord("A") if damaged[10] != ord("A") else ord("B")
+    assert base64_payload(bytes(damaged)) not in (None, out)  # decodes, to other bytes...
+    assert verified_answer(vouched, bytes(damaged), wrapped(err)) is None  # ...and is refused
+    assert verified_answer(vouched, wrapped(out)[:-5], wrapped(err)) is None  # cut short
+    assert verified_answer(vouched, wrapped(out), wrapped(err + b"!")) is None  # stderr too
+    assert verified_answer(("x", *vouched[1:]), wrapped(out), wrapped(err)) is None
 
 
 def test_markers_split_output_into_blocks() -> None:

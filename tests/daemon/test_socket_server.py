@@ -18,6 +18,7 @@ from rtrain.client import daemon_client
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import DaemonUnavailable, RemoteError
 from rtrain.protocol.framing import FrameReader, encode_frame
+from rtrain.protocol.version import PROTOCOL_VERSION
 from tests.daemon_fixtures import DaemonEnv
 
 
@@ -28,7 +29,7 @@ def init_frame(msg_id: int = 1) -> bytes:
                 "jsonrpc": "2.0",
                 "id": msg_id,
                 "method": "initialize",
-                "params": {"protocolVersion": "1.0"},
+                "params": {"protocolVersion": PROTOCOL_VERSION},
             }
         ).encode()
     )
@@ -138,26 +139,37 @@ def test_another_uid_is_refused_even_when_the_socket_is_reachable(
 
 
 @pytest.mark.parametrize(
-    "garbage",
+    ("garbage", "answered"),
     [
-        b"\x00\xff" * 100,
-        b"Content-Length: 5\r\n\r\n{nope",
-        b"Content-Length: 99999999999\r\n\r\n",
-        b"Content-Length: 3\r\n\r\n\xff\xfe\xfd",
-        b'Content-Length: 100\r\n\r\n{"jsonrpc": "2.0"',
+        (b"\x00\xff" * 5000, "Framing error: header block too long"),
+        (b"Content-Length: 5\r\n\r\n{nope", "Parse error"),
+        (b"Content-Length: 99999999999\r\n\r\n", "Framing error: frame of 99999999999 bytes"),
+        (b"Content-Length: 3\r\n\r\n\xff\xfe\xfd", "Parse error: the text is not valid UTF-8"),
+        (b'Content-Length: 100\r\n\r\n{"jsonrpc": "2.0"', None),  # ends mid-frame
     ],
 )
 def test_garbage_on_one_connection_never_hurts_another(
-    daemon_env: DaemonEnv, garbage: bytes
+    daemon_env: DaemonEnv, garbage: bytes, answered: str | None
 ) -> None:
     with daemon_env.client() as watcher:
+        daemon = watcher.request("daemon/info").pid
         bad = daemon_env.raw_socket()
         bad.sendall(garbage)
-        time.sleep(0.1)
-        bad.close()  # often mid-frame
-        assert watcher.request("daemon/info").pid in daemon_env.daemon_pids()
+        bad.shutdown(socket.SHUT_WR)
+        # The daemon read it all: it answers what it could read, then, at the end of the
+        # bytes, closes its side (EOF here).
+        replies = read_replies(bad, 2)
+        if answered is None:
+            assert replies == []
+        else:
+            [reply] = replies
+            assert reply["id"] is None and reply["error"]["code"] == -32700
+            assert reply["error"]["message"].startswith(answered), reply
+        assert bad.recv(1) == b""
+        assert watcher.request("daemon/info").pid == daemon
+        assert daemon_env.daemon_pids() == [daemon]
     with daemon_env.client() as fresh:
-        fresh.request("daemon/info")
+        assert fresh.request("daemon/info").pid == daemon
 
 
 def test_a_parse_error_is_answered_and_the_same_connection_goes_on(daemon_env: DaemonEnv) -> None:
@@ -259,6 +271,19 @@ def test_daemon_stop_stops_it_and_the_socket_goes(daemon_env: DaemonEnv) -> None
 
 
 def test_an_error_answer_carries_its_kind(daemon_env: DaemonEnv) -> None:
-    with daemon_env.client() as client, pytest.raises(RemoteError) as caught:
-        client.request("runs/list", {"state": "sleeping"})
-    assert caught.value.code == -32602
+    with daemon_env.client() as client:
+        with pytest.raises(RemoteError) as refused:
+            client.request("run/status", {"host": "local", "runId": "x;y"})
+        assert (refused.value.code, refused.value.kind) == (-32000, "invalid_run_id")
+        assert refused.value.data["kind"] == "invalid_run_id"
+        assert "'x;y'" in refused.value.message
+        with pytest.raises(RemoteError) as missing:
+            client.request("run/status", {"host": "local", "runId": "no-such-run"})
+        assert (missing.value.kind, missing.value.data.get("runId")) == (
+            "run_not_found",
+            "no-such-run",
+        )
+        # A protocol error (bad params) is no application error: no kind, its own code.
+        with pytest.raises(RemoteError) as invalid:
+            client.request("runs/list", {"state": "sleeping"})
+        assert (invalid.value.code, invalid.value.kind) == (-32602, None)

@@ -17,7 +17,7 @@ import pytest
 from rtrain.client.errors import RemoteError
 from tests.faults.conftest import PROXY_ALIAS, Campaign
 from tests.operations import trainers
-from tests.operations.harness import LogCollector
+from tests.operations.harness import RequestInThread
 from tests.operations.processes import run_pids
 
 WAIT_S = 30.0
@@ -52,28 +52,6 @@ def wrappers_of(run_id: str) -> list[int]:
         if b"./rtrain-run" in argv:
             found.append(pid)
     return found
-
-
-class Background:
-    """One request on its own client, in a thread, so the test can break the link meanwhile."""
-
-    def __init__(self, campaign: Campaign, method: str, params: dict[str, Any]) -> None:
-        self.client = campaign.client()
-        self.result: Any = None
-        self.error: RemoteError | None = None
-        self.chunks = LogCollector()
-        self._thread = threading.Thread(target=self._run, args=(method, params), daemon=True)
-        self._thread.start()
-
-    def _run(self, method: str, params: dict[str, Any]) -> None:
-        try:
-            self.result = self.client.request(method, params, on_notification=self.chunks)
-        except RemoteError as error:
-            self.error = error
-
-    def join(self, timeout: float = 90) -> None:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), "the request never finished"
 
 
 def start_params(campaign: Campaign, run_id: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -190,7 +168,9 @@ def test_a_cut_around_the_launch_leaves_exactly_one_trainer_or_none(
 def test_a_tail_across_cuts_loses_and_repeats_no_byte(campaign: Campaign) -> None:
     run_id = campaign.new_run_id()
     campaign.start(trainers.TRICKLE, run_id=run_id, host=PROXY_ALIAS)
-    tail = Background(campaign, "run/tail", {"host": PROXY_ALIAS, "runId": run_id, "offset": 0})
+    tail = RequestInThread(
+        campaign.client(), "run/tail", {"host": PROXY_ALIAS, "runId": run_id, "offset": 0}
+    )
     for _ in range(3):
         seen = len(tail.chunks.chunks)
         wait_for("more log", lambda seen=seen: len(tail.chunks.chunks) > seen)
@@ -253,7 +233,9 @@ def test_a_cut_during_stop_still_tells_the_truth(campaign: Campaign, route: str)
     campaign.start(SLOW_TO_STOP, run_id=run_id, host=PROXY_ALIAS)
     run_dir = campaign.far_run_dir(run_id)
     campaign.wait_file(run_dir / "train.log", lambda text: "ready" in text)
-    stop = Background(campaign, "run/stop", {"host": PROXY_ALIAS, "runId": run_id, "grace": 10})
+    stop = RequestInThread(
+        campaign.client(), "run/stop", {"host": PROXY_ALIAS, "runId": run_id, "grace": 10}
+    )
     wait_for("the trainer to get SIGTERM", (run_dir / "term").exists)
     if route == "stays down":
         campaign.hosts.stop_plain()
@@ -271,7 +253,7 @@ def test_a_cut_during_stop_still_tells_the_truth(campaign: Campaign, route: str)
         assert stop.result.run.state == "stopped"
     else:
         # Not "stopped", not "failed to stop": not known yet, and how to learn it.
-        assert stop.error is not None
+        assert isinstance(stop.error, RemoteError), stop.error
         assert stop.error.kind == "host_unreachable", stop.error.message
         assert "not known" in stop.error.message
     wait_for("the run to end", lambda: run_pids(run_id) == [])
@@ -283,7 +265,9 @@ def test_a_cut_during_status_says_unknown_or_the_truth(campaign: Campaign, route
     run_id = campaign.new_run_id()
     campaign.start(trainers.SLEEPER, run_id=run_id, host=PROXY_ALIAS)
     campaign.link.stall()
-    status = Background(campaign, "run/status", {"host": PROXY_ALIAS, "runId": run_id})
+    status = RequestInThread(
+        campaign.client(), "run/status", {"host": PROXY_ALIAS, "runId": run_id}
+    )
     time.sleep(0.5)
     if route == "stays down":
         campaign.hosts.stop_plain()  # ssh's fresh connection is refused

@@ -10,17 +10,15 @@ import os
 import random
 import signal
 import sqlite3
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rtrain.client.errors import RtrainError
-from tests.faults.conftest import Campaign
+from rtrain.client.errors import DaemonProtocolError
+from tests.faults.conftest import PROXY_ALIAS, Campaign
 from tests.operations import trainers
-from tests.operations.harness import LogCollector
+from tests.operations.harness import RequestInThread
 from tests.operations.processes import parent_of, process_gone, run_pids
 
 WAIT_S = 30.0
@@ -31,28 +29,8 @@ KILLS = 3
 SLOW_TO_STOP = trainers.slow_to_stop(0.8)
 
 BIG_OUTPUT = trainers.big_output(32)
-
-
-class InFlight:
-    """A request on its own connection, in a thread; the daemon may die under it."""
-
-    def __init__(self, campaign: Campaign, method: str, params: dict[str, Any]) -> None:
-        self.client = campaign.client()
-        self.chunks = LogCollector()
-        self.result: Any = None
-        self.error: Exception | None = None
-        self._thread = threading.Thread(target=self._run, args=(method, params), daemon=True)
-        self._thread.start()
-
-    def _run(self, method: str, params: dict[str, Any]) -> None:
-        try:
-            self.result = self.client.request(method, params, on_notification=self.chunks)
-        except RtrainError as error:
-            self.error = error
-
-    def join(self) -> None:
-        self._thread.join(WAIT_S)
-        assert not self._thread.is_alive(), "the request hung after the daemon died"
+# One way, each way: a status through the proxy takes at least twice this.
+STATUS_LINK_DELAY_S = 0.4
 
 
 def kill_daemon_now(campaign: Campaign, during: str) -> None:
@@ -167,7 +145,7 @@ def test_kill_during_start(campaign: Campaign) -> None:
             "dataset": str(dataset),
             "command": ["{python}", "-c", trainers.SLEEPER],
         }
-        start = InFlight(campaign, "run/start", params)
+        start = RequestInThread(campaign.client(), "run/start", params)
         if isinstance(moment, str):
             seen = campaign.far_run_dir(run_id) / moment
             campaign.wait_file(seen, lambda _text: True)
@@ -192,7 +170,9 @@ def test_kill_during_tail_then_the_log_completes_from_its_offset(campaign: Campa
         run_id = campaign.new_run_id()
         run_ids.append(run_id)
         campaign.start(trainers.TRICKLE, run_id=run_id)
-        tail = InFlight(campaign, "run/tail", {"host": "plain", "runId": run_id, "offset": 0})
+        tail = RequestInThread(
+            campaign.client(), "run/tail", {"host": "plain", "runId": run_id, "offset": 0}
+        )
         time.sleep(delay)
         kill_daemon_now(campaign, "tail")
         tail.join()
@@ -218,7 +198,7 @@ def test_kill_during_fetch_then_a_retry_completes(campaign: Campaign) -> None:
     for i, delay in enumerate(kill_points("fetch", 0.6)):
         dest = campaign.tmp / f"home-{i}"
         params = {"host": "plain", "runId": run_id, "path": "big.bin", "dest": str(dest)}
-        fetch = InFlight(campaign, "run/fetch", params)
+        fetch = RequestInThread(campaign.client(), "run/fetch", params)
         time.sleep(delay)
         kill_daemon_now(campaign, "fetch")
         fetch.join()
@@ -244,7 +224,9 @@ def test_kill_during_stop(campaign: Campaign) -> None:
         run_ids.append(run_id)
         campaign.start(SLOW_TO_STOP, run_id=run_id)
         campaign.wait_file(campaign.far_run_dir(run_id) / "train.log", lambda t: "ready" in t)
-        stop = InFlight(campaign, "run/stop", {"host": "plain", "runId": run_id, "grace": 10})
+        stop = RequestInThread(
+            campaign.client(), "run/stop", {"host": "plain", "runId": run_id, "grace": 10}
+        )
         time.sleep(delay)
         kill_daemon_now(campaign, "stop")
         stop.join()
@@ -261,11 +243,19 @@ def test_kill_during_status(campaign: Campaign, trainer: str) -> None:
     for delay in kill_points(f"status-{trainer}", 0.15):
         run_id = campaign.new_run_id()
         run_ids.append(run_id)
-        campaign.start(getattr(trainers, trainer), run_id=run_id)
-        status = InFlight(campaign, "run/status", {"host": "plain", "runId": run_id})
+        campaign.start(getattr(trainers, trainer), run_id=run_id, host=PROXY_ALIAS)
+        # A slow link holds the answer back for longer than the kill can wait, and an
+        # explicit workdir makes the daemon ask the host even of a run it saw end: so the
+        # kill lands while the status is in flight, never after its answer.
+        campaign.link.delay_s = STATUS_LINK_DELAY_S
+        ask = {"host": PROXY_ALIAS, "runId": run_id, "workdir": campaign.workdir}
+        status = RequestInThread(campaign.client(), "run/status", ask)
         time.sleep(delay)
         kill_daemon_now(campaign, "status")
         status.join()
+        campaign.link.delay_s = 0.0
+        assert status.result is None, "answered before the kill: not a kill during status"
+        assert isinstance(status.error, DaemonProtocolError), status.error
         restart(campaign)
     assert_found_with_true_states(campaign, run_ids)
 
@@ -274,8 +264,10 @@ def test_kill_during_preflight(campaign: Campaign) -> None:
     run_id = campaign.new_run_id()
     campaign.start(trainers.SLEEPER, run_id=run_id)
     for delay in kill_points("preflight", 0.4):
-        check = InFlight(
-            campaign, "host/preflight", {"host": "plain", "gpus": 2, "workdir": campaign.workdir}
+        check = RequestInThread(
+            campaign.client(),
+            "host/preflight",
+            {"host": "plain", "gpus": 2, "workdir": campaign.workdir},
         )
         time.sleep(delay)
         kill_daemon_now(campaign, "preflight")

@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,44 @@ class LogCollector:
     @property
     def data(self) -> bytes:
         return "".join(chunk.text for chunk in self.chunks).encode()
+
+
+class RequestInThread:
+    """One request on a client connection of its own, in a thread, so that the test can act
+    while it runs (kill the daemon, cut the link, write to the log). Whatever it raises is
+    kept in `error` for the test to judge; `run/log` chunks are kept in `chunks`."""
+
+    def __init__(self, client: DaemonClient, method: str, params: dict[str, Any]) -> None:
+        self.client = client
+        self.chunks = LogCollector()
+        self.got_chunk = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(method, params), daemon=True)
+        self._thread.start()
+
+    def _on(self, method: str, params: Any) -> None:
+        self.chunks(method, params)
+        if method == "run/log":
+            self.got_chunk.set()
+
+    def _run(self, method: str, params: dict[str, Any]) -> None:
+        try:
+            self.result = self.client.request(method, params, on_notification=self._on)
+        except BaseException as error:  # handed to the test
+            self.error = error
+
+    def wait_for(self, condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while not condition():
+            assert self._thread.is_alive() or condition(), self.error
+            assert time.monotonic() < deadline, "the request made no progress"
+            time.sleep(0.02)
+
+    def join(self, timeout: float = WAIT_S * 2) -> Any:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the request never finished"
+        return self.result
 
 
 @dataclass

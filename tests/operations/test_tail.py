@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +11,7 @@ import pytest
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import DaemonProtocolError
 from tests.operations import trainers
-from tests.operations.harness import WAIT_S, LogCollector, Ops, master_pids
+from tests.operations.harness import LogCollector, Ops, RequestInThread, master_pids
 
 
 def assert_contiguous(chunks: list[Any], start: int = 0) -> None:
@@ -27,44 +24,6 @@ def assert_contiguous(chunks: list[Any], start: int = 0) -> None:
             assert chunk.offset == expected, (chunk.offset, expected)
         assert chunk.next_offset - chunk.offset == len(chunk.text.encode())
         expected = chunk.next_offset
-
-
-class BackgroundTail:
-    """A run/tail on its own client connection, in a thread, so the test can act meanwhile."""
-
-    def __init__(self, ops: Ops, run_id: str, offset: int = 0) -> None:
-        self.chunks = LogCollector()
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.got_chunk = threading.Event()
-        self.client = ops.client()
-        self._thread = threading.Thread(target=self._run, args=(run_id, offset), daemon=True)
-        self._thread.start()
-
-    def _on(self, method: str, params: Any) -> None:
-        self.chunks(method, params)
-        if method == "run/log":
-            self.got_chunk.set()
-
-    def _run(self, run_id: str, offset: int) -> None:
-        try:
-            self.result = self.client.request(
-                "run/tail", {"host": "plain", "runId": run_id, "offset": offset}, self._on
-            )
-        except BaseException as error:  # handed to the test through join()
-            self.error = error
-
-    def wait_for(self, condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not condition():
-            assert self._thread.is_alive() or condition(), self.error
-            assert time.monotonic() < deadline, "the tail made no progress"
-            time.sleep(0.02)
-
-    def join(self) -> Any:
-        self._thread.join(WAIT_S * 2)
-        assert not self._thread.is_alive(), "the tail never ended"
-        return self.result
 
 
 def test_tail_streams_steps_and_ends_with_the_final_state(ops: Ops) -> None:
@@ -120,7 +79,9 @@ def test_tail_follows_a_rotated_log(ops: Ops) -> None:
     run_id = ops.new_run_id()
     ops.start(trainers.ROTATING, run_id=run_id)
     run_dir = ops.far_run_dir(run_id)
-    tail = BackgroundTail(ops, run_id)
+    tail = RequestInThread(
+        ops.client(), "run/tail", {"host": "plain", "runId": run_id, "offset": 0}
+    )
     tail.wait_for(lambda: b"before rotation 2\n" in tail.chunks.data)
     (run_dir / "rotate").touch()
     result = tail.join()
@@ -140,7 +101,9 @@ def test_no_line_lost_or_repeated_when_the_connection_drops(ops: Ops, how: str) 
     run_id = ops.new_run_id()
     ops.start(trainers.TRICKLE, run_id=run_id)
     run_dir = ops.far_run_dir(run_id)
-    tail = BackgroundTail(ops, run_id)
+    tail = RequestInThread(
+        ops.client(), "run/tail", {"host": "plain", "runId": run_id, "offset": 0}
+    )
     tail.wait_for(lambda: len(tail.chunks.chunks) >= 3)
     [old_master] = master_pids(ops)
     if how == "kill_master":
@@ -166,7 +129,9 @@ def test_reattach_after_the_daemon_is_killed(ops: Ops) -> None:
     run_id = ops.new_run_id()
     ops.start(trainers.TRICKLE, run_id=run_id)
     run_dir = ops.far_run_dir(run_id)
-    tail = BackgroundTail(ops, run_id)
+    tail = RequestInThread(
+        ops.client(), "run/tail", {"host": "plain", "runId": run_id, "offset": 0}
+    )
     tail.wait_for(lambda: len(tail.chunks.chunks) >= 3)
     daemon = ops.kill_daemon()
     tail.join()
@@ -191,7 +156,9 @@ def test_reattach_after_the_daemon_is_killed(ops: Ops) -> None:
 def test_a_partial_line_arrives_while_the_run_holds_it(ops: Ops) -> None:
     run_id = ops.new_run_id()
     ops.start(trainers.HELD_BAR, run_id=run_id)
-    tail = BackgroundTail(ops, run_id)
+    tail = RequestInThread(
+        ops.client(), "run/tail", {"host": "plain", "runId": run_id, "offset": 0}
+    )
     # The trainer writes no newline until the test lets it go on.
     tail.wait_for(lambda: tail.chunks.data.endswith(b"\r 3/10"))
     (ops.far_run_dir(run_id) / "finish").touch()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rtrain.protocol import errors as e
-from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol import requests
+from rtrain.protocol.client_connection import ClientConnection
+from rtrain.protocol.connection import Connection
 from rtrain.protocol.events import ErrorResponse, Notification, Request, Response
 from rtrain.protocol.lifecycle import State
 from rtrain.protocol.messages import DaemonInfo
@@ -148,12 +150,12 @@ def test_unknown_notifications_are_ignored_silently() -> None:
 
 
 def test_requests_before_initialize_get_server_not_initialized() -> None:
-    server = Connection(Role.SERVER)
+    server = Connection()
     assert answer_codes(server, frame(request(1, "daemon/info"))) == [e.SERVER_NOT_INITIALIZED]
 
 
 def test_lifecycle_initialize_once_then_shutdown_refuses_requests_then_exit() -> None:
-    server = Connection(Role.SERVER)
+    server = Connection()
     [init] = server.receive_data(frame(request(1, "initialize", {"protocolVersion": "1.3"})))
     assert server.state is State.INITIALIZING
     server.send_result(init.id, None)
@@ -171,7 +173,7 @@ def test_lifecycle_initialize_once_then_shutdown_refuses_requests_then_exit() ->
 
 
 def test_another_major_protocol_version_is_refused_naming_both() -> None:
-    server = Connection(Role.SERVER)
+    server = Connection()
     server.receive_data(frame(request(1, "initialize", {"protocolVersion": "2.0"})))
     [reply] = replies(server)
     assert reply["error"]["data"]["kind"] == "protocol_version_mismatch"
@@ -179,14 +181,15 @@ def test_another_major_protocol_version_is_refused_naming_both() -> None:
     assert server.state is State.NEW
 
 
-def test_client_and_server_in_memory_round_trip_with_typed_results() -> None:
-    client, server = Connection(Role.CLIENT), Connection(Role.SERVER)
-    first = client.send_request("initialize", {"protocolVersion": "1.0"})
+def test_client_and_server_in_memory_round_trip() -> None:
+    client, server = ClientConnection(), Connection()
+    first = client.send_request(requests.initialize(protocol_version=PROTOCOL_VERSION))
     [req] = server.receive_data(client.data_to_send())
+    assert isinstance(req, Request) and req.params.protocol_version == PROTOCOL_VERSION
     server.send_result(
         req.id,
         {
-            "protocolVersion": "1.0",
+            "protocolVersion": PROTOCOL_VERSION,
             "serverInfo": {"name": "rtrain", "version": "9"},
             "capabilities": {"methods": [], "notifications": []},
         },
@@ -194,14 +197,16 @@ def test_client_and_server_in_memory_round_trip_with_typed_results() -> None:
     [resp] = client.receive_data(server.data_to_send())
     assert isinstance(resp, Response) and resp.id == first
     assert resp.result.server_info.version == "9"
-    info = client.send_request("daemon/info")
-    [req] = server.receive_data(client.data_to_send())
+    client.send_notification(requests.initialized())
+    info = client.send_request(requests.daemon_info())
+    [initialized, req] = server.receive_data(client.data_to_send())
+    assert isinstance(initialized, Notification) and initialized.method == "initialized"
     server.send_result(
         req.id,
         DaemonInfo(
             pid=1,
             version="v",
-            protocol_version="1.0",
+            protocol_version=PROTOCOL_VERSION,
             uptime=1.0,
             socket_path="/s",
             state_dir="/d",
@@ -210,13 +215,13 @@ def test_client_and_server_in_memory_round_trip_with_typed_results() -> None:
         ),
     )
     [resp] = client.receive_data(server.data_to_send())
-    assert resp.id == info and resp.result.clients == 2
+    assert resp.id == info and resp.result.clients == 2 and resp.result.notices == []
     server.send_notification(
         "run/log", {"host": "h", "runId": "r", "offset": 0, "nextOffset": 3, "text": "hi\n"}
     )
     [note] = client.receive_data(server.data_to_send())
     assert isinstance(note, Notification) and note.params.next_offset == 3
-    cancelled = client.send_request("run/status", {"host": "h", "runId": "r"})
+    cancelled = client.send_request(requests.run_status(host="h", run_id="r"))
     client.cancel(cancelled)
     events = server.receive_data(client.data_to_send())
     assert [type(ev) for ev in events] == [Request, Notification]

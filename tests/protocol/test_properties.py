@@ -10,7 +10,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol.client_connection import ClientConnection
 from rtrain.protocol.events import ConnectionBroken
 from rtrain.protocol.methods import METHODS
 
@@ -66,7 +66,7 @@ def test_every_struct_round_trips_through_json(data: st.DataObject) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
-    for conn in (initialized_server(), Connection(Role.CLIENT)):
+    for conn in (initialized_server(), ClientConnection()):
         events = conn.receive_data(data)
         conn.data_to_send()
         assert all(not isinstance(ev, ConnectionBroken) for ev in events[:-1])

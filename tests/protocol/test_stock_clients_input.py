@@ -9,8 +9,9 @@ import msgspec
 import pytest
 
 from rtrain.protocol import errors as e
-from rtrain.protocol import validation
-from rtrain.protocol.connection import Connection, Role
+from rtrain.protocol import requests, validation
+from rtrain.protocol.client_connection import ClientConnection
+from rtrain.protocol.connection import Connection
 from rtrain.protocol.events import Request
 from rtrain.protocol.framing import encode_frame
 from rtrain.protocol.lifecycle import State
@@ -104,7 +105,7 @@ def test_a_charset_other_than_utf8_is_refused_naming_it() -> None:
 
 
 def test_an_lsp_initialize_is_accepted_and_means_the_current_version() -> None:
-    server = Connection(Role.SERVER)
+    server = Connection()
     lsp_params = {
         "processId": None,
         "clientInfo": {"name": "some-editor", "version": "1.2"},
@@ -153,19 +154,19 @@ def test_invalid_host_says_what_it_may_start_with(host: str) -> None:
 
 
 def test_a_client_cannot_send_a_request_before_initialize() -> None:
-    client = Connection(Role.CLIENT)
+    client = ClientConnection()
     with pytest.raises(e.LocalProtocolError, match="initialize"):
-        client.send_request("daemon/info")
+        client.send_request(requests.daemon_info())
     assert client.data_to_send() == b""
 
 
 def test_a_client_waits_for_the_answer_to_initialize() -> None:
-    client = Connection(Role.CLIENT)
-    client.send_request("initialize", {"protocolVersion": PROTOCOL_VERSION})
+    client = ClientConnection()
+    client.send_request(requests.initialize(protocol_version=PROTOCOL_VERSION))
     with pytest.raises(e.LocalProtocolError):
-        client.send_request("daemon/info")
+        client.send_request(requests.daemon_info())
     with pytest.raises(e.LocalProtocolError):
-        client.send_notification("initialized")
+        client.send_notification(requests.initialized())
     client.data_to_send()
     answer = {
         "protocolVersion": PROTOCOL_VERSION,
@@ -174,17 +175,17 @@ def test_a_client_waits_for_the_answer_to_initialize() -> None:
     }
     client.receive_data(frame({"jsonrpc": "2.0", "id": 1, "result": answer}))
     assert client.state is State.READY
-    client.send_notification("initialized")
-    client.send_request("daemon/info")
+    client.send_notification(requests.initialized())
+    client.send_request(requests.daemon_info())
 
 
 def test_a_client_that_sent_shutdown_cannot_send_more_requests() -> None:
-    client = Connection(Role.CLIENT)
+    client = ClientConnection()
     client.state = State.READY
-    client.send_request("shutdown")
+    client.send_request(requests.shutdown())
     with pytest.raises(e.LocalProtocolError, match="shutting down"):
-        client.send_request("daemon/info")
-    client.send_notification("exit")
+        client.send_request(requests.daemon_info())
+    client.send_notification(requests.exit())
     assert client.state is State.EXITED
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rtrain.protocol.connection import Connection, Role
-from rtrain.protocol.framing import encode_frame
+from rtrain.protocol.connection import Connection
+from rtrain.protocol.framing import FrameReader, encode_frame
+from rtrain.protocol.version import PROTOCOL_VERSION
 
 
 def frame(message: Any) -> bytes:
@@ -17,19 +18,19 @@ def frame(message: Any) -> bytes:
 def replies(conn: Connection) -> list[Any]:
     """Decode every frame queued by `conn` into JSON values."""
     data = conn.data_to_send()
-    reader = Connection(Role.CLIENT)._reader  # a fresh frame reader
+    reader = FrameReader()
     return [json.loads(body) for body in reader.feed(data)]
 
 
 def initialized_server() -> Connection:
-    server = Connection(Role.SERVER)
+    server = Connection()
     server.receive_data(
         frame(
             {
                 "jsonrpc": "2.0",
                 "id": 0,
                 "method": "initialize",
-                "params": {"protocolVersion": "1.0"},
+                "params": {"protocolVersion": PROTOCOL_VERSION},
             }
         )
     )

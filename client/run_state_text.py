@@ -1,0 +1,25 @@
+"""A run's state in words, as the CLI prints it and the Python API returns it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def state_text(run: Any) -> str:
+    """`running`, `completed`, `failed (exit 3)`, `unknown (host unreachable: ...)`, and for
+    a scheduler's job its own word where it says more: `failed (TIMEOUT)`, `stopped
+    (CANCELLED)`, `queued (waiting for ...)`."""
+    scheduler_state = getattr(run, "scheduler_state", None)
+    if scheduler_state and run.state in ("failed", "stopped", "lost"):
+        return f"{run.state} ({scheduler_state})"
+    if run.state == "failed":
+        if run.reason in ("setup", "program not found"):
+            return f"failed ({run.reason}, exit {run.exit_code})"
+        if run.signal:
+            return f"failed (exit {run.exit_code}, signal {run.signal})"
+        if run.reason and run.reason.startswith("rank "):  # which rank of a torchrun run, and why
+            return f"failed (exit {run.exit_code}, {run.reason})"
+        return f"failed (exit {run.exit_code})"
+    if run.state in ("unknown", "lost", "queued") and run.reason:
+        return f"{run.state} ({run.reason})"
+    return str(run.state)
