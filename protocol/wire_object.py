@@ -6,6 +6,8 @@ from typing import Any
 
 from .answer_defaults import ANSWER_DEFAULTS
 
+_DICT_NAMES = frozenset(dir(dict))
+
 
 class WireObject(dict[str, Any]):
     """The object exactly as the daemon sent it (camelCase keys, fields in the daemon's order),
@@ -17,6 +19,13 @@ class WireObject(dict[str, Any]):
     """
 
     __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        # A field named like a dict method (a metric series' `values`) is read as the
+        # field whenever the object has it; the method otherwise.
+        if name in _DICT_NAMES and not name.startswith("_") and dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return dict.__getattribute__(self, name)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):  # copy, pickle and friends probe dunders: no such fields

@@ -20,7 +20,9 @@ def json_text(value: Any) -> str:
     if isinstance(value, float):
         return _float_text(value)
     if isinstance(value, dict):
-        items = (f"{_string(key)}:{json_text(item)}" for key, item in value.items())
+        # dict.items, not value.items: an answer may have a field named `items`.
+        pairs = dict.items(value)
+        items = (f"{_string(key)}:{json_text(item)}" for key, item in pairs)
         return "{" + ",".join(items) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(json_text(item) for item in value) + "]"

@@ -114,3 +114,15 @@ def test_a_left_out_field_reads_as_the_structs_default() -> None:
     assert as_received(info).notices == [] and as_received(info).settings == {}
     started = as_received(StartResult(run=RunInfo(host="h", run_id="r", state="running")))
     assert started.uploaded_bytes == 0
+
+
+def test_a_field_named_like_a_dict_method_reads_as_the_field() -> None:
+    from rtrain.protocol.messages import Series
+
+    series = as_received(Series(name="loss", steps=[1, 2], values=[0.5, 0.25]))
+    assert series.values == [0.5, 0.25]
+    assert json_text(series) == msgspec.json.encode(series).decode()
+    assert list(as_received(RunInfo(host="h", run_id="r", state="running")).values())[:2] == [
+        "h",
+        "r",
+    ]

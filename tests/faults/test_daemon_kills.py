@@ -109,7 +109,7 @@ def assert_found_with_true_states(campaign: Campaign, run_ids: list[str]) -> Non
     for run_id in run_ids:
         campaign.ledger.verify("run state checked against the host after a daemon kill", True)
         if far_truth(campaign, run_id) == "running":
-            told = campaign.status(run_id).state
+            told = campaign.status(run_id, host=listed[run_id].host).state
             # A stop that was under way when the daemon died goes on on the host, so the
             # truth may move on between the two looks; the answer must match one of them.
             assert told in ("running", far_truth(campaign, run_id))
