@@ -545,11 +545,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Remove inputs cached on HOST that no run uses any more, and cut uploads."""
         check(host=host, workdir=workdir)
-        params: dict[str, Any] = {"host": host}
-        if workdir is not None:
-            params["workdir"] = workdir
         with DaemonClient.connect() as client:
-            result = client.request("host/gc", params)
+            result = client.call(requests.host_gc(host=host, workdir=workdir))
         if json:
             print_json(result)
         else:
