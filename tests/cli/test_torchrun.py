@@ -135,6 +135,34 @@ def test_stopping_a_torchrun_run_over_ssh_leaves_no_rank(cli: Cli, torch_python:
     assert list((cli.far_run_dir(run_id) / "checkpoints").glob("step-*.json"))
 
 
+def test_rtrain_restart_resumes_every_rank_of_a_stopped_torchrun_run(
+    cli: Cli, torch_python: str
+) -> None:
+    cli.file("cfg.yaml", SLOW.replace("steps: 100000", "steps: 70"))
+    cli.file("data.jsonl", DATASET)
+    run_id = cli.new_run_id("again")
+    cli.start(run_id, dataset="data.jsonl", launcher="torchrun", gpus="2", python=torch_python)
+    cli.wait_far_log(run_id, "step 30 |")
+    stopped = cli("stop", "plain", run_id)
+    assert stopped.code == 0, stopped
+    saved = sorted((cli.far_run_dir(run_id) / "checkpoints").glob("step-*.json"))
+    assert saved, "no checkpoint to resume from"
+    step = int(saved[-1].stem.split("-")[1])
+
+    done = cli("restart", "plain", run_id)
+    assert done.code == 0, done
+    # Both ranks start from the checkpoint (the trainer checks they agree), rank 0 says so.
+    assert f"resuming from step {step}" in done.out_lines, done
+    steps = [int(s) for s, _ in STEP.findall(done.out)]
+    assert steps and steps[0] > step and steps[-1] == 70, done
+    assert done.err_lines[-1] == f"{run_id} on plain: completed", done
+    status = cli("status", "plain", run_id, "--json").json()
+    assert [(a["number"], a["state"]) for a in status["attempts"]] == [
+        (1, "stopped"),
+        (2, "completed"),
+    ], status
+
+
 @pytest.mark.parametrize("record", [True, False], ids=["error-file", "summary-and-log"])
 def test_a_failing_rank_is_named_with_its_first_error_line(
     cli: Cli, torch_python: str, record: bool
