@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +32,17 @@ def marked_pids(match: Callable[[str], bool]) -> list[int]:
 def run_pids(run_id: str) -> list[int]:
     """Live processes of one run, found by its marker as the far side would."""
     return marked_pids(lambda marker: marker == run_id)
+
+
+def kill_run(run_id: str) -> None:
+    """SIGKILL every process of one run. Killed in rounds: the session leader may fork the
+    trainer between a look at /proc and the kill, and that child must die too."""
+    while pids := run_pids(run_id):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def pid_alive(pid: int) -> bool:

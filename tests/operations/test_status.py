@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 
 from rtrain.client.errors import RemoteError
 from tests.operations import trainers
 from tests.operations.harness import Ops
-from tests.operations.processes import pid_alive, run_pids
+from tests.operations.processes import kill_run, pid_alive
 
 
 def test_running_then_completed_with_start_time(ops: Ops) -> None:
@@ -52,8 +51,7 @@ def test_lost_when_every_process_died_without_a_status(ops: Ops) -> None:
     run_id = ops.new_run_id()
     ops.start(trainers.SLEEPER, run_id=run_id)
     # What an OOM kill of the whole run, or a crash of the node's processes, leaves behind.
-    for pid in run_pids(run_id):
-        os.kill(pid, signal.SIGKILL)
+    kill_run(run_id)
     run = ops.wait_state(run_id, lambda run: run.state != "running")
     assert run.state == "lost"
     assert run.reason
@@ -62,8 +60,7 @@ def test_lost_when_every_process_died_without_a_status(ops: Ops) -> None:
 def test_a_recycled_pid_is_not_mistaken_for_the_run(ops: Ops) -> None:
     run_id = ops.new_run_id()
     started = ops.start(trainers.SLEEPER, run_id=run_id)
-    for pid in run_pids(run_id):
-        os.kill(pid, signal.SIGKILL)
+    kill_run(run_id)
     # Another process of the same user now holds a pid, and the pid file names it.
     stranger = subprocess.Popen(
         ["sleep", "60"],
