@@ -88,7 +88,7 @@ def test_runs_get_gpus_of_their_own_and_one_too_many_is_refused_naming_them(cli:
     assert not cli.far_run_dir(third).exists()  # refused before anything was shipped
 
     preflight = cli("preflight", "plain", "--workdir", cli.workdir)
-    assert "(0 of 2 free now)" in preflight.out, preflight
+    assert "  gpu: 0 of 2 free now" in preflight.out_lines, preflight
     cli.finish(first)
     cli.wait_state("plain", first, "completed")
     preflight = cli("preflight", "plain", "--workdir", cli.workdir, "--json")
