@@ -37,14 +37,20 @@ daemon applies its default. A misspelt argument is a type error (and a TypeError
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 
-class Call(NamedTuple):
-    """A request or a notification, ready to send."""
+class Call:
+    """A request or a notification, ready to send (a plain class: cheap to import)."""
 
-    method: str
-    params: dict[str, Any]
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"Call({{self.method!r}}, {{self.params!r}})"
 
 
 def _present(**fields: Any) -> dict[str, Any]:
@@ -190,11 +196,15 @@ def requests_module_source() -> str:
     notifications = sorted(m.name for m in sent if m.is_notification)
     header = _HEADER.format(requests=_listing(requests), notifications=_listing(notifications))
     parts = [header]
-    if writer.aliases:
-        aliases = [f"{name} = {literal}" for name, literal in sorted(writer.aliases.items())]
-        parts.append("\n".join(aliases) + "\n")
-    if writer.typed_dicts:
-        parts.extend(typed + "\n" for typed in writer.typed_dicts.values())
+    # Types for the type checker only (the annotations are strings): building Literals and
+    # TypedDicts at import would cost the CLI's start-up.
+    typing_only = ["from typing import Literal, NotRequired, TypedDict", ""]
+    typing_only += [f"{name} = {literal}" for name, literal in sorted(writer.aliases.items())]
+    typing_only += [""] + list(writer.typed_dicts.values())
+    indented = "\n".join(
+        f"    {line}" if line else "" for text in typing_only for line in text.split("\n")
+    )
+    parts.append("if TYPE_CHECKING:\n" + indented + "\n")
     parts.extend(builder + "\n" for builder in builders)
     return "\n\n".join(parts)
 

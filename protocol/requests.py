@@ -10,14 +10,20 @@ daemon applies its default. A misspelt argument is a type error (and a TypeError
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 
-class Call(NamedTuple):
-    """A request or a notification, ready to send."""
+class Call:
+    """A request or a notification, ready to send (a plain class: cheap to import)."""
 
-    method: str
-    params: dict[str, Any]
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"Call({self.method!r}, {self.params!r})"
 
 
 def _present(**fields: Any) -> dict[str, Any]:
@@ -57,13 +63,15 @@ CLIENT_NOTIFICATIONS = frozenset(
 )
 
 
-Launcher = Literal["process", "torchrun"]
-RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
+if TYPE_CHECKING:
+    from typing import Literal, NotRequired, TypedDict
 
+    Launcher = Literal["process", "torchrun"]
+    RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
 
-class ClientInfo(TypedDict):
-    name: str
-    version: NotRequired[str | None]
+    class ClientInfo(TypedDict):
+        name: str
+        version: NotRequired[str | None]
 
 
 def initialize(

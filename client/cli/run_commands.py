@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -16,7 +16,6 @@ from rtrain.protocol import requests, validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import RunState
-from rtrain.protocol.requests import Launcher
 
 from .completion import complete_host, complete_run_id
 from .describe import table, when
@@ -34,6 +33,9 @@ from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar
 from .status_view import show_status
 from .usage import PlainUsage
+
+if TYPE_CHECKING:
+    from rtrain.protocol.requests import Launcher
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -315,7 +317,7 @@ def register(app: typer.Typer) -> None:
             setup=setup,
             run_id=run_id,
             command=list(command) if command else None,
-            launcher=cast(Launcher | None, launcher),  # checked above
+            launcher=cast("Launcher | None", launcher),  # checked above
             wait=wait or None,
             share_gpus=share_gpus or None,
             secrets=secrets or None,
