@@ -491,6 +491,16 @@ class Reconnecting(Result):
     reason: str
 
 
+class Waiting(Result):
+    """`run/waiting`: during `run/tail`, the run is queued (for free GPUs, or by a
+    scheduler), so its log is still to come; `reason` says what it waits for. Sent when the
+    tail begins waiting and whenever the reason changes; the next `run/log` means it runs."""
+
+    host: str
+    run_id: str
+    reason: str
+
+
 class TailResult(Result):
     run: RunInfo
     offset: int

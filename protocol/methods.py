@@ -158,6 +158,13 @@ _TABLE = [
         "server->client",
         "During run/tail: the host did not answer; trying again.",
     ),
+    Method(
+        "run/waiting",
+        m.Waiting,
+        None,
+        "server->client",
+        "During run/tail: the run is queued; its log is still to come.",
+    ),
 ]
 
 METHODS: dict[str, Method] = {method.name: method for method in _TABLE}

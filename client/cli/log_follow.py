@@ -54,6 +54,12 @@ def follow_log(
                 sys.stderr.flush()
             away = True
             return
+        if method == "run/waiting":
+            if json:
+                print_json({"type": "waiting", **to_builtins(params)})
+            else:
+                note(f"{run_id} on {host} is queued: {params.reason}; waiting for it to start…")
+            return
         if method != "run/log":
             return
         end_line()

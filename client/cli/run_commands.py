@@ -627,7 +627,7 @@ def register(app: typer.Typer) -> None:
                 h.transport or "-",
                 str(h.runs),
                 str(h.running),
-                ", ".join(gpu_text(g) for g in h.gpus) or "-",
+                ", ".join(gpu_text(g) for g in h.gpus) or _partitions_text(h) or "-",
             ]
             for h in found
         ]
@@ -639,3 +639,11 @@ def register(app: typer.Typer) -> None:
             if h.last_error:
                 row[1] = _cut(f"{h.connection} ({h.last_error})", max(room, len(h.connection)))
         print(table(headers, rows))
+
+
+def _partitions_text(host: Any) -> str:
+    """A Slurm host's GPUs, per partition as its last preflight saw them: `slurm gpu 1/2 free`."""
+    if getattr(host, "scheduler", None) != "slurm":
+        return ""
+    parts = [f"{p.name} {p.free_gpus}/{p.gpus} free" for p in host.partitions]
+    return "slurm" + (": " + ", ".join(parts) if parts else "")

@@ -57,11 +57,25 @@ class SlurmLauncher(Launcher):
         params: StartParams | None = None,
     ) -> Launched:
         request = self.request(params)
-        args = sbatch_args(request, run_id, run_dir)
         given = contract.split_launch_stdin(secrets)
+        recorded = given.meta.get("sbatch")
+        if params is None and isinstance(recorded, list) and recorded:
+            # A restart: the job asks Slurm for what the first attempt asked.
+            args = [str(word) for word in recorded]
+        else:
+            args = sbatch_args(request, run_id, run_dir)
         script = batch_script(run_id, run_dir, command, given.env, args, given.setup, request.nodes)
+        # What a restart reads back: the keys launch.sh records, and Slurm's own.
+        meta: dict[str, object] = {
+            "attempt": given.attempt,
+            **given.meta,
+            "launcher": self.name,
+            "python": python,
+            "command": list(command),
+            "sbatch": args,
+        }
         return await contract.slurm_submit(
-            transport, run_dir, run_id, python, script, args, given.secrets
+            transport, run_dir, run_id, given.attempt, meta, script, args, given.secrets
         )
 
     async def status(

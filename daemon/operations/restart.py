@@ -25,6 +25,7 @@ from rtrain.protocol.messages import (
     RestartResult,
     RunInfo,
     RunRef,
+    RunState,
 )
 
 from .context import Ops, now
@@ -43,6 +44,8 @@ class RecordedLaunch(msgspec.Struct):
     wrapper_words: int = 0
     secret_names: list[str] = []
     attempts: list[Attempt] = []
+    # A batch job's sbatch options, asked again as they were.
+    sbatch: list[str] = []
 
 
 async def restart(ops: Ops, p: RestartParams) -> RestartResult:
@@ -86,6 +89,8 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     if recorded.secret_names:
         meta["secret_names"] = recorded.secret_names
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
+    if recorded.sbatch:
+        meta["sbatch"] = recorded.sbatch
     stdin = contract.launch_stdin(
         p.secrets,
         recorded.env,
@@ -102,21 +107,25 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         raise _active(p, "is running again (started meanwhile)")
     if launched.already_launched:
         raise _active(p, f"is being restarted already (attempt {number} was claimed)")
-    if launched.pid is None:
+    if launched.pid is None and launched.job_id is None:
         why = " ".join(launched.error) or launched.error_text
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: {p.run_id} did not restart: {why}")
     started_at = max(launched.started_at or now(), now() - 1)
     base = current if current.command else _from_record(current, recorded, run_dir)
+    # A batch job waits for the scheduler first; the monitor says when it runs.
+    state: RunState = "queued" if launched.job_id is not None else "running"
     run = ops.record(
         msgspec.structs.replace(
             base,
-            state="running",
+            state=state,
             started_at=started_at,
             last_seen=now(),
             exit_code=None,
             signal=None,
-            reason=None,
-            attempts=[*earlier, Attempt(number=number, state="running", started_at=started_at)],
+            reason=f"submitted as Slurm job {launched.job_id}" if launched.job_id else None,
+            job_id=launched.job_id or base.job_id,
+            scheduler_state=None,
+            attempts=[*earlier, Attempt(number=number, state=state, started_at=started_at)],
         )
     )
     return RestartResult(run=run, pid=launched.pid, log_offset=size.offset or 0)

@@ -13,7 +13,14 @@ import logging
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import LogChunk, Reconnecting, RunRef, TailParams, TailResult
+from rtrain.protocol.messages import (
+    LogChunk,
+    Reconnecting,
+    RunRef,
+    TailParams,
+    TailResult,
+    Waiting,
+)
 
 from .context import Ops
 from .notifier import Notifier
@@ -35,6 +42,12 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     unreachable_since: float | None = None
     attempts = 0  # reconnection attempts since the host last answered
     loop = asyncio.get_running_loop()
+    # A scheduler's job does not run on the host rtrain reaches: read_log cannot see it run.
+    # Its state is the registry's, which the monitor keeps fresh (one squeue per poll).
+    scheduled = not ops.launcher(p.host).runs_on_host
+    told = ""  # the waiting reason last told to the client
+    if scheduled:
+        await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))
     while True:
         try:
             transport = await ops.transport(p.host)
@@ -66,7 +79,16 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
         start_offset = piece.start
         rotated = start_offset == 0 and offset > 0
         data = piece.data
-        running = piece.state in ("queued", "running")  # a queued run's log is still to come
+        state = piece.state
+        if scheduled:
+            known = ops.known(p.host, p.run_id)
+            state = known.state if known is not None else "unknown"
+            if state == "queued" and known is not None and p.follow:
+                reason = known.reason or "waiting in the queue"
+                if reason != told:
+                    told = reason
+                    ctx.notify("run/waiting", Waiting(host=p.host, run_id=p.run_id, reason=reason))
+        running = state in ("queued", "running")  # a queued run's log is still to come
         keep = len(data)
         more_waiting = start_offset + len(data) < piece.size
         if (running and p.follow or more_waiting) and keep:

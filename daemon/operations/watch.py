@@ -40,18 +40,22 @@ async def watch_host(
             for source in ("log", "jsonl"):
                 asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
             triples.append((run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")]))
-        if not launcher.runs_on_host:
-            # A cluster's jobs run on other nodes: their states are the scheduler's (one
-            # squeue for all of them); the login node has no GPUs of theirs to sample.
+        on_host = launcher.runs_on_host
+        # A cluster's login node has no GPUs of its jobs to sample.
+        out = await contract.watch(
+            transport, workdir, on_host and gpus and number == 0, max_slice, triples
+        )
+        if on_host:
+            if out.exit != contract.Exit.OK and not out.runs:
+                raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
+            found.update(out.runs)
+        else:
+            # A cluster's jobs run on other nodes: watch.sh brings their logs (the run dir is
+            # shared), their states are the scheduler's (one squeue for all of them).
             report = await launcher.status(transport, workdir, [r.run_id for r in members])
             if report.exit != contract.Exit.OK and not report.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
             found.update(report.runs)
-            continue
-        out = await contract.watch(transport, workdir, gpus and number == 0, max_slice, triples)
-        if out.exit != contract.Exit.OK and not out.runs:
-            raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
-        found.update(out.runs)
         if out.gpus:
             ops.metrics.add_gpu_sample(
                 host, GpuSample(time=now(), gpus=gpu_stats(out.gpus, out.apps))

@@ -521,12 +521,17 @@ class LaunchInput(msgspec.Struct, frozen=True):
     secrets: bytes
     env: dict[str, str]
     setup: str | None
+    # Extra meta.json keys, decoded from their JSON; the attempt a restart starts.
+    meta: dict[str, object]
+    attempt: int
 
 
 def split_launch_stdin(data: bytes) -> LaunchInput:
     secrets: list[bytes] = []
     env: dict[str, str] = {}
     setup = None
+    meta: dict[str, object] = {}
+    attempt = 1
     for line in data.splitlines():
         if not line.startswith(b"+"):
             secrets.append(line + b"\n")
@@ -536,7 +541,11 @@ def split_launch_stdin(data: bytes) -> LaunchInput:
             env[values[0]] = base64.b64decode(values[1]).decode()
         elif key == "+setup" and len(values) == 1:
             setup = base64.b64decode(values[0]).decode()
-    return LaunchInput(secrets=b"".join(secrets), env=env, setup=setup)
+        elif key == "+meta" and len(values) == 2:
+            meta[values[0]] = msgspec.json.decode(base64.b64decode(values[1]))
+        elif key == "+attempt" and len(values) == 1 and values[0].isdigit():
+            attempt = int(values[0])
+    return LaunchInput(secrets=b"".join(secrets), env=env, setup=setup, meta=meta, attempt=attempt)
 
 
 class Launched(Answer, frozen=True, kw_only=True):
@@ -936,16 +945,22 @@ async def slurm_submit(
     transport: Transport,
     run_dir: str,
     run_id: str,
-    python: str,
+    attempt: int,
+    meta: Mapping[str, object],
     batch_script: str,
     sbatch_args: Sequence[str],
     secrets: bytes,
 ) -> Launched:
     """slurm_submit.sh: the batch script kept in the run dir and submitted; `job_id`, or
-    why not (`error`: `sbatch_refused SBATCH'S WORDS`, `already_launched`, ...)."""
+    why not (`error`: `sbatch_refused SBATCH'S WORDS`, `already_launched`, ...). `meta` goes
+    into meta.json, one `"key": JSON` line each, as launch.sh writes its own."""
+    meta_lines = "".join(
+        f"  {msgspec.json.encode(key).decode()}: {msgspec.json.encode(value).decode()},\n"
+        for key, value in meta.items()
+    )
     done = await transport.run(
         "slurm_submit",
-        [run_dir, run_id, python, batch_script, *sbatch_args],
+        [run_dir, run_id, str(attempt), meta_lines, batch_script, *sbatch_args],
         stdin=secrets,
         timeout=60,
     )

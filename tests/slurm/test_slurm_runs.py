@@ -7,6 +7,7 @@ as the login user on the one node, which has 2 fake GPUs.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.cli.conftest import Cli
-from tests.cli.rtrain_command import Outcome
+from tests.cli.rtrain_command import Outcome, rtrain_executable
 from tests.cli.test_torchrun import DATASET, STEP, TORCHRUN_DEMO_CONFIG
 from tests.hosts.slurm_login import SlurmLogin
 from tests.torch_python import far_torch_python
@@ -133,6 +134,10 @@ def test_a_workload_that_exits_3_is_failed_exit_3(cluster: ClusterCli) -> None:
     as_json = cluster.cli("status", "cluster", run_id, "--json").json()
     assert as_json["exitCode"] == 3
     assert as_json["jobId"].isdigit()
+    # Its log's metrics are read as on any host: the run dir is shared with the compute node.
+    metrics = cluster.cli("metrics", "cluster", run_id, "--json")
+    assert metrics.code == 0, metrics
+    assert '"loss"' in metrics.out and "1.0" in metrics.out, metrics
 
 
 def test_stop_cancels_a_pending_job(cluster: ClusterCli) -> None:
@@ -315,3 +320,56 @@ def test_the_demo_trainer_trains_two_ranks_under_torchrun_inside_the_allocation(
     assert trained[-1] < trained[0], trained
     script = cluster.slurm.as_user("cat", f"{cluster.far_run_dir(run_id)}/rtrain.sbatch")
     assert "torch.distributed.run" in script and "--gres=gpu:2" in script
+
+
+def test_restart_submits_the_recorded_job_again_as_a_new_attempt(cluster: ClusterCli) -> None:
+    # Fails the first time, then (started again in the same run dir) goes on and completes.
+    once = [
+        "python3",
+        "-c",
+        "import os, sys\nif not os.path.exists('tried'):\n    open('tried', 'w').close()\n"
+        "    sys.exit(3)\nprint('resumed and done')",
+    ]
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, once, "--gpus", "1", "--time", "10")
+    cluster.wait_status(run_id, "failed (exit 3)")
+    first_job = cluster.job_id(run_id)
+    restarted = cluster.cli("restart", "cluster", run_id, "--no-follow")
+    assert restarted.code == 0, restarted
+    cluster.wait_status(run_id, "completed")
+    run = cluster.cli("status", "cluster", run_id, "--json").json()
+    assert run["jobId"] != first_job
+    assert [a["number"] for a in run["attempts"]] == [1, 2]
+    log = cluster.cli("tail", "cluster", run_id, "--no-follow").out
+    assert f"==> rtrain: attempt 2 of {run_id}" in log and "resumed and done" in log
+    # The same request of Slurm as the first attempt's.
+    script = cluster.slurm.as_user("cat", f"{cluster.far_run_dir(run_id)}/rtrain.sbatch")
+    assert "--time=10" in script and "--gres=gpu:1" in script
+
+
+def test_tail_of_a_queued_run_says_what_it_waits_for_then_streams_the_log(
+    cluster: ClusterCli,
+) -> None:
+    blocker = cluster.take_all_gpus()
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, QUICK, "--gpus", "1")
+    cluster.wait_status(run_id, "(Resources)", contains=True)
+    tail = subprocess.Popen(
+        [rtrain_executable(), "tail", "cluster", run_id],
+        env=cluster.cli.env,
+        cwd=cluster.cli.cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert tail.stderr is not None
+        said = tail.stderr.readline()
+        assert f"{run_id} on cluster is queued: waiting for resources" in said, said
+        cluster.slurm.as_user("scancel", blocker)
+        out, err = tail.communicate(timeout=WAIT_S)
+    finally:
+        tail.kill()
+    assert "step 1 | loss 1.0" in out
+    assert err.strip().endswith(f"{run_id} on cluster: completed"), err
+    assert tail.returncode == 0

@@ -1,20 +1,37 @@
-# slurm_submit.sh RUN_DIR RUN_ID PYTHON BATCH_SCRIPT SBATCH_ARG...: write BATCH_SCRIPT into the
-# run dir as rtrain.sbatch (kept, so a person can read what ran), submit it with
-# `sbatch --parsable`, and record the job id in train.jobid and meta.json. Secrets come on
-# stdin as `NAME<TAB>BASE64VALUE` lines; they are exported to sbatch only, which hands its
-# environment to the job, so they never reach a command line or a file of the run.
-need_args "$#" 4
+# slurm_submit.sh RUN_DIR RUN_ID ATTEMPT META_LINES BATCH_SCRIPT SBATCH_ARG...: write
+# BATCH_SCRIPT into the run dir as rtrain.sbatch (kept, so a person can read what ran), submit
+# it with `sbatch --parsable`, and record the job id in train.jobid and meta.json (with
+# META_LINES, the daemon's `  "key": JSON,` lines: command, python, inputs...). ATTEMPT > 1 is
+# a restart of a run whose job has ended. Secrets come on stdin as `NAME<TAB>BASE64VALUE`
+# lines; they are exported to sbatch only, which hands its environment to the job, so they
+# never reach a command line or a file of the run.
+need_args "$#" 5
 take_run_dir "$1" "$2"
 run_id=$2
-python_arg=$3
-batch_text=$4
-shift 4
+attempt=$3
+meta_lines=$4
+batch_text=$5
+shift 5
+is_uint "$attempt" && [ "$attempt" -ge 1 ] || fail "$E_USAGE" usage "bad attempt"
 
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
 have sbatch || fail "$E_SCHEDULER" no_sbatch "sbatch is not on PATH on the login node"
-# Claim the submission atomically (O_EXCL): a second submit of the same run is refused.
-if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
-	fail "$E_ALREADY_LAUNCHED" already_launched
+if [ "$attempt" = 1 ]; then
+	# Claim the submission atomically (O_EXCL): a second submit of the same run is refused.
+	if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
+		fail "$E_ALREADY_LAUNCHED" already_launched
+	fi
+else
+	# A restart: attempt N is claimed atomically too, then the last attempt's leftovers go
+	# (the daemon recorded its outcome and checked that its job has ended).
+	[ -f "$RUN_DIR/meta.json" ] || fail "$E_NOT_FOUND" never_launched
+	if ! (set -C && : >"$RUN_DIR/attempt-$attempt") 2>/dev/null; then
+		fail "$E_ALREADY_LAUNCHED" already_launched
+	fi
+	rm -f -- "$RUN_DIR/status" "$RUN_DIR/status.tmp" "$RUN_DIR/stop_requested" \
+		"$RUN_DIR/setup_failed" "$RUN_DIR/train.jobid"
+	printf '==> rtrain: attempt %s of %s submitted at %s <==\n' "$attempt" "$run_id" \
+		"$(date -u '+%Y-%m-%d %H:%M:%S UTC')" >>"$RUN_DIR/train.log"
 fi
 
 read_secrets
@@ -35,7 +52,11 @@ code=$?
 # --parsable prints `JOBID` or `JOBID;CLUSTER`.
 job_id=${answer%%;*}
 if [ "$code" != 0 ] || ! is_uint "$job_id"; then
-	rm -f -- "$RUN_DIR/meta.json"
+	if [ "$attempt" = 1 ]; then
+		rm -f -- "$RUN_DIR/meta.json"
+	else
+		rm -f -- "$RUN_DIR/attempt-$attempt"
+	fi
 	fail "$E_SCHEDULER" sbatch_refused "$(flat "$answer")"
 fi
 printf '%s\n' "$job_id" >train.jobid.tmp && mv -f train.jobid.tmp train.jobid
@@ -43,11 +64,9 @@ printf '%s\n' "$job_id" >train.jobid.tmp && mv -f train.jobid.tmp train.jobid
 	printf '{\n'
 	printf '  "run_id": %s,\n' "$(json_strings "$run_id")"
 	printf '  "started_at": %s,\n' "$submitted_at"
-	printf '  "launcher": "slurm",\n'
 	printf '  "job_id": %s,\n' "$job_id"
-	printf '  "hostname": %s,\n' "$(json_strings "$(uname -n 2>/dev/null)")"
-	printf '  "python": %s,\n' "$(json_strings "$python_arg")"
-	printf '  "sbatch": [%s]\n' "$(json_strings "$@")"
+	printf '%s' "$meta_lines"
+	printf '  "hostname": %s\n' "$(json_strings "$(uname -n 2>/dev/null)")"
 	printf '}\n'
 } >meta.json.tmp || fail "$E_IO" meta "cannot write meta.json"
 mv -f -- meta.json.tmp meta.json || fail "$E_IO" meta "cannot write meta.json"
