@@ -34,6 +34,9 @@ const HOST_ICONS: Record<HostInfo["connection"], { icon: string; color?: string 
 
 /** "failed (exit 3)", "stopped", ... as the CLI says it. */
 export function stateText(run: RunInfo): string {
+  // A scheduler's own word where it says more: "failed (TIMEOUT)", "stopped (CANCELLED)".
+  const ended = run.state === "failed" || run.state === "stopped" || run.state === "lost";
+  if (ended && run.schedulerState) return `${run.state} (${run.schedulerState})`;
   if (run.state === "failed") {
     if (run.reason === "setup" || run.reason === "program not found")
       return `failed (${run.reason}, exit ${run.exitCode})`;
