@@ -56,7 +56,7 @@ def follow_log(
             return
         if method == "run/waiting":
             if json:
-                print_json({"type": "waiting", **to_builtins(params)})
+                print_json({"type": "waiting", **params})
             else:
                 note(f"{run_id} on {host} is queued: {params.reason}; waiting for it to start…")
             return
