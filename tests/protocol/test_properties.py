@@ -39,6 +39,10 @@ def strategy(kind: Any) -> st.SearchStrategy[Any]:
         return st.floats(allow_nan=False, allow_infinity=False)
     if kind is type(None):
         return st.none()
+    if origin is typing.Annotated:
+        # A constrained field (msgspec.Meta): only values msgspec itself accepts.
+        base = typing.get_args(kind)[0]
+        return strategy(base).filter(lambda value: _accepted(value, kind))
     if origin is typing.Literal:
         return st.sampled_from(typing.get_args(kind))
     if origin in (typing.Union, types.UnionType):
@@ -49,10 +53,18 @@ def strategy(kind: Any) -> st.SearchStrategy[Any]:
         key, value = typing.get_args(kind)
         return st.dictionaries(strategy(key), strategy(value), max_size=3)
     if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
-        hints = typing.get_type_hints(kind)
+        hints = typing.get_type_hints(kind, include_extras=True)
         fields = {f.name: strategy(hints[f.name]) for f in msgspec.structs.fields(kind)}
         return st.builds(kind, **fields)
     raise TypeError(f"no strategy for {kind!r}")
+
+
+def _accepted(value: Any, kind: Any) -> bool:
+    try:
+        msgspec.convert(value, type=kind)
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 @settings(max_examples=25, deadline=None)
