@@ -735,3 +735,10 @@ export_secrets() {
 		es_i=$((es_i + 1))
 	done
 }
+
+# in_cache SHA256 SIZE: the input is in the work directory's cache already. Starts that ship
+# the same input side by side race to seal it; the first one's copy was verified like the
+# others' would be, so the others place it instead of failing on a partial that moved.
+in_cache() {
+	[ -f "$CACHE_INPUTS/$1" ] && [ "$(size_of "$CACHE_INPUTS/$1")" = "$2" ]
+}

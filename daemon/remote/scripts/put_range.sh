@@ -23,6 +23,14 @@ sums=$({
 	} 4>&1 | sha256_of /dev/stdin
 } 5>&1 2>&1)
 split_sums "$sums"
+if [ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ] && [ "$TH_DIGEST" = "$expected" ] &&
+	[ "$expected" = "$sha" ] && in_cache "$sha" "$size"; then
+	# Another start sealed the same input meanwhile (our write may have met its sealed copy).
+	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
+	emit piece "$offset" "$length"
+	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
+	exit 0
+fi
 if [ "$TH_OK" != 2 ] || [ -z "$TH_DIGEST" ]; then
 	say "${TH_NOTE:-writing $part failed}"
 	fail "$E_WRITE" write "$(flat "${TH_NOTE:-writing the partial copy failed}")"
@@ -36,6 +44,11 @@ emit piece "$offset" "$length"
 if [ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ]; then
 	[ "$expected" = "$sha" ] || fail "$E_MISMATCH" mismatch "$expected"
 	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
+	if in_cache "$sha" "$size"; then
+		rm -rf -- "$part" "$pieces"
+		place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
+		exit 0
+	fi
 	# The file may be longer than this piece when an earlier, longer attempt left it.
 	if [ "$(size_of "$part")" != "$size" ]; then
 		rm -rf -- "$part" "$pieces"

@@ -7,6 +7,11 @@ run_dir=$(expand_workdir "$4") || fail "$E_USAGE" bad_dest
 is_sha256 "$2" && is_uint "$3" || fail "$E_USAGE" usage
 cache_dirs "$workdir"
 part=$CACHE_PARTIAL/$2
+if in_cache "$2" "$3"; then
+	rm -rf -- "$part" "$part.pieces"
+	place_input "$CACHE_INPUTS/$2" "$run_dir" "$5"
+	exit 0
+fi
 digest=$(sha256_of "$part") || fail "$E_IO" unreadable partial
 if [ "$digest" != "$2" ] || [ "$(size_of "$part")" != "$3" ]; then
 	rm -rf -- "$part" "$part.pieces"
