@@ -2,6 +2,7 @@
 
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,17 @@ from rtrain.daemon.slurm.batch_script import (
     sbatch_args,
     workload_line,
 )
+
+
+def run_batch_script(
+    run_dir: Path, script: str, job_id: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The batch script run in its run dir as the batch shell would, with a bare PATH."""
+    (run_dir / "rtrain.sbatch").write_text(script)
+    env = {"PATH": "/usr/bin:/bin", **({"SLURM_JOB_ID": job_id} if job_id else {})}
+    return subprocess.run(
+        ["sh", "rtrain.sbatch"], cwd=run_dir, capture_output=True, text=True, env=env
+    )
 
 
 def test_gpus_time_and_partition_become_sbatch_options() -> None:
@@ -56,14 +68,7 @@ def test_a_value_sbatch_would_misread_is_one_sentence(request_: SlurmRequest, wo
 def test_the_command_reaches_the_workload_word_for_word(tmp_path) -> None:
     words = ["printf", "%s|", "it's", "$HOME", "`id`", "a b", '--x="y"']
     script = batch_script("run-1", str(tmp_path), words, {"SEED": "1; echo pwned"}, ["--nodes=1"])
-    (tmp_path / "rtrain.sbatch").write_text(script)
-    done = subprocess.run(
-        ["sh", "rtrain.sbatch"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"},
-    )
+    done = run_batch_script(tmp_path, script, job_id="7")
     assert done.returncode == 0, done.stderr
     assert done.stdout == 'it\'s|$HOME|`id`|a b|--x="y"|'
     assert (tmp_path / "status").read_text() == "0\n"
@@ -74,14 +79,7 @@ def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path) -> None:
     script = batch_script(
         "run-1", str(tmp_path), ["sh", "-c", "echo $SEED; exit 3"], {"SEED": "it's 1"}, []
     )
-    (tmp_path / "rtrain.sbatch").write_text(script)
-    done = subprocess.run(
-        ["sh", "rtrain.sbatch"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin"},
-    )
+    done = run_batch_script(tmp_path, script)
     assert done.returncode == 3
     assert done.stdout == "it's 1\n"
     assert (tmp_path / "status").read_text() == "3\n"
@@ -96,14 +94,7 @@ def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path) -> None:
         [],
         setup="echo preparing; exit 4",
     )
-    (tmp_path / "rtrain.sbatch").write_text(script)
-    done = subprocess.run(
-        ["sh", "rtrain.sbatch"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin"},
-    )
+    done = run_batch_script(tmp_path, script)
     assert done.returncode == 4
     assert "the setup command failed (exit 4)" in done.stdout
     assert (tmp_path / "status").read_text() == "4\n"
