@@ -22,7 +22,7 @@ from rtrain.daemon.ssh.transport import Transport, Unverified, fetch_unverified
 from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error
-from .partial import Partial
+from .partial import Partial, claimed
 from .plan import PIECE, pieces
 
 Progress = Callable[[int], None]
@@ -43,10 +43,23 @@ async def fetch_file(
     """Write far file `run_dir/rel` (`listed` bytes long when it was listed) to `target` once
     it is whole and verified; (its sha256, bytes sent). `source` names the far file for the
     partial copy (host and path). A file of one piece comes in one stream, as it always did."""
-    if not transport.streams or listed <= PIECE:
-        return await lanes.run(
-            lambda: _fetch_plainly(transport, run_dir, rel, listed, target, progress, source)
-        )
+    async with claimed(target, source):
+        if not transport.streams or listed <= PIECE:
+            return await lanes.run(
+                lambda: _fetch_plainly(transport, run_dir, rel, listed, target, progress, source)
+            )
+        return await _fetch_striped(transport, lanes, run_dir, rel, target, progress, source)
+
+
+async def _fetch_striped(
+    transport: Transport,
+    lanes: Lanes,
+    run_dir: str,
+    rel: str,
+    target: Path,
+    progress: Progress,
+    source: str,
+) -> tuple[str, int]:
     stated = await contract.file_state(transport, run_dir, rel)
     if stated.exit != contract.Exit.OK or stated.size is None or stated.state is None:
         raise _failed(transport, rel, stated.error, stated.error_text)
@@ -54,10 +67,12 @@ async def fetch_file(
     partial = Partial.open(target, source, state, size)
     try:
         sha, sent = await _fetch_pieces(transport, lanes, run_dir, rel, partial, progress)
-    except (OSError, Unverified):
-        # The local disk failed (free what the copy took), or the bytes are not the far
-        # file's: nothing to resume from. After anything else the verified pieces stay.
-        partial.discard()
+    except BaseException as error:
+        # The local disk failed (free what the copy took), the bytes are not the far file's,
+        # or no piece arrived whole: nothing to resume from. Otherwise (a cut, a cancel) the
+        # verified pieces stay for the next fetch.
+        if isinstance(error, (OSError, Unverified)) or not partial.verified:
+            partial.discard()
         raise
     os.replace(partial.data, target)
     partial.discard()

@@ -6,18 +6,44 @@ by a dropped connection, a killed daemon or Ctrl-C resumes from them while the f
 still is that file, and starts afresh when it is not. KEY names the far file (host, run
 directory, path), so two runs' files of one name do not meet. Whatever is left there when
 the same target is fetched again is either resumed or removed; the folder goes once empty.
+
+The daemon is the only writer there (one daemon per user), so one fetch at a time holds a
+partial copy: a second fetch of the same file into the same place waits for the first
+(`claimed`), then resumes from what it left or starts afresh.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
 import os
+import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 FOLDER = ".rtrain-partial"
+
+# The lock of each partial copy in use, by the path of its data; gone with its last user.
+_in_use: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+def _stem(target: Path, source: str) -> Path:
+    key = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return target.parent / FOLDER / f"{target.name}.{key}"
+
+
+@contextlib.asynccontextmanager
+async def claimed(target: Path, source: str) -> AsyncIterator[None]:
+    """Hold the partial copy of `target` from `source` for one fetch; others wait."""
+    stem = _stem(target, source)
+    lock = _in_use.get(stem)
+    if lock is None:
+        lock = _in_use[stem] = asyncio.Lock()
+    async with lock:
+        yield
 
 
 @dataclass
@@ -31,12 +57,12 @@ class Partial:
     @classmethod
     def open(cls, target: Path, source: str, state: str, size: int) -> Partial:
         """The partial copy for `target` of far file `source`: its verified pieces kept when
-        the far file is in the same state, else a fresh start."""
-        folder = target.parent / FOLDER
-        folder.mkdir(parents=True, exist_ok=True)
-        key = hashlib.sha256(source.encode()).hexdigest()[:16]
-        stem = f"{target.name}.{key}"
-        partial = cls(folder / f"{stem}.part", folder / f"{stem}.json", state, size)
+        the far file is in the same state, else a fresh start. Only under `claimed`."""
+        stem = _stem(target, source)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        partial = cls(
+            stem.with_name(f"{stem.name}.part"), stem.with_name(f"{stem.name}.json"), state, size
+        )
         try:
             saved = json.loads(partial.record.read_text())
             if saved.get("state") == state and saved.get("size") == size and partial.data.exists():

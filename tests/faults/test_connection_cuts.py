@@ -212,8 +212,8 @@ def test_a_cut_mid_fetch_leaves_no_truncated_file_and_a_retry_completes(
         campaign.request("run/fetch", {**params, "progressToken": "f"}, on_notification=on_progress)
     assert cut_at
     assert caught.value.kind in ("host_unreachable", "transfer_failed"), caught.value.message
-    # Nothing under the final name, and no temporary left behind.
-    assert not dest.exists() or list(dest.iterdir()) == []
+    # Nothing under the final name: at most the partial copy a retry resumes from.
+    assert not dest.exists() or [p.name for p in dest.iterdir()] in ([], [".rtrain-partial"])
 
     campaign.link.delay_s = 0
     result = campaign.request("run/fetch", params)

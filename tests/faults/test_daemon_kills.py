@@ -206,14 +206,15 @@ def test_kill_during_fetch_then_a_retry_completes(campaign: Campaign) -> None:
         if fetch.result is None and final.exists():
             # Whatever lies under the final name is whole: it is only ever renamed into place.
             assert hashlib.sha256(final.read_bytes()).hexdigest() == want
-        # A daemon killed mid-copy leaves at most its hidden temporary, never a visible part.
+        # A daemon killed mid-copy leaves at most its hidden partial copy, never a visible part.
         if dest.exists():
             for left in dest.iterdir():
-                assert left.name == "big.bin" or left.name.startswith(".big.bin.rtrain-")
+                assert left.name in ("big.bin", ".rtrain-partial"), left
         restart(campaign)
         [got] = campaign.request("run/fetch", params).files
         digest = hashlib.sha256(Path(got.local_path).read_bytes()).hexdigest()
         assert campaign.ledger.verify("fetched file after a daemon kill", digest == want)
+        assert not (dest / ".rtrain-partial").exists()
     assert_found_with_true_states(campaign, [run_id])
 
 

@@ -201,7 +201,16 @@ def test_a_file_changing_during_a_striped_fetch_is_refused(ops: Ops) -> None:
     assert partial_records(dest) == []
 
 
+def one_channel(ops: Ops, host: str) -> None:
+    """Tell the daemon, before it starts, to carry `host`'s pieces one after another, so that
+    a test can act between two of them."""
+    config = ops.daemon.config / "rtrain" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"[hosts.{host}]\nchannels = 1\n")
+
+
 def test_a_cut_striped_fetch_resumes_from_its_verified_pieces(campaign: Campaign) -> None:
+    one_channel(campaign, "viaproxy")
     run_id = finished_run(campaign, host="viaproxy")
     data = patterned(STRIPED, salt=5)
     write_far(campaign, run_id, "model.bin", data)
@@ -247,11 +256,12 @@ def test_a_cut_striped_fetch_resumes_from_its_verified_pieces(campaign: Campaign
     assert partial_records(dest) == [] and not (dest / ".rtrain-partial").exists()
 
 
-def test_a_fetch_killed_with_the_daemon_resumes(ops: Ops) -> None:
-    run_id = finished_run(ops)
+def test_a_fetch_killed_with_the_daemon_resumes(campaign: Campaign) -> None:
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
     data = patterned(STRIPED, salt=11)
-    write_far(ops, run_id, "model.bin", data)
-    dest = ops.tmp / "home"
+    write_far(campaign, run_id, "model.bin", data)
+    dest = campaign.tmp / "home"
     killed = threading.Event()
 
     def kill_once_a_piece_is_verified(method: str, params: Any) -> None:
@@ -260,26 +270,33 @@ def test_a_fetch_killed_with_the_daemon_resumes(ops: Ops) -> None:
         for record in partial_records(dest):
             if json.loads(record.read_text())["pieces"]:
                 killed.set()
+                # Stalled, so that the fetch cannot finish before the daemon is killed.
+                campaign.link.stall()
                 raise KeyboardInterrupt  # leave the request; the daemon is killed below
 
-    with pytest.raises(KeyboardInterrupt):
-        ops.client().request(
-            "run/fetch",
-            {
-                "host": "plain",
-                "runId": run_id,
-                "path": "model.bin",
-                "dest": str(dest),
-                "progressToken": 1,
-            },
-            on_notification=kill_once_a_piece_is_verified,
-        )
-    ops.kill_daemon()
+    campaign.link.delay_s = 0.02
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            campaign.client().request(
+                "run/fetch",
+                {
+                    "host": "viaproxy",
+                    "runId": run_id,
+                    "path": "model.bin",
+                    "dest": str(dest),
+                    "progressToken": 1,
+                },
+                on_notification=kill_once_a_piece_is_verified,
+            )
+        campaign.kill_daemon()
+    finally:
+        campaign.link.resume()
+    campaign.link.delay_s = 0.0
     assert not (dest / "model.bin").exists()
     [record] = partial_records(dest)
     verified = sum(length for _offset, length in json.loads(record.read_text())["pieces"])
     assert verified > 0
-    again = fetch(ops, run_id, "model.bin", dest)
+    again = fetch(campaign, run_id, "model.bin", dest, host="viaproxy")
     assert (dest / "model.bin").read_bytes() == data
     assert again.sent_bytes <= STRIPED - verified
     assert partial_records(dest) == []
