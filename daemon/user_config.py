@@ -58,6 +58,7 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The most channels of the host's connection one transfer stripes over (None: chosen
     # from the file's size and the round trip, see daemon/transfer/plan.py).
     channels: Annotated[int, msgspec.Meta(ge=1, le=64)] | None = None
+    terminate: str | None = None  # TEMP
 
 
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -66,11 +66,16 @@ def _fetch_interrupted(out: Path, progress: list[Any]) -> str:
     if progress and progress[0].total_bytes and progress[0].done_bytes:
         done, total = progress[0].done_bytes, progress[0].total_bytes
         sofar = f" (about {human_bytes(done)} of {human_bytes(total)} had arrived)"
+    kept = out / ".rtrain-partial"
+    again = (
+        f"it resumes from the verified pieces kept in {kept}."
+        if kept.is_dir()
+        else "no piece of the one on its way had arrived whole, so it starts that one afresh."
+    )
     return (
         f"interrupted: the fetch was cancelled{sofar}. The files that had arrived are in "
         f"{out} and verified; nothing is under the name of the one on its way. Run the same "
-        f"fetch again for the rest: it resumes from the verified pieces kept in "
-        f"{out / '.rtrain-partial'}."
+        f"fetch again for the rest: {again}"
     )
 
 

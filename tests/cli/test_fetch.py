@@ -92,6 +92,10 @@ print("step 1 | loss 1.0", flush=True)
 
 
 def test_ctrl_c_during_fetch_says_what_was_kept(cli: Cli, link: TcpProxy) -> None:
+    # Its two pieces one after another, so that Ctrl-C can come between them.
+    config = cli.daemon.config / "rtrain" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"[hosts.{PROXIED_ALIAS}]\nchannels = 1\n")
     run_id = cli.new_run_id()
     cli.start(run_id, "{python}", "-c", BIG_TRAINER)
     cli.wait_state("plain", run_id, "completed")
@@ -100,8 +104,16 @@ def test_ctrl_c_during_fetch_says_what_was_kept(cli: Cli, link: TcpProxy) -> Non
     fetching = cli.spawn("fetch", PROXIED_ALIAS, run_id, "big.bin", "-o", "out",
                          "--workdir", cli.workdir)  # fmt: skip
     deadline = time.monotonic() + WAIT_S
-    while not list(out.glob(".rtrain-partial/big.bin.*.part")):
-        assert time.monotonic() < deadline and fetching.process.poll() is None, "no fetch began"
+
+    def a_piece_is_verified() -> bool:
+        records = list(out.glob(".rtrain-partial/big.bin.*.json"))
+        try:
+            return bool(records and json.loads(records[0].read_text())["pieces"])
+        except (OSError, ValueError):
+            return False  # replaced between the look and the read
+
+    while not a_piece_is_verified():
+        assert time.monotonic() < deadline and fetching.process.poll() is None, "no piece came"
         time.sleep(0.01)
     fetching.process.send_signal(signal.SIGINT)
     done = fetching.finish()
