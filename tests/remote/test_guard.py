@@ -7,6 +7,7 @@ The tests that are not about sessions ignore them: other tests open PTYs on the 
 
 from __future__ import annotations
 
+import base64
 import shlex
 import subprocess
 import time
@@ -205,3 +206,103 @@ def test_the_command_reaches_the_shell_whole(guarded: Guarded) -> None:
     wait_for(odd.exists, "the command's file")
     wait_for(lambda: odd.read_text() != "", "the command's output")
     assert odd.read_text() == f"{guarded.hosts.home(GPU_USER)}\n"
+
+
+def far_answer(hosts: TestHosts, operation: str, *args: str) -> tuple[int, list[list[str]]]:
+    """As `far`, whatever the script's exit status."""
+    line = shlex.join(["sh", "-c", script(operation), "rtrain", *args])
+    done = subprocess.run(
+        hosts.ssh_argv("plain", line, options=["-o", "BatchMode=yes"]),
+        capture_output=True,
+        timeout=TIMEOUT_S,
+    )
+    return done.returncode, [row.split("\t") for row in done.stdout.decode().splitlines()]
+
+
+def launch_sleeper(hosts: TestHosts, guarded: Guarded, setup: str | None = None) -> tuple[str, str]:
+    """A run of `sleep 600` in the guarded workdir (its setup first, when given)."""
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    run_dir = field(far(hosts, "prepare", guarded.workdir, run_id), "run_dir")[0]  # type: ignore[index]
+    stdin = b""
+    if setup is not None:
+        stdin = b"+setup\t" + base64.b64encode(setup.encode()) + b"\n"
+    launched = far(hosts, "launch", run_dir, run_id, "python3", "sleep", "600", stdin=stdin)
+    assert field(launched, "pid") is not None
+    return run_dir, run_id
+
+
+def test_a_live_transfer_lease_keeps_the_host_busy(ssh_hosts: TestHosts, guarded: Guarded) -> None:
+    token = uuid.uuid4().hex[:16]
+    taken = far(ssh_hosts, "lease", guarded.workdir, token, "600")
+    assert field(taken, "lease")[0] == token  # type: ignore[index]
+    armed_at = time.time()
+    guarded.arm(2)
+    wait_for(lambda: guarded.looked_after(armed_at + 4), "looks past the idle period")
+    seen = guarded.seen()
+    assert seen[0] == "busy" and "transfer" in seen[2]
+    assert guarded.call_count() == 0
+    assert field(far(ssh_hosts, "lease", guarded.workdir, token, "0"), "dropped") == [token]
+    wait_for(lambda: guarded.call_count() == 1, "the call once the lease was dropped")
+
+
+def test_an_expired_lease_is_nobody_s(ssh_hosts: TestHosts, guarded: Guarded) -> None:
+    # A daemon that took a lease and died never renews it: it expires by the host's clock.
+    far(ssh_hosts, "lease", guarded.workdir, uuid.uuid4().hex[:16], "1")
+    guarded.arm(2)
+    wait_for(lambda: guarded.call_count() == 1, "the call past the lease's expiry")
+
+
+def test_the_look_counts_a_run_in_its_setup_as_busy(ssh_hosts: TestHosts, guarded: Guarded) -> None:
+    assert far(ssh_hosts, "guard_loop", guarded.workdir, "look", "1") == [
+        ["busy", "the work directory cannot be read"]
+    ]
+    guarded.path.mkdir()
+    subprocess.run(["chown", GPU_USER, str(guarded.path)], check=True)
+    assert far(ssh_hosts, "guard_loop", guarded.workdir, "look", "1") == [["idle"]]
+    run_dir, run_id = launch_sleeper(ssh_hosts, guarded, setup="sleep 600")
+    assert far(ssh_hosts, "guard_loop", guarded.workdir, "look", "1") == [
+        ["busy", f"run {run_id} is running"]
+    ]
+    far(ssh_hosts, "stop", run_dir, run_id, "1", "1")
+    assert far(ssh_hosts, "guard_loop", guarded.workdir, "look", "1") == [["idle"]]
+
+
+def test_terminate_refuses_a_busy_host_unless_forced(
+    ssh_hosts: TestHosts, guarded: Guarded
+) -> None:
+    command = f"echo terminated >> {shlex.quote(str(guarded.calls))}; echo bye"
+    run_dir, run_id = launch_sleeper(ssh_hosts, guarded)
+    rc, rows = far_answer(
+        ssh_hosts, "guard_loop", guarded.workdir, "terminate", "0", "30", "given", command
+    )
+    assert rc == 5 and field(rows, "error") == ["busy", f"run {run_id} is running"]
+    assert not guarded.calls.exists()
+    rows = far(ssh_hosts, "guard_loop", guarded.workdir, "terminate", "1", "30", "given", command)
+    assert field(rows, "exit") == ["0"] and field(rows, "output") == ["bye"]
+    assert guarded.calls.read_text() == "terminated\n"
+    log = (guarded.path / ".guard" / "log").read_text()
+    assert "rtrain terminate --force: echo terminated" in log and "bye\n" in log
+    far(ssh_hosts, "stop", run_dir, run_id, "1", "1")
+
+
+def test_terminate_runs_the_armed_command_and_says_when_there_is_none(
+    ssh_hosts: TestHosts, guarded: Guarded
+) -> None:
+    rc, rows = far_answer(ssh_hosts, "guard_loop", guarded.workdir, "terminate", "0", "30", "armed")
+    assert rc == 8 and field(rows, "error") == ["no_command"]
+    guarded.arm(600)
+    rows = far(ssh_hosts, "guard_loop", guarded.workdir, "terminate", "0", "30", "armed")
+    assert field(rows, "exit") == ["0"]
+    assert guarded.call_count() == 1
+
+
+def test_terminate_outlives_a_command_that_takes_long(
+    ssh_hosts: TestHosts, guarded: Guarded
+) -> None:
+    # A command that ends the host may end the ssh session too: it runs in its own session.
+    command = f"sleep 2; echo fired >> {shlex.quote(str(guarded.calls))}"
+    guarded.path.mkdir()
+    subprocess.run(["chown", GPU_USER, str(guarded.path)], check=True)
+    rows = far(ssh_hosts, "guard_loop", guarded.workdir, "terminate", "0", "0", "given", command)
+    assert "running" in [row[0] for row in rows]
+    wait_for(lambda: guarded.call_count() == 1, "the command, after its ssh session ended")
