@@ -12,6 +12,8 @@ env = { HF_HOME = "/workspace/hf" }       # variables for every run's setup and 
 setup = "pip install -r requirements.txt" # run in the run dir before the trainer
 code = "~/src/my-project"                 # local directory shipped into every run dir
 channels = 4                              # ssh channels one large transfer uses at most
+idle_stop = "30m"                         # with terminate: the daemon arms a guard (docs/guard.md)
+terminate = "runpodctl stop pod $RUNPOD_POD_ID"  # the host's terminate command
 
 A request's explicit value wins over these (for `env`, name by name).
 
@@ -30,6 +32,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from rtrain.protocol import locations
+from rtrain.protocol.durations import DurationError, parse_duration
 
 from .config_lines import line_of
 
@@ -58,7 +61,15 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The most channels of the host's connection one transfer stripes over (None: chosen
     # from the file's size and the round trip, see daemon/transfer/plan.py).
     channels: Annotated[int, msgspec.Meta(ge=1, le=64)] | None = None
-    terminate: str | None = None  # TEMP
+    # The guard (docs/guard.md): how long the host must be idle (`30m`), and the shell
+    # command that ends it, for `rtrain terminate` and for the guard the daemon arms when
+    # both are set. Checked as the config is read, so a typo is found at start.
+    idle_stop: str | None = None
+    terminate: Annotated[str, msgspec.Meta(pattern=r"\S")] | None = None
+
+    @property
+    def idle_stop_seconds(self) -> int | None:
+        return None if self.idle_stop is None else parse_duration(self.idle_stop)
 
 
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -108,6 +119,13 @@ def load_user_config(path: Path | None = None) -> UserConfig:
             hosts[alias] = msgspec.convert(table, HostSettings)
         except msgspec.ValidationError as error:
             raise refuse(error, ["hosts", alias], HostSettings) from None
+        try:
+            _ = hosts[alias].idle_stop_seconds
+        except DurationError as error:
+            keys = ["hosts", alias, "idle_stop"]
+            line = line_of(text, keys)
+            where = f"{path}, line {line}" if line else f"{path}"
+            raise ConfigError(f"{where}: {'.'.join(keys)}: {error}") from None
     try:
         config = msgspec.convert(data, UserConfig)
     except msgspec.ValidationError as error:

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 
+from rtrain.daemon.remote import contract
 from rtrain.protocol import messages as m
+from rtrain.protocol.errors import RpcError
 
 from .client_session import Handler, RequestContext
 from .hosts import HostPool
@@ -17,6 +21,8 @@ from .monitor import Monitor
 from .operations.context import Ops
 from .operations.fetch import fetch
 from .operations.gc import gc
+from .operations.guard import guard
+from .operations.guard_book import guard_state
 from .operations.metrics import metrics
 from .operations.preflight import preflight
 from .operations.remove import remove
@@ -27,6 +33,7 @@ from .operations.start import start
 from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
+from .operations.terminate import terminate_host
 from .service import Service
 from .user_config import ConfigError, UserConfig, load_user_config
 
@@ -90,12 +97,22 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_gc(p: m.GcParams, ctx: RequestContext) -> Any:
         return await gc(ops, p)
 
+    async def do_guard(p: m.GuardParams, ctx: RequestContext) -> Any:
+        return await guard(ops, p)
+
+    async def do_terminate(p: m.TerminateParams, ctx: RequestContext) -> Any:
+        return await terminate_host(ops, p.host, force=p.force, workdir=p.workdir)
+
     async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
         infos = []
-        for info in hosts.host_infos():
+        listed = hosts.host_infos()
+        guards = await asyncio.gather(*(_guard_now(ops, info) for info in listed))
+        for info, state in zip(listed, guards, strict=True):
             sample = ops.metrics.latest_gpus(info.alias)
             if sample is not None:
                 info = msgspec.structs.replace(info, gpus=sample.gpus, gpus_at=sample.time)
+            if state is not None:
+                info = msgspec.structs.replace(info, guard=state)
             infos.append(info)
         return m.HostsListResult(hosts=infos)
 
@@ -119,10 +136,38 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "hosts/list": do_hosts,
             "hosts/forget": do_forget,
             "host/gc": do_gc,
+            "host/guard": do_guard,
+            "host/terminate": do_terminate,
         },
     )
     monitor.start()
     return [monitor.close, hosts.close]
+
+
+# hosts/list reads a guard again for at most this long; past it, the last state read stands.
+GUARD_LOOK_S = 3.0
+
+
+async def _guard_now(ops: Ops, info: m.HostInfo) -> m.GuardState | None:
+    """The host's guard for hosts/list: read again when the host is connected and its guard
+    is armed or configured (one round trip, beside the other hosts'), else as last read."""
+    last = ops.guards.last(info.alias)
+    settings = ops.hosts.config.host(info.alias)
+    configured = settings.idle_stop is not None and settings.terminate is not None
+    if info.connection != "connected" or not (configured or (last is not None and last.armed)):
+        return last
+    try:
+        transport = await ops.transport(info.alias)
+        workdir = ops.host_workdir(info.alias, None)
+        shown = await asyncio.wait_for(contract.guard_show(transport, workdir), GUARD_LOOK_S)
+    except (RpcError, TimeoutError) as error:
+        log.info("%s: the guard was not read again: %s", info.alias, error)
+        return last
+    if not shown.ok:
+        return last
+    state = guard_state(shown, time.time())
+    ops.guards.remember(info.alias, state)
+    return state
 
 
 def method_table(service: Service, operations: dict[str, Handler]) -> dict[str, Handler]:

@@ -64,6 +64,11 @@ class Kind(StrEnum):
     STOP_REFUSED = "stop_refused"
     # The run is running (or queued, or being started): restart and rm refuse it.
     RUN_ACTIVE = "run_active"
+    # host/terminate: a run is running, queued or in setup, or a transfer is in flight
+    # (`data.busy` says which); `force` runs the command anyway.
+    HOST_BUSY = "host_busy"
+    # host/terminate: neither config.toml's `terminate` nor an armed guard names a command.
+    NO_TERMINATE_COMMAND = "no_terminate_command"
     REMOTE_FAILED = "remote_failed"
     TIMEOUT = "timeout"
     # This machine's own disk refused (a directory that cannot be made, a full disk, a
@@ -85,6 +90,7 @@ BAD_INPUT_KINDS: frozenset[Kind] = frozenset(
         Kind.LOCAL_FILE_MISSING,
         Kind.PATH_OUTSIDE_RUN,
         Kind.RUN_EXISTS,
+        Kind.NO_TERMINATE_COMMAND,
     }
 )
 

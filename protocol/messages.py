@@ -551,6 +551,77 @@ class GcResult(Result):
     partials: int
 
 
+class GuardParams(Params):
+    """`host/guard`: show, arm or disarm the host's guard (one per host and work directory).
+    Arming replaces whatever was armed before; `idleSeconds` and `command` left out take the
+    host's `idle_stop` and `terminate` from config.toml."""
+
+    host: str
+    action: Literal["show", "arm", "off"] = "show"
+    # None: the host's configured workdir, else ~/.rtrain.
+    workdir: str | None = None
+    idle_seconds: Annotated[int, msgspec.Meta(ge=1, le=31536000)] | None = None
+    # A shell command, run by `sh -c` on the host (e.g. `runpodctl stop pod $RUNPOD_POD_ID`).
+    command: str | None = None
+    # Open interactive ssh sessions do not keep the host busy.
+    ignore_sessions: bool = False
+
+
+class GuardFired(Result):
+    """The guard's last run of its command: when it ended and its exit status."""
+
+    at: float
+    exit_code: int | None = None
+
+
+class GuardState(Result):
+    """A host's guard as it was at `at`. Every time is the daemon's clock (the host's times
+    are moved by the difference between the two clocks)."""
+
+    armed: bool
+    at: float
+    idle_seconds: int | None = None
+    command: str | None = None
+    ignore_sessions: bool = False
+    # The guard's last look: busy (`busy` says why), or idle since `idleSince`.
+    checked_at: float | None = None
+    idle_since: float | None = None
+    busy: str | None = None
+    # When it runs the command if the host stays idle; null while busy, while disarmed, or
+    # once it has run it for this idle period.
+    acts_at: float | None = None
+    last_fired: GuardFired | None = None
+
+
+class GuardResult(Result):
+    host: str
+    workdir: str
+    guard: GuardState
+
+
+class TerminateParams(Params):
+    """`host/terminate`: run the host's terminate command now (config.toml's `terminate`,
+    else the command its guard was armed with)."""
+
+    host: str
+    workdir: str | None = None
+    # Run it even while a run is running, queued or in setup, or a transfer is in flight.
+    force: bool = False
+
+
+class TerminateResult(Result):
+    """`ended`: the command ended (`exitCode`, the last lines of its `output`); `running`: it
+    still ran when the daemon stopped waiting; `disconnected`: the connection ended while it
+    ran, as it does when the host goes away. The host's guard log keeps the whole story."""
+
+    host: str
+    command: str
+    source: Literal["config", "guard"]
+    outcome: Literal["ended", "running", "disconnected"]
+    exit_code: int | None = None
+    output: list[str] = []
+
+
 class StopParams(Params):
     host: str
     run_id: str
@@ -690,6 +761,8 @@ class HostInfo(Result):
     # `slurm` for a cluster's login node; its partitions as the last preflight saw them.
     scheduler: str | None = None
     partitions: list[PartitionInfo] = []
+    # The host's guard as the daemon last saw it (`guard.at`); null when it never looked.
+    guard: GuardState | None = None
 
 
 class HostsListResult(Result):

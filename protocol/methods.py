@@ -62,6 +62,20 @@ _TABLE = [
         "Remove the host's cached inputs that no run uses, and cut uploads.",
     ),
     Method(
+        "host/guard",
+        m.GuardParams,
+        m.GuardResult,
+        "client->server",
+        "Show, arm or disarm the host's guard, which runs a command once the host is idle.",
+    ),
+    Method(
+        "host/terminate",
+        m.TerminateParams,
+        m.TerminateResult,
+        "client->server",
+        "Run the host's terminate command now, unless a run or a transfer keeps it busy.",
+    ),
+    Method(
         "run/start",
         m.StartParams,
         m.StartResult,

@@ -36,7 +36,9 @@ CLIENT_REQUESTS = frozenset(
         "daemon/info",
         "daemon/stop",
         "host/gc",
+        "host/guard",
         "host/preflight",
+        "host/terminate",
         "hosts/forget",
         "hosts/list",
         "initialize",
@@ -159,6 +161,50 @@ def host_gc(
         _present(
             host=host,
             workdir=workdir,
+        ),
+    )
+
+
+def host_guard(
+    *,
+    host: str,
+    action: Literal["arm", "off", "show"] | None = None,
+    workdir: str | None = None,
+    idle_seconds: int | None = None,
+    command: str | None = None,
+    ignore_sessions: bool | None = None,
+) -> Call:
+    """`host/guard`: Show, arm or disarm the host's guard, which runs a command once the host is
+    idle.
+    """
+    return Call(
+        "host/guard",
+        _present(
+            host=host,
+            action=action,
+            workdir=workdir,
+            idleSeconds=idle_seconds,
+            command=command,
+            ignoreSessions=ignore_sessions,
+        ),
+    )
+
+
+def host_terminate(
+    *,
+    host: str,
+    workdir: str | None = None,
+    force: bool | None = None,
+) -> Call:
+    """`host/terminate`: Run the host's terminate command now, unless a run or a transfer keeps it
+    busy.
+    """
+    return Call(
+        "host/terminate",
+        _present(
+            host=host,
+            workdir=workdir,
+            force=force,
         ),
     )
 

@@ -8,7 +8,13 @@ import typer
 
 from rtrain.protocol.version import RTRAIN_VERSION
 
-from . import daemon_commands, protocol_commands, run_care_commands, run_commands
+from . import (
+    daemon_commands,
+    guard_commands,
+    protocol_commands,
+    run_care_commands,
+    run_commands,
+)
 
 app = typer.Typer(
     name="rtrain",
@@ -21,6 +27,7 @@ app = typer.Typer(
 )
 run_commands.register(app)
 run_care_commands.register(app)
+guard_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

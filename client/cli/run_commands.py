@@ -20,6 +20,7 @@ from rtrain.protocol.messages import RunState
 from .completion import complete_host, complete_run_id
 from .describe import table, when
 from .exit_codes import ClientKind
+from .guard_view import guard_cell
 from .input_checks import check
 from .log_follow import follow_log
 from .metrics_view import (
@@ -624,7 +625,7 @@ def register(app: typer.Typer) -> None:
         if json:
             print_json(found)
             return
-        headers = ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GPUS"]
+        headers = ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GUARD", "GPUS"]
         rows = [
             [
                 h.alias,
@@ -632,13 +633,14 @@ def register(app: typer.Typer) -> None:
                 h.transport or "-",
                 str(h.runs),
                 str(h.running),
+                guard_cell(h.guard),
                 ", ".join(gpu_text(g) for g in h.gpus) or _partitions_text(h) or "-",
             ]
             for h in found
         ]
         # The last error goes in CONNECTION, cut so that every line fits the terminal (the
         # whole of it is in --json and the daemon log).
-        others = sum(max(len(row[i]) for row in [headers, *rows]) + 2 for i in (0, 2, 3, 4, 5))
+        others = sum(max(len(row[i]) for row in [headers, *rows]) + 2 for i in (0, 2, 3, 4, 5, 6))
         room = shutil.get_terminal_size().columns - others
         for row, h in zip(rows, found, strict=True):
             if h.last_error:

@@ -16,9 +16,12 @@ from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transfer.lease import TransferLeases
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo
+
+from .guard_book import GuardBook
 
 
 @dataclass
@@ -31,6 +34,10 @@ class Ops:
     starting: set[tuple[str, str]] = field(default_factory=set)
     # What the runs' logs said (progress, series) and the hosts' GPUs, for the views.
     metrics: MetricsStore = field(default_factory=MetricsStore)
+    # This daemon's transfer leases on the hosts, which their guards count as busy.
+    leases: TransferLeases = field(default_factory=TransferLeases)
+    # The hosts' guards as last read, and the ones config.toml asks the daemon to arm.
+    guards: GuardBook = field(default_factory=GuardBook)
 
     def record(self, run: RunInfo, metrics_changed: bool = False) -> RunInfo:
         """Store `run`; tell subscribers when anything they show changed (its state, or, with
@@ -66,7 +73,20 @@ class Ops:
         return f"{validation.workdir(chosen)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
-        return await self.hosts.get(host)
+        transport = await self.hosts.get(host)
+        settings = self.hosts.config.host(host)
+        idle_seconds = settings.idle_stop_seconds
+        if idle_seconds is not None and settings.terminate is not None:
+            # The first use of a host arms the guard config.toml asks for (once a daemon).
+            workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
+            self.guards.reached(host, transport, workdir, idle_seconds, settings.terminate)
+        return transport
+
+    def host_workdir(self, host: str, workdir: str | None) -> str:
+        """The work directory a host-wide request means: its own, the host's configured
+        one, else rtrain's default."""
+        chosen = workdir if workdir is not None else self.hosts.config.host(host).workdir
+        return validation.workdir(chosen if chosen is not None else DEFAULT_WORKDIR)
 
     def launcher(self, host: str, command: Sequence[str] | None = None) -> Launcher:
         """How runs are run on `host`: batch jobs where config.toml names a scheduler (the

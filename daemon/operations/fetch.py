@@ -64,6 +64,20 @@ async def _fetch_into(
     ops: Ops, p: FetchParams, ctx: Notifier, run_dir: str, rel: str, dest: Path
 ) -> FetchResult:
     transport = await ops.transport(p.host)
+    # The host's guard counts it busy while the files move.
+    async with ops.leases.hold(p.host, transport, posixpath.dirname(run_dir)):
+        return await _fetch_listed(ops, p, ctx, transport, run_dir, rel, dest)
+
+
+async def _fetch_listed(
+    ops: Ops,
+    p: FetchParams,
+    ctx: Notifier,
+    transport: Transport,
+    run_dir: str,
+    rel: str,
+    dest: Path,
+) -> FetchResult:
     # No hashes in the listing: send.sh hashes each file as it sends it.
     began = time.monotonic()
     listing = await contract.list_files(transport, run_dir, rel, hashed=False)

@@ -136,6 +136,31 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
 
     try:
         transport = await ops.transport(p.host)
+    except RpcError as error:
+        raise _nothing_started(error, p.host) from None
+    # The host's guard counts it busy from the claim to the launch: in between, the far side
+    # sees a run directory that was never launched.
+    async with ops.leases.hold(p.host, transport, workdir):
+        return await _claim_ship_launch(
+            ops, transport, p, ctx, run_id, workdir, python, env, setup, datasets, template, inputs
+        )
+
+
+async def _claim_ship_launch(
+    ops: Ops,
+    transport: Transport,
+    p: StartParams,
+    ctx: Notifier,
+    run_id: str,
+    workdir: str,
+    python: str,
+    env: dict[str, str],
+    setup: str | None,
+    datasets: list[Path],
+    template: list[str] | None,
+    inputs: Inputs,
+) -> StartResult:
+    try:
         # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
         if ops.launcher(p.host).runs_on_host:
             plan = await plan_gpus(transport, p, workdir, run_id)

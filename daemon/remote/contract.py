@@ -1358,6 +1358,8 @@ class Terminated(Answer, frozen=True, kw_only=True):
     busy: str | None
     no_command: bool
     started_at: float | None
+    # What it ran, flattened (line breaks as spaces).
+    command: str | None
     exit_code: int | None
     output: list[str]
     running: bool
@@ -1379,6 +1381,7 @@ async def terminate(
         busy=error[1] if error and error[0] == "busy" and len(error) > 1 else None,
         no_command=error == ["no_command"],
         started_at=_float(started),
+        command=lines.value("command"),
         exit_code=_int(lines.value("exit")),
         output=[row[0] if row else "" for row in lines.rows("output")],
         running="running" in lines,

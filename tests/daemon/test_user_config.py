@@ -60,3 +60,20 @@ def test_a_mistake_is_one_sentence_naming_the_key(tmp_path: Path, text: str, sai
     with pytest.raises(ConfigError) as raised:
         load_user_config(path)
     assert str(raised.value).startswith(f"{path}{said}")
+
+
+def test_the_guard_s_keys_are_read_and_a_bad_duration_names_its_line(tmp_path: Path) -> None:
+    loaded = load_user_config(
+        config(tmp_path, '[hosts.pod]\nidle_stop = "30m"\nterminate = "sudo shutdown -h now"\n')
+    )
+    assert loaded.host("pod").idle_stop_seconds == 1800
+    assert loaded.host("pod").terminate == "sudo shutdown -h now"
+    assert load_user_config(config(tmp_path, "[hosts.pod]\n")).host("pod").idle_stop_seconds is None
+    with pytest.raises(ConfigError) as raised:
+        load_user_config(config(tmp_path, '[hosts.pod]\nterminate = "x"\nidle_stop = "30"\n'))
+    assert ", line 3: hosts.pod.idle_stop: '30' is not a duration: write a number" in str(
+        raised.value
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_user_config(config(tmp_path, '[hosts.pod]\nterminate = " "\n'))
+    assert ", line 2: hosts.pod.terminate: Expected `str` matching regex" in str(raised.value)

@@ -11,7 +11,8 @@
 #   COMMAND (`armed`: the guard's command) detached, in a session of its own (a command that
 #   ends the host may end this ssh session first), recording it in the guard's log as a
 #   firing is; waits up to WAIT seconds for it: `exit N` and its `output` lines (the last
-#   4 KiB), or `running`. No command: `error no_command`, exit 8.
+#   4 KiB), or `running`; `command TEXT` (flattened) says what it ran. No command:
+#   `error no_command`, exit 8.
 workdir=$1
 generation=$2
 dir=$workdir/.guard
@@ -213,6 +214,7 @@ terminate)
 	find "$dir" -maxdepth 1 -name 'terminate-*' -mmin +60 -exec rm -f {} + 2>/dev/null
 	terminate_now "$out" "$command"
 	emit started "$(date +%s)"
+	emit command "$(flat "$command")"
 	nap_init
 	naps=0
 	until [ -f "$out.exit" ] || [ "$naps" -ge $((NAP_PER_SECOND * wait_s)) ]; do
