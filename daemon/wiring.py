@@ -154,19 +154,19 @@ async def _guard_now(ops: Ops, info: m.HostInfo) -> m.GuardState | None:
     last = ops.guards.last(info.alias)
     settings = ops.hosts.config.host(info.alias)
     configured = settings.idle_stop is not None and settings.terminate is not None
-    if info.connection != "connected" or not (configured or (last is not None and last.armed)):
-        return last
+    if info.connection != "connected" or not (configured or (last is not None and last[1].armed)):
+        return last[1] if last is not None else None
+    workdir = last[0] if last is not None else ops.host_workdir(info.alias, None)
     try:
         transport = await ops.transport(info.alias)
-        workdir = ops.host_workdir(info.alias, None)
         shown = await asyncio.wait_for(contract.guard_show(transport, workdir), GUARD_LOOK_S)
     except (RpcError, TimeoutError) as error:
         log.info("%s: the guard was not read again: %s", info.alias, error)
-        return last
+        return last[1] if last is not None else None
     if not shown.ok:
-        return last
+        return last[1] if last is not None else None
     state = guard_state(shown, time.time())
-    ops.guards.remember(info.alias, state)
+    ops.guards.remember(info.alias, workdir, state)
     return state
 
 

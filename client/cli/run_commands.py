@@ -625,7 +625,7 @@ def register(app: typer.Typer) -> None:
         if json:
             print_json(found)
             return
-        headers = ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GUARD", "GPUS"]
+        headers = ["HOST", "CONNECTION", "TRANSPORT", "RUNS", "RUNNING", "GPUS"]
         rows = [
             [
                 h.alias,
@@ -633,14 +633,20 @@ def register(app: typer.Typer) -> None:
                 h.transport or "-",
                 str(h.runs),
                 str(h.running),
-                guard_cell(h.guard),
                 ", ".join(gpu_text(g) for g in h.gpus) or _partitions_text(h) or "-",
             ]
             for h in found
         ]
+        # A GUARD column only once some host has a guard rtrain has seen.
+        if any(h.guard is not None for h in found):
+            headers.insert(5, "GUARD")
+            for row, h in zip(rows, found, strict=True):
+                row.insert(5, guard_cell(h.guard))
         # The last error goes in CONNECTION, cut so that every line fits the terminal (the
         # whole of it is in --json and the daemon log).
-        others = sum(max(len(row[i]) for row in [headers, *rows]) + 2 for i in (0, 2, 3, 4, 5, 6))
+        others = sum(
+            max(len(row[i]) for row in [headers, *rows]) + 2 for i in range(len(headers)) if i != 1
+        )
         room = shutil.get_terminal_size().columns - others
         for row, h in zip(rows, found, strict=True):
             if h.last_error:

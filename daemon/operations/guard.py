@@ -67,5 +67,5 @@ async def guard(ops: Ops, p: GuardParams) -> GuardResult:
             Kind.REMOTE_FAILED, f"{p.host}: {doing} the guard failed: {shown.error_text}"
         )
     state = guard_state(shown, time.time())
-    ops.guards.remember(p.host, state)
+    ops.guards.remember(p.host, workdir, state)
     return GuardResult(host=p.host, workdir=workdir, guard=state)

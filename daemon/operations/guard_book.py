@@ -57,15 +57,17 @@ def flat(command: str) -> str:
 
 class GuardBook:
     def __init__(self) -> None:
-        self._states: dict[str, GuardState] = {}
+        # host -> (work directory, its guard as last read)
+        self._states: dict[str, tuple[str, GuardState]] = {}
         # Hosts whose configured guard this daemon has seen to (or a person has, since).
         self._seen_to: set[str] = set()
         self._arming: dict[str, asyncio.Task[None]] = {}
 
-    def remember(self, host: str, state: GuardState) -> None:
-        self._states[host] = state
+    def remember(self, host: str, workdir: str, state: GuardState) -> None:
+        self._states[host] = (workdir, state)
 
-    def last(self, host: str) -> GuardState | None:
+    def last(self, host: str) -> tuple[str, GuardState] | None:
+        """The guard of `host` last read (of the work directory last asked about)."""
         return self._states.get(host)
 
     def reached(
@@ -101,7 +103,7 @@ class GuardBook:
                 and shown.command == flat(command)
             ):
                 self._seen_to.add(host)
-                self.remember(host, guard_state(shown, time.time()))
+                self.remember(host, workdir, guard_state(shown, time.time()))
                 return
             shown = await contract.guard_arm(transport, workdir, idle_seconds, False, command)
         except asyncio.CancelledError:
@@ -115,4 +117,4 @@ class GuardBook:
             return
         log.info("%s: armed the guard config.toml asks for (%d s idle)", host, idle_seconds)
         self._seen_to.add(host)
-        self.remember(host, guard_state(shown, time.time()))
+        self.remember(host, workdir, guard_state(shown, time.time()))
