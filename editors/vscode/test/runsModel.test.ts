@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { HostInfo, RunInfo } from "../src/protocol/generated";
-import { formatBytes, formatTime, hostLook, runLook, stateText } from "../src/tree/presentation";
+import { durationText, formatBytes, formatTime, hostLook, runLook, stateText } from "../src/tree/presentation";
 import { RunsModel } from "../src/tree/runsModel";
 
 const run = (runId: string, state: RunInfo["state"], createdAt: number, extra: Partial<RunInfo> = {}): RunInfo => ({
@@ -110,6 +110,27 @@ describe("presentation", () => {
   it("shows a host's connection, transport and running count", () => {
     assert.equal(hostLook(local, 2).description, "connected · local · 2 running");
     assert.equal(hostLook({ alias: "gpu", connection: "failed", lastError: "timed out" }, 0).tooltip, "gpu: failed\ntimed out");
+  });
+
+  it("shows a host's guard: when it acts, why it waits, that it fired", () => {
+    const now = 10_000;
+    const guard = { armed: true, at: now, idleSeconds: 1800, command: "runpodctl stop pod $RUNPOD_POD_ID" };
+    const acting = hostLook({ ...local, guard: { ...guard, idleSince: now - 720, actsAt: now + 1080 } }, 0, now);
+    assert.equal(acting.description, "connected · local · guard: acts in 18m");
+    assert.match(acting.tooltip, /guard: armed, after 30m idle it runs `runpodctl stop pod \$RUNPOD_POD_ID`\nidle for 12m; acts in 18m/);
+    const busy = hostLook({ ...local, guard: { ...guard, busy: "run r1 is running" } }, 1, now);
+    assert.equal(busy.description, "connected · local · 1 running · guard: busy");
+    assert.match(busy.tooltip, /busy: run r1 is running/);
+    const fired = hostLook(
+      { ...local, guard: { ...guard, idleSince: now - 2000, lastFired: { at: now - 100, exitCode: 0 } } },
+      0,
+      now,
+    );
+    assert.equal(fired.description, "connected · local · guard: fired");
+    assert.match(fired.tooltip, /last fired .* \(exit 0\)/);
+    assert.equal(hostLook({ ...local, guard: { armed: false, at: now } }, 0, now).description, "connected · local · guard off");
+    assert.equal(hostLook(local, 0, now).description, "connected · local");
+    assert.deepEqual([durationText(45), durationText(754), durationText(3600), durationText(3900)], ["45s", "12m 34s", "1h", "1h 5m"]);
   });
 
   it("formats sizes", () => {

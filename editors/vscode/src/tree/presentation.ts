@@ -2,7 +2,7 @@
 // so the words are unit-tested; runsTreeProvider turns them into TreeItems.
 
 import { numberText, progressText } from "../panel/panelData";
-import type { HostInfo, RunInfo } from "../protocol/generated";
+import type { GuardState, HostInfo, RunInfo } from "../protocol/generated";
 
 export interface Look {
   label: string;
@@ -92,12 +92,60 @@ export function runLook(run: RunInfo, now?: Date): Look {
   };
 }
 
-export function hostLook(host: HostInfo, running: number): Look {
+/** "45s", "12m 34s", "1h 5m": the two largest units, as the CLI says it. */
+export function durationText(seconds: number): string {
+  let whole = Math.max(0, Math.floor(seconds));
+  const parts: string[] = [];
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]] as const) {
+    if (whole >= size || (unit === "s" && parts.length === 0)) {
+      parts.push(`${Math.floor(whole / size)}${unit}`);
+      whole %= size;
+    }
+    if (parts.length === 2) break;
+  }
+  if (parts.length === 2 && parts[1].startsWith("0")) parts.pop();
+  return parts.join(" ");
+}
+
+/** The host's guard in a few words for the host's line ("guard: acts in 18m"), and in
+ * lines for its tooltip, as `rtrain guard HOST` says it. */
+export function guardText(guard: GuardState, nowSeconds: number): { short: string; lines: string[] } {
+  if (!guard.armed) {
+    const lines = ["guard: disarmed"];
+    if (guard.lastFired) lines.push(`last fired ${formatTime(guard.lastFired.at)} (exit ${guard.lastFired.exitCode})`);
+    return { short: "guard off", lines };
+  }
+  const lines = [`guard: armed, after ${durationText(guard.idleSeconds ?? 0)} idle it runs \`${guard.command ?? ""}\``];
+  let short = "guard armed";
+  if (guard.busy) {
+    short = "guard: busy";
+    lines.push(`busy: ${guard.busy}`);
+  } else if (guard.idleSince !== undefined && guard.idleSince !== null) {
+    const idle = `idle for ${durationText(nowSeconds - guard.idleSince)}`;
+    if (guard.actsAt === undefined || guard.actsAt === null) {
+      short = "guard: fired";
+      lines.push(`${idle}; it ran the command for this idle period already`);
+    } else {
+      const left = guard.actsAt - nowSeconds;
+      short = left > 0 ? `guard: acts in ${durationText(left)}` : "guard: acts now";
+      lines.push(left > 0 ? `${idle}; acts in ${durationText(left)}` : `${idle}; acts at its next look`);
+    }
+  }
+  if (guard.lastFired) lines.push(`last fired ${formatTime(guard.lastFired.at)} (exit ${guard.lastFired.exitCode})`);
+  return { short, lines };
+}
+
+export function hostLook(host: HostInfo, running: number, nowSeconds: number = Date.now() / 1000): Look {
   const parts: string[] = [host.connection];
   if (host.transport) parts.push(host.transport);
   if (running > 0) parts.push(`${running} running`);
   const lines = [`${host.alias}: ${parts.join(", ")}`];
   if (host.lastError) lines.push(host.lastError);
+  if (host.guard) {
+    const guard = guardText(host.guard, nowSeconds);
+    parts.push(guard.short);
+    lines.push(...guard.lines);
+  }
   return {
     label: host.alias,
     description: parts.join(" · "),
