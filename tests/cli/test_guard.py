@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import PROXIED_ALIAS, WAITING_TRAINER, Cli
+from tests.cli.rtrain_command import rtrain_executable
+from tests.cli.tmux_terminal import Tmux
 from tests.hosts import GPU_USER, TcpProxy
 
 WAIT_S = 30.0
@@ -287,3 +289,42 @@ def test_bad_input_is_one_sentence_before_any_ssh(cli: Cli, args: list[str], sai
     [line] = done.err_lines
     assert line.startswith("rtrain: ") and said in line
     assert done.out == ""
+
+
+def test_a_start_holds_a_lease_while_it_ships(cli: Cli, guarded: Guarded, link: TcpProxy) -> None:
+    cli.file("cfg.yaml", "epochs: 1\n")
+    with open(cli.cwd / "data.bin", "wb") as data:
+        data.truncate(48 * 1024 * 1024)
+    leases = cli.far_workdir / ".leases"
+    link.delay_s = 0.05
+    run_id = cli.new_run_id()
+    starting = cli.spawn(
+        "start", PROXIED_ALIAS, "-c", "cfg.yaml", "-d", "data.bin", "--run-id", run_id,
+        "--workdir", cli.workdir, "--gpus", "0", "--no-follow", "--", "{python}", "-c", "pass",
+    )  # fmt: skip
+    wait_until(lambda: leases.is_dir() and any(leases.iterdir()), "the start's lease")
+    link.stall()
+    armed_at = time.time()
+    guarded.arm()
+    wait_until(lambda: guarded.looked_after(armed_at + 4), "looks past the idle period")
+    assert guarded.state()["busy"] == "a transfer is in flight"
+    assert guarded.call_count() == 0
+    link.resume()
+    done = starting.finish(timeout=120)
+    assert done.code == 0, done
+    wait_until(lambda: guarded.call_count() == 1, "the call once the run ended")
+
+
+def test_terminate_asks_first_on_a_terminal(cli: Cli, guarded: Guarded, terminal: Tmux) -> None:
+    guarded.arm("10m")
+    asked = f"{rtrain_executable()} terminate plain --workdir {shlex.quote(cli.workdir)}"
+    terminal.start(f'{asked}; echo "first exit $?"; {asked}; echo "second exit $?"')
+    terminal.wait_for("Run plain's terminate command now? It may end the host and what is on it")
+    terminal.tmux("send-keys", "-t", "t", "n", "Enter")
+    shown = terminal.wait_for("first exit 1")
+    assert "rtrain: plain was not terminated." in shown
+    assert guarded.call_count() == 0
+    terminal.tmux("send-keys", "-t", "t", "y", "Enter")
+    shown = terminal.wait_for("second exit 0")
+    assert any(line.startswith("plain: `echo fired") and "ran (exit 0)" in line for line in shown)
+    assert guarded.call_count() == 1
