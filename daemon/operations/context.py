@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -78,8 +79,10 @@ class Ops:
         idle_seconds = settings.idle_stop_seconds
         if idle_seconds is not None and settings.terminate is not None:
             # The first use of a host arms the guard config.toml asks for (once a daemon).
-            workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
-            self.guards.reached(host, transport, workdir, idle_seconds, settings.terminate)
+            # A configured workdir that is no workdir fails the requests that use it, not this.
+            with contextlib.suppress(RpcError):
+                workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
+                self.guards.reached(host, transport, workdir, idle_seconds, settings.terminate)
         return transport
 
     def host_workdir(self, host: str, workdir: str | None) -> str:

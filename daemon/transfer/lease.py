@@ -33,7 +33,8 @@ class TransferLeases:
     """The leases this daemon holds, by host; each kept by a task of its own."""
 
     def __init__(self) -> None:
-        self._keepers: dict[str, set[asyncio.Task[None]]] = {}
+        # host -> each keeper's task and the event that tells it its transfer is over
+        self._keepers: dict[str, dict[asyncio.Task[None], asyncio.Event]] = {}
 
     @contextlib.asynccontextmanager
     async def hold(self, host: str, transport: Transport, workdir: str) -> AsyncIterator[None]:
@@ -43,34 +44,38 @@ class TransferLeases:
         token = secrets.token_hex(8)
         done = asyncio.Event()
         keeper = asyncio.create_task(_keep(transport, workdir, token, done))
-        keepers = self._keepers.setdefault(host, set())
-        keepers.add(keeper)
-        keeper.add_done_callback(keepers.discard)
+        keepers = self._keepers.setdefault(host, {})
+        keepers[keeper] = done
+        keeper.add_done_callback(lambda task: keepers.pop(task, None))
         try:
             yield
         finally:
             done.set()
 
     async def settled(self, host: str) -> None:
-        """Wait until every lease this daemon dropped on `host` is gone from it."""
-        keepers = [task for task in self._keepers.get(host, ()) if not task.done()]
-        if keepers:
-            await asyncio.gather(*keepers, return_exceptions=True)
+        """Wait until every lease this daemon let go of on `host` is gone from it (those of
+        transfers still in flight are not waited for)."""
+        dropping = [task for task, over in self._keepers.get(host, {}).items() if over.is_set()]
+        if dropping:
+            await asyncio.gather(*dropping, return_exceptions=True)
 
     def holding(self, host: str) -> bool:
         """Whether a transfer of this daemon to or from `host` is in flight."""
-        return any(not task.done() for task in self._keepers.get(host, ()))
+        return any(not over.is_set() for over in self._keepers.get(host, {}).values())
 
 
 async def _keep(transport: Transport, workdir: str, token: str, done: asyncio.Event) -> None:
     """Take the lease, renew it until `done`, then drop it. A script in flight is let
     finish rather than cancelled (a cancelled script costs its long-lived shell). A keeper
     cancelled (the daemon stopping) leaves its lease to expire."""
+    taken = False
     while not done.is_set():
         await _ask(transport, workdir, token, LEASE_SECONDS)
+        taken = True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), RENEW_EVERY)
-    await _ask(transport, workdir, token, 0)
+    if taken:
+        await _ask(transport, workdir, token, 0)
 
 
 async def _ask(transport: Transport, workdir: str, token: str, seconds: int) -> None:
