@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from rtrain.protocol.durations import human_duration
 
 
 def state_text(run: Any) -> str:
     """`running`, `completed`, `failed (exit 3)`, `unknown (host unreachable: ...)`, and for
     a scheduler's job its own word where it says more: `failed (TIMEOUT)`, `stopped
-    (CANCELLED)`, `queued (waiting for ...)`."""
+    (CANCELLED)`, `queued (waiting for ...)`; a run's limits say their part: `running
+    (stalled 12m)`, `stopped (max duration 6h)`."""
+    stalled_since = getattr(run, "stalled_since", None)
+    if run.state == "running" and stalled_since is not None:
+        return f"running (stalled {human_duration(time.time() - stalled_since)})"
+    if run.state == "stopped" and getattr(run, "stopped_by", None) and run.reason:
+        return f"stopped ({run.reason})"
     scheduler_state = getattr(run, "scheduler_state", None)
     if scheduler_state and run.state in ("failed", "stopped", "lost"):
         return f"{run.state} ({scheduler_state})"

@@ -94,6 +94,11 @@ class HostPool:
         self.registry.set_host(alias, "console", None)
         return transport
 
+    def connected(self, alias: str) -> bool:
+        """Whether a connection to `alias` is open and up now."""
+        transport = self._transports.get(alias)
+        return transport is not None and transport.state == "connected"
+
     def host_infos(self) -> list[HostInfo]:
         self.registry.forget_unconnected(time.time() - FORGET_UNCONNECTED_AFTER)
         runs = self.registry.list()

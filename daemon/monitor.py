@@ -3,12 +3,15 @@ which also brings the runs' new log bytes (for their metrics) and the host's GPU
 
 Changes are recorded (and so pushed to subscribers as `run/changed`); a host that cannot
 be reached turns its running runs `unknown`, with the reason, until it answers again.
+Every answer also counts as the host seen up (busy or idle), for what it costs; a host
+with a price is polled on while it answers, runs or none (docs/cost-safety.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 
 import msgspec
@@ -20,6 +23,9 @@ from .operations.context import Ops
 from .operations.watch import watch_host
 
 log = logging.getLogger(__name__)
+# Two answers of a host further apart than this (or than three polls) are two spans of
+# uptime: in between, rtrain did not see it up (the daemon was away, the host did not answer).
+UPTIME_GAP = 60.0
 
 
 class Monitor:
@@ -54,12 +60,33 @@ class Monitor:
             except Exception:  # never let one bad poll end the monitoring
                 log.exception("poll failed")
 
+    @property
+    def uptime_gap(self) -> float:
+        return max(UPTIME_GAP, 3 * self.interval)
+
     async def poll_once(self) -> None:
         by_host: dict[str, list[RunInfo]] = defaultdict(list)
         for run in self.ops.registry.active():
             if (run.host, run.run_id) not in self.ops.starting:
                 by_host[run.host].append(run)
+        for host in self._priced_hosts_up():
+            by_host.setdefault(host, [])
         await asyncio.gather(*(self._poll_host(host, runs) for host, runs in by_host.items()))
+
+    def _priced_hosts_up(self) -> list[str]:
+        """Hosts with a price that answered lately, or whose connection is up: what they
+        cost idle is counted too, so they are polled with no run."""
+        at = time.time()
+        hosts = []
+        for alias in {*self.ops.registry.hosts(), *self.ops.hosts.config.hosts}:
+            if self.ops.price(alias) is None:
+                continue
+            last = self.ops.registry.host_uptime(alias)[2]
+            if self.ops.hosts.connected(alias) or (
+                last is not None and at - last <= self.uptime_gap
+            ):
+                hosts.append(alias)
+        return hosts
 
     async def _poll_host(self, host: str, runs: list[RunInfo]) -> None:
         self.polls += 1
@@ -72,7 +99,10 @@ class Monitor:
                         msgspec.structs.replace(run, state="unknown", reason=error.message)
                     )
             return
+        busy = any(h == host for h, _ in self.ops.starting)
         for old, new in zip(runs, fresh, strict=True):
             if new is None:
                 new = msgspec.structs.replace(old, state="lost", reason="the run directory is gone")
             self.ops.record(new, metrics_changed=new.run_id in moved)
+            busy = busy or new.state in ("queued", "running")
+        self.ops.registry.saw_host(host, time.time(), idle=not busy, gap=self.uptime_gap)

@@ -35,6 +35,11 @@ CREATE TABLE IF NOT EXISTS runs (
     attempts TEXT,
     job_id TEXT,
     scheduler_state TEXT,
+    max_duration INTEGER,
+    stall_after INTEGER,
+    on_stall TEXT,
+    stalled_since REAL,
+    stopped_by TEXT,
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
@@ -43,6 +48,20 @@ CREATE TABLE IF NOT EXISTS hosts (
     transport TEXT,
     last_error TEXT,
     updated REAL
+);
+-- Spans of time in which the monitor saw a host up: it answered every poll, none further
+-- apart than the gap `saw_host` is given. `idle` sums the stretches with no run active.
+CREATE TABLE IF NOT EXISTS host_spans (
+    alias TEXT NOT NULL,
+    opened REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    idle REAL NOT NULL DEFAULT 0,
+    idle_now INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS host_spans_alias ON host_spans (alias, last_seen);
+CREATE TABLE IF NOT EXISTS host_prices (
+    alias TEXT PRIMARY KEY,
+    price_per_hour REAL NOT NULL
 );
 """
 _COLUMNS = (
@@ -63,6 +82,11 @@ _COLUMNS = (
     "attempts",
     "job_id",
     "scheduler_state",
+    "max_duration",
+    "stall_after",
+    "on_stall",
+    "stalled_since",
+    "stopped_by",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
@@ -70,8 +94,20 @@ _JSON_COLUMNS: dict[str, type] = {
     "env": dict[str, str],
     "attempts": list[Attempt],
 }
-# Columns added after the first release: a registry from then gains them on open.
-_ADDED_COLUMNS = ("env", "setup", "attempts", "job_id", "scheduler_state")
+# Columns added after the first release, with their types: a registry from then gains them
+# on open (existing rows read NULL there, which every field takes as "not known").
+_ADDED_COLUMNS = {
+    "env": "TEXT",
+    "setup": "TEXT",
+    "attempts": "TEXT",
+    "job_id": "TEXT",
+    "scheduler_state": "TEXT",
+    "max_duration": "INTEGER",
+    "stall_after": "INTEGER",
+    "on_stall": "TEXT",
+    "stalled_since": "REAL",
+    "stopped_by": "TEXT",
+}
 ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
@@ -87,9 +123,9 @@ class Registry:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
             present = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
-            for column in _ADDED_COLUMNS:
+            for column, kind in _ADDED_COLUMNS.items():
                 if column not in present:
-                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
             # A file cut short opens fine and fails on the first page it lacks: look at all.
             (verdict,) = self._db.execute("PRAGMA quick_check").fetchone()
             if verdict != "ok":
@@ -194,6 +230,57 @@ class Registry:
             "ON CONFLICT (alias) DO UPDATE SET transport = coalesce(excluded.transport, "
             "transport), last_error = excluded.last_error, updated = excluded.updated",
             (alias, transport, last_error, time.time()),
+        )
+
+    def saw_host(self, alias: str, at: float, idle: bool, gap: float) -> None:
+        """The monitor heard from `alias` at `at` (epoch seconds), with no run active there
+        when `idle`. Within `gap` seconds of the last time it did, the host's latest span of
+        uptime grows to `at` (idle by as much, if it was idle then); else a new one opens."""
+        row = self._db.execute(
+            "SELECT rowid, last_seen, idle_now FROM host_spans WHERE alias = ? "
+            "ORDER BY last_seen DESC LIMIT 1",
+            (alias,),
+        ).fetchone()
+        if row is not None and 0 <= at - row[1] <= gap:
+            grown = at - row[1] if row[2] else 0.0
+            self._db.execute(
+                "UPDATE host_spans SET last_seen = ?, idle = idle + ?, idle_now = ? "
+                "WHERE rowid = ?",
+                (at, grown, int(idle), row[0]),
+            )
+            return
+        if row is not None and at < row[1]:
+            return  # the clock went back: keep what was counted, count on from later looks
+        self._db.execute(
+            "INSERT INTO host_spans (alias, opened, last_seen, idle, idle_now) "
+            "VALUES (?, ?, ?, 0, ?)",
+            (alias, at, at, int(idle)),
+        )
+
+    def host_uptime(self, alias: str) -> tuple[float, float, float | None]:
+        """Seconds the monitor saw `alias` up, how many of them idle, and when it last did."""
+        up, idle, last = self._db.execute(
+            "SELECT coalesce(sum(last_seen - opened), 0), coalesce(sum(idle), 0), "
+            "max(last_seen) FROM host_spans WHERE alias = ?",
+            (alias,),
+        ).fetchone()
+        return float(up), float(idle), last
+
+    def host_price(self, alias: str) -> float | None:
+        row = self._db.execute(
+            "SELECT price_per_hour FROM host_prices WHERE alias = ?", (alias,)
+        ).fetchone()
+        return float(row[0]) if row else None
+
+    def set_host_price(self, alias: str, price_per_hour: float | None) -> None:
+        """What an hour of `alias` costs; None forgets it (config.toml's counts again)."""
+        if price_per_hour is None:
+            self._db.execute("DELETE FROM host_prices WHERE alias = ?", (alias,))
+            return
+        self._db.execute(
+            "INSERT INTO host_prices (alias, price_per_hour) VALUES (?, ?) "
+            "ON CONFLICT (alias) DO UPDATE SET price_per_hour = excluded.price_per_hour",
+            (alias, price_per_hour),
         )
 
     def _select(self, tail: str, args: tuple[object, ...]) -> builtins.list[RunInfo]:

@@ -14,6 +14,10 @@ code = "~/src/my-project"                 # local directory shipped into every r
 channels = 4                              # ssh channels one large transfer uses at most
 idle_stop = "30m"                         # with terminate: the daemon arms a guard (docs/guard.md)
 terminate = "runpodctl stop pod $RUNPOD_POD_ID"  # the host's terminate command
+max_duration = "6h"                       # stop a run that runs longer (`off`: never)
+stall_after = "30m"                       # flag a run whose log is still that long
+on_stall = "stop"                         # flag | stop a stalled run
+price_per_hour = 0.22                     # what the host costs (any unit; costs carry it)
 
 A request's explicit value wins over these (for `env`, name by name).
 
@@ -33,6 +37,7 @@ import msgspec
 
 from rtrain.protocol import locations
 from rtrain.protocol.durations import DurationError, parse_duration
+from rtrain.protocol.limit_words import parse_limit
 
 from .config_lines import line_of
 
@@ -70,6 +75,23 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     @property
     def idle_stop_seconds(self) -> int | None:
         return None if self.idle_stop is None else parse_duration(self.idle_stop)
+
+    # Every run's limits on the host, as durations (`6h`, `30m`) or `off`; a start's own win
+    # (docs/cost-safety.md). Checked as the config is read.
+    max_duration: str | None = None
+    stall_after: str | None = None
+    on_stall: Literal["flag", "stop"] | None = None
+    # What an hour of the host costs, in any unit (the figures rtrain shows carry it).
+    price_per_hour: Annotated[float, msgspec.Meta(ge=0, le=1e6)] | None = None
+
+    def limit(self, key: Literal["max_duration", "stall_after"]) -> int | None:
+        """The host's limit in seconds (0: off), None when the config sets none."""
+        text = getattr(self, key)
+        return None if text is None else parse_limit(text, _LIMIT_WHAT[key])
+
+
+_LIMIT_WHAT = {"max_duration": "a maximum duration", "stall_after": "a stall period"}
+_LIMIT_KEYS: tuple[Literal["max_duration", "stall_after"], ...] = ("max_duration", "stall_after")
 
 
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -126,6 +148,14 @@ def load_user_config(path: Path | None = None) -> UserConfig:
             line = line_of(text, keys)
             where = f"{path}, line {line}" if line else f"{path}"
             raise ConfigError(f"{where}: {'.'.join(keys)}: {error}") from None
+        for key in _LIMIT_KEYS:
+            try:
+                hosts[alias].limit(key)
+            except DurationError as error:
+                keys = ["hosts", alias, key]
+                line = line_of(text, keys)
+                where = f"{path}, line {line}" if line else f"{path}"
+                raise ConfigError(f"{where}: {'.'.join(keys)}: {error}") from None
     try:
         config = msgspec.convert(data, UserConfig)
     except msgspec.ValidationError as error:

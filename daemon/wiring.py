@@ -13,9 +13,11 @@ import msgspec
 
 from rtrain.daemon.remote import contract
 from rtrain.protocol import messages as m
+from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 
 from .client_session import Handler, RequestContext
+from .costs import priced_host
 from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
@@ -54,7 +56,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     hosts = HostPool(service.runtime_dir, service.registry, config)
     ops = Ops(service.registry, hosts, service.publish_run)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
-    service.annotate = ops.metrics.annotate
+    service.annotate = ops.annotate
 
     async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> Any:
         return await preflight(ops, p)
@@ -66,7 +68,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     async def do_status(p: m.RunRef, ctx: RequestContext) -> Any:
         result = await status(ops, p)
-        return m.StatusResult(run=ops.metrics.annotate(result.run))
+        return m.StatusResult(run=ops.annotate(result.run))
 
     async def do_tail(p: m.TailParams, ctx: RequestContext) -> Any:
         return await tail(ops, p, ctx)
@@ -113,11 +115,18 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
                 info = msgspec.structs.replace(info, gpus=sample.gpus, gpus_at=sample.time)
             if state is not None:
                 info = msgspec.structs.replace(info, guard=state)
-            infos.append(info)
+            up, idle, _ = service.registry.host_uptime(info.alias)
+            infos.append(priced_host(info, ops.price(info.alias), up, idle))
         return m.HostsListResult(hosts=infos)
 
     async def do_forget(p: m.ForgetHostParams, ctx: RequestContext) -> Any:
         return m.ForgetHostResult(forgotten=await hosts.forget(p.alias))
+
+    async def do_price(p: m.HostPriceParams, ctx: RequestContext) -> Any:
+        validation.host(p.alias)
+        service.registry.set_host_price(p.alias, p.price_per_hour)
+        monitor.poke()  # a host with a price is watched idle too: from now on
+        return m.HostPriceResult(alias=p.alias, price_per_hour=ops.price(p.alias))
 
     service.handlers = method_table(
         service,
@@ -135,6 +144,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/shell": do_shell,
             "hosts/list": do_hosts,
             "hosts/forget": do_forget,
+            "hosts/price": do_price,
             "host/gc": do_gc,
             "host/guard": do_guard,
             "host/terminate": do_terminate,

@@ -21,6 +21,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "hadDir": True,
     "how": "sent",
     "huggingFace": [],
+    "idleSeconds": 0.0,
     "ignoreSessions": False,
     "inUseByOther": False,
     "level": "ok",
@@ -43,5 +44,6 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "stderr": "",
     "stdout": "",
     "stopping": True,
+    "upSeconds": 0.0,
     "uploadedBytes": 0,
 }

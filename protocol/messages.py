@@ -17,6 +17,12 @@ RunState = Literal["queued", "running", "completed", "failed", "stopped", "lost"
 Launcher = Literal["process", "torchrun"]
 Transport = Literal["exec", "console", "local"]
 ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
+# What a run's limits do when it stalls: flag it (`stalledSince`), or stop it as well.
+OnStall = Literal["flag", "stop"]
+# Which of a run's limits stopped it.
+StoppedBy = Literal["max_duration", "stall"]
+# A limit in whole seconds: 0 turns it off; at most a year (protocol/durations.py).
+LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -193,6 +199,9 @@ class Attempt(Result):
     ended_at: float | None = None
     exit_code: int | None = None
     reason: str | None = None
+    # When the daemon first saw the attempt running (after any wait for GPUs): the start of
+    # its billed time.
+    running_at: float | None = None
 
 
 class RunInfo(Result):
@@ -225,6 +234,19 @@ class RunInfo(Result):
     # more than `state`: `failed` + TIMEOUT, `stopped` + CANCELLED, `lost` + NODE_FAIL.
     job_id: str | None = None
     scheduler_state: str | None = None
+    # The run's limits, in seconds (null: none), kept by the host itself (docs/cost-safety.md).
+    max_duration: int | None = None
+    stall_after: int | None = None
+    on_stall: OnStall | None = None
+    # While it runs: since when (epoch seconds) its log has been still and its GPUs idle.
+    stalled_since: float | None = None
+    # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
+    stopped_by: StoppedBy | None = None
+    # What it has cost so far: its billed seconds (each attempt from its launch, or from the
+    # end of its wait for GPUs, to its end or now) times the host's price per hour.
+    billed_seconds: float | None = None
+    price_per_hour: float | None = None
+    cost: float | None = None
 
 
 class GpuInfo(Result):
@@ -424,6 +446,14 @@ class StartParams(Params):
     # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
     signal_before_timeout: int | None = None
     requeue: bool = False
+    # Limits, in seconds; null: the host's (config.toml), else none for `maxDuration` and
+    # 1800 for `stallAfter`; 0 turns one off. A run past `maxDuration` is stopped as
+    # `run/stop` with `force` would (on Slurm it becomes the job's --time); a run whose log
+    # stays still `stallAfter` with its GPUs idle is flagged stalled, and with `onStall`
+    # `stop` stopped.
+    max_duration: LimitSeconds | None = None
+    stall_after: LimitSeconds | None = None
+    on_stall: OnStall | None = None
 
 
 class ShippedFile(Result):
@@ -763,6 +793,13 @@ class HostInfo(Result):
     partitions: list[PartitionInfo] = []
     # The host's guard as the daemon last saw it (`guard.at`); null when it never looked.
     guard: GuardState | None = None
+    # What the host cost while rtrain saw it up (it answered every poll): those seconds, the
+    # idle ones among them (no run running or queued), and each times the price per hour.
+    price_per_hour: float | None = None
+    up_seconds: float = 0.0
+    idle_seconds: float = 0.0
+    cost: float | None = None
+    idle_cost: float | None = None
 
 
 class HostsListResult(Result):
@@ -778,6 +815,20 @@ class ForgetHostParams(Params):
 class ForgetHostResult(Result):
     # False when there was nothing to forget.
     forgotten: bool
+
+
+class HostPriceParams(Params):
+    """`hosts/price`: what `alias` costs per hour (any unit: the figures carry it), over its
+    config.toml `price_per_hour`; null goes back to that."""
+
+    alias: str
+    price_per_hour: Annotated[float, msgspec.Meta(ge=0, le=1e6)] | None = None
+
+
+class HostPriceResult(Result):
+    alias: str
+    # The price now in force (null: none known).
+    price_per_hour: float | None = None
 
 
 class DaemonInfo(Result):

@@ -160,6 +160,13 @@ _TABLE = [
         "client->server",
         "Forget a host's connection record; one with runs is refused.",
     ),
+    Method(
+        "hosts/price",
+        m.HostPriceParams,
+        m.HostPriceResult,
+        "client->server",
+        "Set what a host costs per hour, over config.toml's price_per_hour.",
+    ),
     Method("daemon/info", m.Empty, m.DaemonInfo, "client->server", "About the daemon."),
     Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
     Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),

@@ -41,6 +41,7 @@ CLIENT_REQUESTS = frozenset(
         "host/terminate",
         "hosts/forget",
         "hosts/list",
+        "hosts/price",
         "initialize",
         "run/exec",
         "run/fetch",
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from typing import Literal, NotRequired, TypedDict
 
     Launcher = Literal["process", "torchrun"]
+    OnStall = Literal["flag", "stop"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
 
     class ClientInfo(TypedDict):
@@ -233,6 +235,9 @@ def run_start(
     nodes: int | None = None,
     signal_before_timeout: int | None = None,
     requeue: bool | None = None,
+    max_duration: int | None = None,
+    stall_after: int | None = None,
+    on_stall: OnStall | None = None,
 ) -> Call:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -260,6 +265,9 @@ def run_start(
             nodes=nodes,
             signalBeforeTimeout=signal_before_timeout,
             requeue=requeue,
+            maxDuration=max_duration,
+            stallAfter=stall_after,
+            onStall=on_stall,
         ),
     )
 
@@ -476,6 +484,21 @@ def hosts_forget(
         "hosts/forget",
         _present(
             alias=alias,
+        ),
+    )
+
+
+def hosts_price(
+    *,
+    alias: str,
+    price_per_hour: float | None = None,
+) -> Call:
+    """`hosts/price`: Set what a host costs per hour, over config.toml's price_per_hour."""
+    return Call(
+        "hosts/price",
+        _present(
+            alias=alias,
+            pricePerHour=price_per_hour,
         ),
     )
 

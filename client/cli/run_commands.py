@@ -14,7 +14,9 @@ from rtrain.client.errors import Interrupted
 from rtrain.client.run_state_text import state_text
 from rtrain.protocol import requests, validation
 from rtrain.protocol.byte_sizes import human_bytes
+from rtrain.protocol.durations import DurationError, human_duration
 from rtrain.protocol.errors import Kind, RpcError
+from rtrain.protocol.limit_words import cost_text, parse_limit
 from rtrain.protocol.messages import RunState
 
 from .completion import complete_host, complete_run_id
@@ -36,7 +38,7 @@ from .status_view import show_status
 from .usage import PlainUsage
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import Launcher
+    from rtrain.protocol.requests import Launcher, OnStall
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -104,6 +106,23 @@ def local_secrets(names: list[str]) -> dict[str, str]:
             )
         secrets[name] = os.environ[name]
     return secrets
+
+
+def _limits(max_duration: str | None, stall_after: str | None) -> tuple[int | None, int | None]:
+    """--max-duration and --stall-after in seconds (0: off), or one sentence and exit 2."""
+    return (
+        _limit("--max-duration", max_duration, "a maximum duration"),
+        _limit("--stall-after", stall_after, "a stall period"),
+    )
+
+
+def _limit(option: str, text: str | None, what: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_limit(text, what)
+    except DurationError as error:
+        fail(f"{option}: {error}", 2)
 
 
 def _env_pairs(pairs: list[str]) -> dict[str, str]:
@@ -297,6 +316,26 @@ def register(app: typer.Typer) -> None:
         requeue: bool = typer.Option(
             False, "--requeue/--no-requeue", help="Slurm hosts: let Slurm requeue the job."
         ),
+        max_duration: str | None = typer.Option(
+            None,
+            "--max-duration",
+            metavar="DURATION",
+            help="Stop the run once it has run this long, setup included (e.g. 6h; off); "
+            "kept by the host itself. Default: the host's max_duration, else none.",
+        ),
+        stall_after: str | None = typer.Option(
+            None,
+            "--stall-after",
+            metavar="DURATION",
+            help="Flag the run stalled once its log is still this long with its GPUs idle "
+            "(default: the host's stall_after, else 30m; off).",
+        ),
+        on_stall: str | None = typer.Option(
+            None,
+            "--on-stall",
+            metavar="flag|stop",
+            help="What a stall does: flag it (default, or the host's on_stall) or stop the run.",
+        ),
         command: list[str] = typer.Argument(
             None,
             metavar="COMMAND",
@@ -310,6 +349,9 @@ def register(app: typer.Typer) -> None:
         check(host=host, run_id=run_id, workdir=workdir, python=python)
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
+        if on_stall is not None and on_stall not in ("flag", "stop"):
+            fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
+        limits = _limits(max_duration, stall_after)
         secrets = local_secrets(secret)
         call = requests.run_start(
             host=host,
@@ -332,6 +374,9 @@ def register(app: typer.Typer) -> None:
             signal_before_timeout=signal_before_timeout,
             nodes=nodes if nodes != 1 else None,
             requeue=requeue or None,
+            max_duration=limits[0],
+            stall_after=limits[1],
+            on_stall=cast("OnStall | None", on_stall),  # checked above
             progress_token="upload",
         )
         bar = ProgressBar(None if not json else False)
@@ -584,22 +629,24 @@ def register(app: typer.Typer) -> None:
         if not found:
             note("no runs yet; start one with `rtrain start HOST -c CONFIG`")
             return
-        print(
-            table(
-                ["RUN", "HOST", "STATE", "STARTED", "PROGRESS", "LOSS"],
-                [
-                    [
-                        r.run_id,
-                        r.host,
-                        state_text(r),
-                        when(r.started_at),
-                        progress_text(r.progress) or "-",
-                        loss_text(r.latest) or "-",
-                    ]
-                    for r in found
-                ],
-            )
-        )
+        headers = ["RUN", "HOST", "STATE", "STARTED", "PROGRESS", "LOSS"]
+        rows = [
+            [
+                r.run_id,
+                r.host,
+                state_text(r),
+                when(r.started_at),
+                progress_text(r.progress) or "-",
+                loss_text(r.latest) or "-",
+            ]
+            for r in found
+        ]
+        # Costs where a host has a price (config.toml's price_per_hour, or hosts --price).
+        if any(r.cost is not None for r in found):
+            headers.append("COST")
+            for row, r in zip(rows, found, strict=True):
+                row.append(cost_text(r.cost) if r.cost is not None else "-")
+        print(table(headers, rows))
 
     @app.command(cls=PlainUsage)
     @friendly_errors
@@ -611,9 +658,20 @@ def register(app: typer.Typer) -> None:
             help="Forget HOST: its connection record and last error (not its runs).",
             autocompletion=complete_host,
         ),
+        price: tuple[str, str] | None = typer.Option(
+            None,
+            "--price",
+            metavar="HOST RATE",
+            help="What an hour of HOST costs (any unit, e.g. 0.22), over config.toml's "
+            "price_per_hour; RATE off goes back to that.",
+        ),
         json: bool = JsonOpt,
     ) -> None:
-        """List known hosts with their connection, transport and runs."""
+        """List known hosts with their connection, transport, runs and, where priced, what
+        they cost while rtrain saw them up (and of that, idle)."""
+        if price is not None:
+            _set_price(*price, json=json)
+            return
         if forget is not None:
             check(host=forget)
             with DaemonClient.connect() as client:
@@ -642,6 +700,10 @@ def register(app: typer.Typer) -> None:
             headers.insert(5, "GUARD")
             for row, h in zip(rows, found, strict=True):
                 row.insert(5, guard_cell(h.guard))
+        if any(h.cost is not None for h in found):
+            headers += ["COST", "IDLE"]
+            for row, h in zip(rows, found, strict=True):
+                row += _host_cost_cells(h)
         # The last error goes in CONNECTION, cut so that every line fits the terminal (the
         # whole of it is in --json and the daemon log).
         others = sum(
@@ -652,6 +714,34 @@ def register(app: typer.Typer) -> None:
             if h.last_error:
                 row[1] = _cut(f"{h.connection} ({h.last_error})", max(room, len(h.connection)))
         print(table(headers, rows))
+
+
+def _set_price(host: str, rate: str, json: bool) -> None:
+    check(host=host)
+    price: float | None = None
+    if rate.strip().lower() not in ("off", "none"):
+        try:
+            price = float(rate)
+        except ValueError:
+            price = -1.0
+        if not 0 <= price <= 1e6:
+            fail(f"--price {host}: {rate!r} is not a rate: give a number like 0.22, or off.", 2)
+    with DaemonClient.connect() as client:
+        result = client.call(requests.hosts_price(alias=host, price_per_hour=price))
+    if json:
+        print_json(result)
+    elif result.price_per_hour is None:
+        note(f"{host} has no price now")
+    else:
+        note(f"{host} costs {result.price_per_hour:g} an hour")
+
+
+def _host_cost_cells(host: Any) -> list[str]:
+    """COST and IDLE: what the host cost while rtrain saw it up; what of it was idle."""
+    if host.cost is None:
+        return ["-", "-"]
+    idle = f"{cost_text(host.idle_cost)} ({human_duration(host.idle_seconds)})"
+    return [cost_text(host.cost), idle]
 
 
 def _partitions_text(host: Any) -> str:

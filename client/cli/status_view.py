@@ -30,6 +30,12 @@ def show_status(
         extra = [progress_text(run.progress), loss_text(run.latest)]
         if run.gpus:
             extra.append("GPUs " + ",".join(str(i) for i in run.gpus))
+        if run.cost is not None:
+            from rtrain.protocol.durations import human_duration
+            from rtrain.protocol.limit_words import cost_text
+
+            billed = human_duration(run.billed_seconds or 0)
+            extra.append(f"cost {cost_text(run.cost)} ({billed} at {run.price_per_hour:g}/h)")
         print("  ".join([state_text(run), *(e for e in extra if e)]))
     else:
         print(state_text(run))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from rtrain.daemon.costs import priced_run
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.process import PROCESS
@@ -53,11 +54,22 @@ class Ops:
         if (
             metrics_changed
             or before is None
-            or (before.state, before.exit_code, before.reason)
-            != (run.state, run.exit_code, run.reason)
+            or (before.state, before.exit_code, before.reason, before.stalled_since)
+            != (run.state, run.exit_code, run.reason, run.stalled_since)
         ):
-            self.publish(self.metrics.annotate(run))
+            self.publish(self.annotate(run))
         return run
+
+    def annotate(self, run: RunInfo) -> RunInfo:
+        """`run` as clients see it: with what its log said, and what it has cost so far."""
+        return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
+
+    def price(self, host: str) -> float | None:
+        """What an hour of `host` costs: as `hosts/price` set it, else config.toml's."""
+        set_price = self.registry.host_price(host)
+        if set_price is not None:
+            return set_price
+        return self.hosts.config.host(host).price_per_hour
 
     def known(self, host: str, run_id: str) -> RunInfo | None:
         return self.registry.get(host, run_id)
@@ -126,6 +138,12 @@ def with_latest_attempt(run: RunInfo) -> RunInfo:
         return run
     last = run.attempts[-1]
     ended = run.state in ENDED_STATES
+    running_at = last.running_at
+    if running_at is None and run.state not in ("queued", "unknown"):
+        # Billed from when it left its queue; an end seen with no run between bills from
+        # the launch (the daemon was away: more, rather than nothing).
+        seen_leaving = last.state == "queued" and run.state == "running"
+        running_at = now() if seen_leaving else (last.started_at or run.started_at or now())
     latest = msgspec.structs.replace(
         last,
         state=run.state,
@@ -133,6 +151,7 @@ def with_latest_attempt(run: RunInfo) -> RunInfo:
         reason=run.reason,
         started_at=run.started_at or last.started_at,
         ended_at=(last.ended_at or now()) if ended else None,
+        running_at=running_at,
     )
     if latest == last:
         return run

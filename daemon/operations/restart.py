@@ -29,6 +29,7 @@ from rtrain.protocol.messages import (
 )
 
 from .context import Ops, now
+from .run_limits import Limits, launch_line
 from .status import status as run_status
 
 
@@ -46,6 +47,8 @@ class RecordedLaunch(msgspec.Struct):
     attempts: list[Attempt] = []
     # A batch job's sbatch options, asked again as they were.
     sbatch: list[str] = []
+    # The run's limits: every attempt keeps them.
+    limits: Limits | None = None
 
 
 async def restart(ops: Ops, p: RestartParams) -> RestartResult:
@@ -91,6 +94,10 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
     if recorded.sbatch:
         meta["sbatch"] = recorded.sbatch
+    limits = recorded.limits or Limits()
+    if limits.watched:
+        meta["limits"] = msgspec.to_builtins(limits)
+    launcher = ops.launcher(p.host, recorded.command)
     stdin = contract.launch_stdin(
         p.secrets,
         recorded.env,
@@ -98,8 +105,8 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         meta,
         attempt=number,
         wrapper=recorded.wrapper_words,
+        limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
     )
-    launcher = ops.launcher(p.host, recorded.command)
     launched = await launcher.launch(
         transport, run_dir, p.run_id, recorded.python, recorded.command, stdin
     )
@@ -112,6 +119,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: {p.run_id} did not restart: {why}")
     started_at = max(launched.started_at or now(), now() - 1)
     base = current if current.command else _from_record(current, recorded, run_dir)
+    base = limits.on_run(base)
     # A batch job waits for the scheduler first; the monitor says when it runs.
     state: RunState = "queued" if launched.job_id is not None else "running"
     run = ops.record(
@@ -125,7 +133,17 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
             reason=f"submitted as Slurm job {launched.job_id}" if launched.job_id else None,
             job_id=launched.job_id or base.job_id,
             scheduler_state=None,
-            attempts=[*earlier, Attempt(number=number, state=state, started_at=started_at)],
+            stalled_since=None,
+            stopped_by=None,
+            attempts=[
+                *earlier,
+                Attempt(
+                    number=number,
+                    state=state,
+                    started_at=started_at,
+                    running_at=started_at if state == "running" else None,
+                ),
+            ],
         )
     )
     return RestartResult(run=run, pid=launched.pid, log_offset=size.offset or 0)

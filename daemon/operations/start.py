@@ -36,6 +36,16 @@ from .context import Ops, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
 from .run_inputs import Inputs, LocalFile, gather
+from .run_limits import (
+    LIMITS_FILE,
+    STOP_FILE,
+    WATCHER_FILES,
+    Limits,
+    chosen_limits,
+    launch_line,
+    slurm_time,
+    watcher_files,
+)
 from .scheduler_options import check_scheduler_options
 from .shipping import ShipProgress, ship_files
 from .status import refresh
@@ -63,6 +73,9 @@ RESERVED = {
     "meta.json.tmp",
     "setup_failed",
     "program_missing",
+    LIMITS_FILE,
+    STOP_FILE,
+    *WATCHER_FILES,
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -126,6 +139,12 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         extra=extra,
         reserved=reserved,
     )
+    limits = chosen_limits(p, settings)
+    launcher = ops.launcher(p.host)
+    if not launcher.runs_on_host:
+        p = _slurm_limits(p, limits)
+        # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
+        limits = Limits(max_duration=limits.max_duration)
     check_scheduler_options(ops, p)
     if ops.known(p.host, run_id) is not None:
         raise app_error(
@@ -142,7 +161,19 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     # sees a run directory that was never launched.
     async with ops.leases.hold(p.host, transport, workdir):
         return await _claim_ship_launch(
-            ops, transport, p, ctx, run_id, workdir, python, env, setup, datasets, template, inputs
+            ops,
+            transport,
+            p,
+            ctx,
+            run_id,
+            workdir,
+            python,
+            env,
+            setup,
+            datasets,
+            template,
+            inputs,
+            limits,
         )
 
 
@@ -159,10 +190,12 @@ async def _claim_ship_launch(
     datasets: list[Path],
     template: list[str] | None,
     inputs: Inputs,
+    limits: Limits,
 ) -> StartResult:
+    launcher = ops.launcher(p.host)
     try:
         # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
-        if ops.launcher(p.host).runs_on_host:
+        if launcher.runs_on_host:
             plan = await plan_gpus(transport, p, workdir, run_id)
         else:
             plan = GpuPlan(gate=False)
@@ -212,16 +245,20 @@ async def _claim_ship_launch(
         env=env,
         setup=setup_command,
     )
+    pending = limits.on_run(pending)
     ops.registry.upsert(pending)
     ops.starting.add((p.host, run_id))
     if plan.gate:
         gate = gate_file()
         inputs.files.append(LocalFile(GATE_FILE, gate, len(gate)))
+    if launcher.runs_on_host and limits.watched:
+        for name, text in watcher_files():
+            inputs.files.append(LocalFile(name, text, len(text)))
     wrapper = gate_prefix(p, run_dir, run_id, plan)
     argv = [run_dir, run_id, python, *wrapper, *command]
     try:
         return await _ship_and_launch(
-            ops, transport, p, ctx, pending, inputs, argv, len(wrapper), plan
+            ops, transport, p, ctx, pending, inputs, argv, len(wrapper), plan, limits
         )
     finally:
         ops.starting.discard((p.host, run_id))
@@ -237,6 +274,7 @@ async def _ship_and_launch(
     argv: list[str],
     wrapper_words: int,
     plan: GpuPlan,
+    limits: Limits,
 ) -> StartResult:
     """`argv`: launch.sh's arguments, whose command starts with `wrapper_words` words of
     rtrain's own (the GPU gate) before the trainer's."""
@@ -263,8 +301,16 @@ async def _ship_and_launch(
     if p.secrets:
         # Their names only: a restart asks for the values again.
         meta["secret_names"] = sorted(p.secrets)
+    if limits.watched:
+        meta["limits"] = msgspec.to_builtins(limits)
+    launcher = ops.launcher(p.host, argv[3:])
     secret_lines = contract.launch_stdin(
-        p.secrets, pending.env, pending.setup, meta, wrapper=wrapper_words
+        p.secrets,
+        pending.env,
+        pending.setup,
+        meta,
+        wrapper=wrapper_words,
+        limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
     )
 
     async def launch() -> StartResult:
@@ -349,7 +395,14 @@ def _launched(
             started_at=started_at,
             last_seen=now(),
             reason=plan.queued_reason,
-            attempts=[Attempt(number=1, state=state, started_at=started_at)],
+            attempts=[
+                Attempt(
+                    number=1,
+                    state=state,
+                    started_at=started_at,
+                    running_at=started_at if state == "running" else None,
+                )
+            ],
         )
     )
     return StartResult(run=run, pid=launched.pid, uploaded_bytes=_bytes(shipped), shipped=shipped)
@@ -406,6 +459,21 @@ async def _launch_again(
             Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {run.reason or 'lost'}"
         )
     return StartResult(run=run, pid=None, uploaded_bytes=_bytes(shipped), shipped=shipped)
+
+
+def _slurm_limits(p: StartParams, limits: Limits) -> StartParams:
+    """A batch job's maximum duration is its time limit: Slurm ends it there."""
+    if not limits.max_duration:
+        return p
+    if p.time is not None and p.max_duration is not None:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"on {p.host}, a Slurm host, --max-duration becomes the job's --time: "
+            "give one of them, not both.",
+        )
+    if p.time is not None:
+        return p  # the run's own --time wins over the host's max_duration
+    return msgspec.structs.replace(p, time=slurm_time(limits.max_duration))
 
 
 def _bytes(shipped: list[ShippedFile]) -> int:

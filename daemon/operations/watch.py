@@ -12,7 +12,7 @@ from collections import defaultdict
 from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
 from rtrain.daemon.remote import contract
 from rtrain.protocol.errors import Kind, app_error
-from rtrain.protocol.messages import GpuSample, RunInfo
+from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
 
 from .context import Ops, now
 from .run_state import apply_row
@@ -31,6 +31,9 @@ async def watch_host(
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
         by_workdir[posixpath.dirname(remote_dir)].append(run)
+    if not by_workdir:
+        # No run to ask about: the host's GPUs, and whether it answers at all.
+        by_workdir[ops.hosts.config.host(host).workdir or DEFAULT_WORKDIR] = []
     found: dict[str, contract.RunRow] = {}
     moved: set[str] = set()
     for number, (workdir, members) in enumerate(by_workdir.items()):
@@ -49,7 +52,7 @@ async def watch_host(
             if out.exit != contract.Exit.OK and not out.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
             found.update(out.runs)
-        else:
+        elif members:
             # A cluster's jobs run on other nodes: watch.sh brings their logs (the run dir is
             # shared), their states are the scheduler's (one squeue for all of them).
             report = await launcher.status(transport, workdir, [r.run_id for r in members])

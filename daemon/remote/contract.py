@@ -119,6 +119,8 @@ class RunRow(msgspec.Struct, frozen=True):
     # Slurm runs: the job, and Slurm's own name for its state where it says more.
     job_id: str | None = None
     scheduler_state: str | None = None
+    # Seconds a running run has been still (limits.sh's `stalled`); None when it is not.
+    stalled_for: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -126,7 +128,7 @@ class RunRow(msgspec.Struct, frozen=True):
 
 
 def _run_row(values: list[str]) -> RunRow:
-    run_id, state, exit_code, signal, started, detail = (values + ["-"] * 6)[:6]
+    run_id, state, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
     return RunRow(
         run_id=run_id,
         state=state,
@@ -134,6 +136,7 @@ def _run_row(values: list[str]) -> RunRow:
         signal=_int(signal),
         started_at=_float(started),
         detail=None if detail in ("-", "") else detail,
+        stalled_for=_int(stalled),
     )
 
 
@@ -488,6 +491,15 @@ async def discard(transport: Transport, workdir: str, run_id: str) -> Discarded:
     )
 
 
+class LimitsLine(msgspec.Struct, frozen=True):
+    """launch.sh's `+limits` line: limits.sh's arguments after the attempt."""
+
+    max_duration: int  # seconds, 0: none
+    stall_after: int  # seconds, 0: none
+    on_stall: str  # flag | stop
+    grace: float  # seconds the stop a limit makes waits after SIGTERM
+
+
 def launch_stdin(
     secrets: Mapping[str, str],
     env: Mapping[str, str],
@@ -495,10 +507,12 @@ def launch_stdin(
     meta: Mapping[str, object],
     attempt: int = 1,
     wrapper: int = 0,
+    limits: LimitsLine | None = None,
 ) -> bytes:
     """launch.sh's stdin: `NAME<TAB>base64` per secret, then the `+` lines for the rest of
-    the launch (env, setup, extra meta.json keys, the attempt number of a restart, and how
-    many leading words of the command are rtrain's own wrapper, not the trainer's)."""
+    the launch (env, setup, extra meta.json keys, the attempt number of a restart, how
+    many leading words of the command are rtrain's own wrapper, not the trainer's, and the
+    limits the host watches)."""
 
     def b64(text: str) -> str:
         return base64.b64encode(text.encode()).decode()
@@ -513,6 +527,11 @@ def launch_stdin(
         lines.append(f"+attempt\t{attempt}")
     if wrapper:
         lines.append(f"+wrapper\t{wrapper}")
+    if limits is not None:
+        lines.append(
+            f"+limits\t{limits.max_duration}\t{limits.stall_after}\t{limits.on_stall}\t"
+            f"{limits.grace:.1f}"
+        )
     return "".join(f"{line}\n" for line in lines).encode()
 
 

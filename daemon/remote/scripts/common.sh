@@ -9,11 +9,11 @@ GREP_Z=
 KIN_ANCESTORS=
 BOOT_NOW=
 ST_STATE='' ST_PPID='' ST_PGRP='' ST_SID=''
-META_STARTED='' META_BOOT=''
+META_STARTED='' META_BOOT='' META_ATTEMPT=''
 PF_PID=
 NAP_PER_SECOND=
 REAL_RUN='' REAL_PATH='' REL='' TARGET=''
-RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED=''
 TAB=$(printf '\t')
 NL='
 '
@@ -293,10 +293,10 @@ session_members() {
 		}'
 }
 
-# meta.json -> META_STARTED META_BOOT. launch.sh writes one key per line, so no JSON parser
-# is needed here.
+# meta.json -> META_STARTED META_BOOT META_ATTEMPT. launch.sh writes one key per line, so no
+# JSON parser is needed here.
 read_meta() {
-	META_STARTED='' META_BOOT=''
+	META_STARTED='' META_BOOT='' META_ATTEMPT=''
 	[ -f "$1/meta.json" ] || return 0
 	while IFS= read -r rm_line || [ -n "$rm_line" ]; do
 		case $rm_line in
@@ -304,6 +304,11 @@ read_meta() {
 			rm_value=${rm_line#'  "started_at": '}
 			rm_value=${rm_value%%,*}
 			is_uint "$rm_value" && META_STARTED=$rm_value
+			;;
+		'  "attempt": '*)
+			rm_value=${rm_line#'  "attempt": '}
+			rm_value=${rm_value%%,*}
+			is_uint "$rm_value" && META_ATTEMPT=$rm_value
 			;;
 		'  "boot_id": "'*)
 			rm_value=${rm_line#'  "boot_id": "'}
@@ -369,8 +374,33 @@ state_from_status_file() {
 		else
 			RS_STATE=stopped
 			RS_DETAIL='stopped on request'
+			limit_detail "$1"
 		fi
 	fi
+	return 0
+}
+
+# A stop that the run's limits made (limits.sh): RS_DETAIL becomes `limit: WHY SECONDS`
+# (`max_duration 21600`, `stalled 1800`), as limit_stop says.
+limit_detail() {
+	[ -f "$1/limit_stop" ] || return 0
+	ld_line=
+	{ IFS= read -r ld_line <"$1/limit_stop"; } 2>/dev/null
+	case $ld_line in
+	'max_duration '[0-9]* | 'stalled '[0-9]*) RS_DETAIL="limit: $ld_line" ;;
+	esac
+}
+
+# A running run that limits.sh found still (`stalled`: the epoch second it went still) ->
+# RS_STALLED, the seconds since then.
+stalled_for() {
+	[ -f "$1/stalled" ] || return 0
+	sf_since=
+	{ IFS= read -r sf_since <"$1/stalled"; } 2>/dev/null
+	is_uint "$sf_since" && [ "${#sf_since}" -le 12 ] || return 0
+	sf_now=$(date +%s)
+	RS_STALLED=$((sf_now - sf_since))
+	[ "$RS_STALLED" -lt 0 ] && RS_STALLED=0
 	return 0
 }
 
@@ -442,9 +472,10 @@ run_alive() {
 	return 1
 }
 
-# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL ("-" when empty).
+# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED ("-" when
+# empty; RS_STALLED: seconds a running run has been still, see limits.sh).
 run_state() {
-	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=-
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=-
 	if [ ! -d "$1" ]; then
 		RS_DETAIL='no run directory'
 		return 0
@@ -459,6 +490,8 @@ run_state() {
 			RS_STATE=queued
 			{ IFS= read -r RS_DETAIL <"$1/queued"; } 2>/dev/null
 			RS_DETAIL=$(flat "${RS_DETAIL:-waiting for GPUs}")
+		else
+			stalled_for "$1"
 		fi
 		return 0
 	fi
@@ -467,6 +500,7 @@ run_state() {
 	if [ -e "$1/stop_requested" ]; then
 		RS_STATE=stopped
 		RS_DETAIL='stopped on request; no exit status'
+		limit_detail "$1"
 	else
 		RS_STATE=lost
 		if [ -n "$RS_REBOOTED" ]; then

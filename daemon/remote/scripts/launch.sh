@@ -8,6 +8,10 @@
 #   +attempt<TAB>N            (plain digits) attempt N >= 2 of a run that ended: a restart
 #   +wrapper<TAB>N            (plain digits) CMD's first N words are rtrain's own wrapper (the
 #                             GPU gate); the trainer's program is word N+1
+#   +limits<TAB>MAX<TAB>STALL<TAB>ON_STALL<TAB>GRACE
+#                             the attempt's limits (limits.sh: seconds, 0 for none; flag|stop;
+#                             the stop's grace), watched on the host by `rtrain-limits`, which
+#                             the daemon ships into the run dir with `rtrain-stop`
 need_args "$#" 4
 take_run_dir "$1" "$2"
 run_id=$2
@@ -123,6 +127,7 @@ setup=
 attempt=1
 wrapper=0
 meta_extra=
+limits=
 # BASE64 -> B64_VALUE (trailing newlines kept), or fail naming LINE_NO.
 decode_b64() {
 	# printf is a builtin: the value travels through a pipe, never through an argv.
@@ -172,6 +177,26 @@ while IFS= read -r secret_line || [ -n "$secret_line" ]; do
 		attempt=${secret_line#+attempt"$TAB"}
 		is_uint "$attempt" && [ "${#attempt}" -le 6 ] && [ "$attempt" -ge 1 ] ||
 			fail "$E_USAGE" usage "bad attempt"
+		continue
+		;;
+	"+limits$TAB"*"$TAB"*"$TAB"*"$TAB"*)
+		opt=${secret_line#+limits"$TAB"}
+		IFS=$TAB read -r lim_max lim_stall lim_on lim_grace <<EOF
+$opt
+EOF
+		for lim_number in "$lim_max" "$lim_stall"; do
+			is_uint "$lim_number" && [ "${#lim_number}" -le 9 ] || fail "$E_USAGE" usage "bad limits"
+		done
+		case $lim_on in
+		flag | stop) ;;
+		*) fail "$E_USAGE" usage "bad limits" ;;
+		esac
+		case $lim_grace in
+		'' | . | *[!0-9.]* | *.*.*) fail "$E_USAGE" usage "bad limits" ;;
+		esac
+		if [ "$lim_max" != 0 ] || [ "$lim_stall" != 0 ]; then
+			limits="$lim_max $lim_stall $lim_on $lim_grace"
+		fi
 		continue
 		;;
 	"+wrapper$TAB"*)
@@ -252,7 +277,8 @@ else
 		fail "$E_ALREADY_LAUNCHED" already_launched
 	fi
 	rm -f -- "$RUN_DIR/status" "$RUN_DIR/status.tmp" "$RUN_DIR/train.pid" \
-		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing"
+		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
+		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop"
 fi
 started_at=$(date +%s)
 {
@@ -332,11 +358,33 @@ if ! (
 	fail "$E_NO_DETACH" detach_failed
 fi
 
+# The attempt's limits, watched on the host (limits.sh) by a process of its own: detached as
+# the run is, but without its marker or its secrets, so it is never taken for part of it.
+start_limits() {
+	[ -n "$limits" ] || return 0
+	if [ ! -f "$RUN_DIR/rtrain-limits" ] || [ ! -f "$RUN_DIR/rtrain-stop" ]; then
+		say "the run's limits are not watched: rtrain-limits or rtrain-stop is missing"
+		return 0
+	fi
+	# shellcheck disable=SC2086 # validated numbers and words, split on purpose
+	set -- /bin/sh ./rtrain-limits "$RUN_DIR" "$run_id" "$attempt" $limits
+	(
+		unset RTRAIN_RUN_ID
+		case $detach in
+		setsid_fork) exec "$setsid_bin" -f "$@" ;;
+		python) exec "$python_bin" -c "$TRAMPOLINE" setsid "$@" ;;
+		setsid_background) "$setsid_bin" "$@" & ;;
+		esac
+	) </dev/null >/dev/null 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- ||
+		say "the run's limits are not watched: their watcher did not start"
+}
+
 nap_init
 waited=0
 while [ "$waited" -lt "$((10 * NAP_PER_SECOND))" ]; do
 	read_pid_file "$RUN_DIR"
 	if [ -n "$PF_PID" ] && { pid_alive "$PF_PID" || [ -f "$RUN_DIR/status" ]; }; then
+		start_limits
 		emit pid "$PF_PID"
 		emit started_at "$started_at"
 		exit 0

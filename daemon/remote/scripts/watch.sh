@@ -1,6 +1,7 @@
 # watch.sh WORKDIR GPUS MAXBYTES [RUN_ID LOG_OFFSET JSONL_OFFSET]...: all the monitor asks of
 # a host in one poll, in one command.
-#   run   RUN_ID STATE EXIT SIGNAL STARTED DETAIL   one per run, as status.sh prints it
+#   run   RUN_ID STATE EXIT SIGNAL STARTED DETAIL STALLED
+#                                                   one per run, as status.sh prints it
 #   gpu   CSV                                       with GPUS=1: nvidia-smi's line per GPU
 #   app   RUN_ID CSV                                with GPUS=1: a compute process ("-": no
 #                                                   run of these)
@@ -30,7 +31,7 @@ while [ "$#" -ge 3 ]; do
 		emit run "${shown:--}" missing - - - 'invalid run id'
 	else
 		run_state "$workdir/$1" "$1"
-		emit run "$1" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL"
+		emit run "$1" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED"
 		# A run that just ended still sends its last bytes.
 		[ "$RS_STATE" != missing ] && found="$found $1 $2 $3"
 	fi
