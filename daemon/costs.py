@@ -35,6 +35,7 @@ def priced_run(run: RunInfo, price_per_hour: float | None, at: float) -> RunInfo
     if run.started_at is None:
         return run  # never launched: nothing billed
     seconds = round(billed_seconds(run, at), 3)
+    # From the seconds as shown, so that the two figures of an answer agree exactly.
     cost = None if price_per_hour is None else seconds / 3600 * price_per_hour
     return msgspec.structs.replace(
         run, billed_seconds=seconds, price_per_hour=price_per_hour, cost=cost
@@ -45,11 +46,12 @@ def priced_host(
     info: HostInfo, price_per_hour: float | None, up_seconds: float, idle_seconds: float
 ) -> HostInfo:
     """`info` with the time rtrain saw the host up and idle, and what each cost."""
+    up, idle = round(up_seconds, 3), round(idle_seconds, 3)
     return msgspec.structs.replace(
         info,
         price_per_hour=price_per_hour,
-        up_seconds=round(up_seconds, 3),
-        idle_seconds=round(idle_seconds, 3),
-        cost=None if price_per_hour is None else up_seconds / 3600 * price_per_hour,
-        idle_cost=None if price_per_hour is None else idle_seconds / 3600 * price_per_hour,
+        up_seconds=up,
+        idle_seconds=idle,
+        cost=None if price_per_hour is None else up / 3600 * price_per_hour,
+        idle_cost=None if price_per_hour is None else idle / 3600 * price_per_hour,
     )

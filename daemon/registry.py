@@ -197,7 +197,8 @@ class Registry:
 
     def hosts(self) -> builtins.list[str]:
         rows = self._db.execute(
-            "SELECT alias FROM hosts UNION SELECT DISTINCT host FROM runs ORDER BY 1"
+            "SELECT alias FROM hosts UNION SELECT DISTINCT host FROM runs "
+            "UNION SELECT alias FROM host_prices ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
 
@@ -211,9 +212,12 @@ class Registry:
         return row[0] if row else None
 
     def forget_host(self, alias: str) -> bool:
-        """Drop `alias`'s connection record; False if there was none."""
-        cursor = self._db.execute("DELETE FROM hosts WHERE alias = ?", (alias,))
-        return cursor.rowcount > 0
+        """Drop `alias`'s connection record, its price and its uptime; False if there was
+        none of them."""
+        forgotten = 0
+        for table in ("hosts", "host_prices", "host_spans"):
+            forgotten += self._db.execute(f"DELETE FROM {table} WHERE alias = ?", (alias,)).rowcount
+        return forgotten > 0
 
     def forget_unconnected(self, tried_before: float) -> None:
         """Forget the aliases that never connected (typos, hosts tried once), no run of

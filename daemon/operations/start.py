@@ -251,14 +251,16 @@ async def _claim_ship_launch(
     if plan.gate:
         gate = gate_file()
         inputs.files.append(LocalFile(GATE_FILE, gate, len(gate)))
+    # rtrain's own scripts for the watcher of the limits: shipped beside the inputs, but,
+    # like every far-side script, not counted as what the user shipped.
+    own = Inputs()
     if launcher.runs_on_host and limits.watched:
-        for name, text in watcher_files():
-            inputs.files.append(LocalFile(name, text, len(text)))
+        own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
     wrapper = gate_prefix(p, run_dir, run_id, plan)
     argv = [run_dir, run_id, python, *wrapper, *command]
     try:
         return await _ship_and_launch(
-            ops, transport, p, ctx, pending, inputs, argv, len(wrapper), plan, limits
+            ops, transport, p, ctx, pending, (inputs, own), argv, len(wrapper), plan, limits
         )
     finally:
         ops.starting.discard((p.host, run_id))
@@ -270,18 +272,22 @@ async def _ship_and_launch(
     p: StartParams,
     ctx: Notifier,
     pending: RunInfo,
-    inputs: Inputs,
+    inputs: tuple[Inputs, Inputs],
     argv: list[str],
     wrapper_words: int,
     plan: GpuPlan,
     limits: Limits,
 ) -> StartResult:
     """`argv`: launch.sh's arguments, whose command starts with `wrapper_words` words of
-    rtrain's own (the GPU gate) before the trainer's."""
+    rtrain's own (the GPU gate) before the trainer's. `inputs`: the user's, and rtrain's own
+    scripts (shipped side by side; only the first are reported)."""
     run_dir, run_id = pending.remote_dir or "", pending.run_id
+    channels = ops.hosts.config.host(p.host).channels
+    users, own = inputs
     try:
-        shipped = await _ship(
-            transport, run_dir, run_id, inputs, p, ctx, ops.hosts.config.host(p.host).channels
+        shipped, _ = await asyncio.gather(
+            _ship(transport, run_dir, run_id, users, p, ctx, channels),
+            _ship_own(transport, run_dir, run_id, own, channels),
         )
     except RpcError as error:
         ops.registry.delete(p.host, run_id)
@@ -597,6 +603,15 @@ def _expand(
             word = word.replace(placeholder, value)
         words.append(word)
     return words
+
+
+async def _ship_own(
+    transport: Transport, run_dir: str, run_id: str, own: Inputs, channels: int | None
+) -> list[ShippedFile]:
+    if not own.files:
+        return []
+    progress = ShipProgress(own, lambda _done: None)
+    return await ship_files(transport, run_dir, run_id, own, progress, channels=channels)
 
 
 async def _ship(

@@ -52,6 +52,15 @@ BAD_INPUTS = [
                  id="fetch-outside"),
     pytest.param(["start", "plain", "-c", "cfg.yaml", "--secret", "A;B"], "secret name",
                  id="secret-name"),
+    pytest.param(["start", "plain", "-c", "cfg.yaml", "--max-duration", "6"],
+                 "--max-duration: '6' is not a maximum duration", id="max-duration-no-unit"),
+    pytest.param(["start", "plain", "-c", "cfg.yaml", "--max-duration", "$(touch {trap})"],
+                 "maximum duration", id="max-duration-substitution"),
+    pytest.param(["start", "plain", "-c", "cfg.yaml", "--stall-after", "soon"],
+                 "--stall-after: 'soon' is not a stall period", id="stall-after-word"),
+    pytest.param(["start", "plain", "-c", "cfg.yaml", "--on-stall", "kill"], "--on-stall",
+                 id="on-stall-word"),
+    pytest.param(["hosts", "--price", "plain", "cheap"], "is not a rate", id="price-word"),
 ]  # fmt: skip
 
 

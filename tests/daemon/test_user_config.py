@@ -77,3 +77,27 @@ def test_the_guard_s_keys_are_read_and_a_bad_duration_names_its_line(tmp_path: P
     with pytest.raises(ConfigError) as raised:
         load_user_config(config(tmp_path, '[hosts.pod]\nterminate = " "\n'))
     assert ", line 2: hosts.pod.terminate: Expected `str` matching regex" in str(raised.value)
+
+
+def test_a_hosts_limits_and_price_are_read_as_seconds(tmp_path: Path) -> None:
+    loaded = load_user_config(
+        config(
+            tmp_path,
+            '[hosts.gpubox]\nmax_duration = "6h"\nstall_after = "off"\non_stall = "stop"\n'
+            "price_per_hour = 0.22\n",
+        )
+    )
+    host = loaded.host("gpubox")
+    assert (host.limit("max_duration"), host.limit("stall_after")) == (21600, 0)
+    assert (host.on_stall, host.price_per_hour) == ("stop", 0.22)
+    assert loaded.host("other").limit("max_duration") is None
+
+
+def test_a_bad_duration_names_its_line_and_key(tmp_path: Path) -> None:
+    path = config(tmp_path, '[hosts.gpubox]\nworkdir = "~/runs"\nmax_duration = "6"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_user_config(path)
+    assert str(caught.value) == (
+        f"{path}, line 3: hosts.gpubox.max_duration: '6' is not a maximum duration: write a "
+        "number and a unit, like 90s, 30m, 6h or 1h30m, or off."
+    )
