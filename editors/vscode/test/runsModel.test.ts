@@ -92,6 +92,24 @@ describe("presentation", () => {
     assert.equal(stateText(run("a", "stopped", 1, { schedulerState: "CANCELLED" })), "stopped (CANCELLED)");
   });
 
+  it("says how long a run has been stalled, and which of its limits stopped it", () => {
+    const now = new Date(2026, 4, 1, 15, 0, 0);
+    const stalled = run("a", "running", 1, { stalledSince: now.getTime() / 1000 - 754 });
+    assert.equal(stateText(stalled, now), "running (stalled 12m 34s)");
+    assert.equal(runLook(stalled, now).icon, "warning");
+    assert.equal(runLook(stalled, now).contextValue, "rtrainRun.running");
+    const limited = run("a", "stopped", 1, { stoppedBy: "max_duration", reason: "max duration 6h" });
+    assert.equal(stateText(limited), "stopped (max duration 6h)");
+  });
+
+  it("shows what a run and a host cost at the host's price", () => {
+    const priced = run("a", "completed", 1, { billedSeconds: 6000, pricePerHour: 0.22, cost: 0.3667 });
+    assert.ok(runLook(priced).tooltip.includes("cost 0.37 (1h 40m at 0.22/h)"));
+    const host = { ...local, pricePerHour: 0.22, upSeconds: 18000, idleSeconds: 3600, cost: 1.1, idleCost: 0.22 };
+    assert.equal(hostLook(host, 0).description, "connected · local · cost 1.10");
+    assert.ok(hostLook(host, 0).tooltip.endsWith("cost 1.10 while up 5h, 0.22 idle (1h)"));
+  });
+
   it("gives each state its own icon and a menu context", () => {
     const states = ["queued", "running", "completed", "failed", "stopped", "lost", "unknown"] as const;
     const icons = new Set(states.map((s) => runLook(run("a", s, 1)).icon));

@@ -32,8 +32,17 @@ const HOST_ICONS: Record<HostInfo["connection"], { icon: string; color?: string 
   failed: { icon: "vm-outline", color: "errorForeground" },
 };
 
-/** "failed (exit 3)", "stopped", ... as the CLI says it. */
-export function stateText(run: RunInfo): string {
+/** A cost in the rate's own unit: to the cent, or to four places while under one. */
+export function costText(cost: number): string {
+  return cost > 0 && cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2);
+}
+
+/** "failed (exit 3)", "stopped", "running (stalled 12m)", ... as the CLI says it. */
+export function stateText(run: RunInfo, now: Date = new Date()): string {
+  // A run's limits say their part: how long it has been stalled, which one stopped it.
+  if (run.state === "running" && typeof run.stalledSince === "number")
+    return `running (stalled ${durationText(now.getTime() / 1000 - run.stalledSince)})`;
+  if (run.state === "stopped" && run.stoppedBy && run.reason) return `stopped (${run.reason})`;
   // A scheduler's own word where it says more: "failed (TIMEOUT)", "stopped (CANCELLED)".
   const ended = run.state === "failed" || run.state === "stopped" || run.state === "lost";
   if (ended && run.schedulerState) return `${run.state} (${run.schedulerState})`;
@@ -77,17 +86,22 @@ export function watchText(run: RunInfo): string {
 export function runLook(run: RunInfo, now?: Date): Look {
   const started = formatTime(run.startedAt ?? run.createdAt, now);
   const watched = run.state === "running" ? watchText(run) : "";
-  const state = watched ? `${stateText(run)} · ${watched}` : stateText(run);
+  const said = stateText(run, now);
+  const state = watched ? `${said} · ${watched}` : said;
   const lines = [`${run.runId} on ${run.host}: ${state}`];
   if (run.progress) lines.push(progressText(run.progress));
   if (started) lines.push(`started ${started}`);
   if (run.reason) lines.push(run.reason);
+  if (typeof run.cost === "number")
+    lines.push(`cost ${costText(run.cost)} (${durationText(run.billedSeconds ?? 0)} at ${run.pricePerHour}/h)`);
   if (run.remoteDir) lines.push(run.remoteDir);
+  // A stalled run still runs, but asks to be looked at.
+  const stalled = run.state === "running" && typeof run.stalledSince === "number";
   return {
     label: run.runId,
     description: started ? `${state} · ${started}` : state,
     tooltip: lines.join("\n"),
-    ...RUN_ICONS[run.state],
+    ...(stalled ? { icon: "warning", color: "charts.orange" } : RUN_ICONS[run.state]),
     contextValue: `rtrainRun.${run.state}`,
   };
 }
@@ -145,6 +159,11 @@ export function hostLook(host: HostInfo, running: number, nowSeconds: number = D
     const guard = guardText(host.guard, nowSeconds);
     parts.push(guard.short);
     lines.push(...guard.lines);
+  }
+  if (typeof host.cost === "number") {
+    const idle = `${costText(host.idleCost ?? 0)} idle (${durationText(host.idleSeconds ?? 0)})`;
+    parts.push(`cost ${costText(host.cost)}`);
+    lines.push(`cost ${costText(host.cost)} while up ${durationText(host.upSeconds ?? 0)}, ${idle}`);
   }
   return {
     label: host.alias,
