@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rtrain.protocol import requests
+from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.requests import Call
 
 from .daemon_client import DaemonClient
@@ -135,13 +136,25 @@ class RemoteRunner:
         datasets: Sequence[str | Path] = (),
         env: Mapping[str, str] | None = None,
         setup: str | None = None,
+        max_duration: str | None = None,
+        stall_after: str | None = None,
+        on_stall: Literal["flag", "stop"] | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
         `code_dir`'s files land in the run directory (its .rtrainignore, else .gitignore, is
         honoured); each of `dataset_path` and `datasets` (files or directories) lands under
         its own name; `env` is for the setup step and the trainer (recorded: not for
-        secrets); `setup` is a shell command run in the run directory first."""
+        secrets); `setup` is a shell command run in the run directory first.
+        `max_duration` and `stall_after` are durations (`6h`, `30m`, `off`), kept by the host
+        (docs/cost-safety.md); a bad one raises ValueError before anything is sent."""
+        limits = [
+            None if text is None else parse_limit(text, what)
+            for text, what in (
+                (max_duration, "a maximum duration"),
+                (stall_after, "a stall period"),
+            )
+        ]
         call = requests.run_start(
             host=self.host.alias,
             config=str(Path(config_path).resolve()),
@@ -156,6 +169,9 @@ class RemoteRunner:
             workdir=self.host.workdir,
             command=list(command) if command is not None else None,
             secrets=dict(secrets) if secrets else None,
+            max_duration=limits[0],
+            stall_after=limits[1],
+            on_stall=on_stall,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

@@ -77,4 +77,6 @@ def launch_line(limits: Limits, grace: float) -> contract.LimitsLine | None:
 def slurm_time(seconds: int) -> str:
     """A maximum duration as Slurm's --time: whole minutes (Slurm's own unit), rounded up."""
     minutes = math.ceil(seconds / 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:00"
+    days, minutes = divmod(minutes, 24 * 60)
+    clock = f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+    return f"{days}-{clock}" if days else clock
