@@ -222,6 +222,16 @@ def test_the_configured_guard_is_armed_on_the_host_s_first_use(cli: Cli, guarded
     assert shown.code == 0, shown
     assert shown.out.startswith("guard on plain: armed: after 2s idle it runs `echo fired")
     wait_until(lambda: guarded.call_count() == 1, "the configured guard's call")
+    pid = (cli.far_workdir / ".guard" / "pid").read_text()
+    # The next daemon finds the guard armed as configured and leaves it be: the same process,
+    # the same idle period, no second call.
+    assert cli("daemon", "stop").code == 0
+    again = cli("guard", "plain")
+    assert "it ran the command for this idle period already" in again.out, again
+    assert (cli.far_workdir / ".guard" / "pid").read_text() == pid
+    looked_at = time.time()
+    wait_until(lambda: guarded.looked_after(looked_at + 2), "two more looks")
+    assert guarded.call_count() == 1
 
 
 def test_terminate_refuses_while_a_run_runs_and_runs_with_yes_or_force(
