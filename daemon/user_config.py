@@ -14,6 +14,7 @@ code = "~/src/my-project"                 # local directory shipped into every r
 channels = 4                              # ssh channels one large transfer uses at most
 idle_stop = "30m"                         # with terminate: the daemon arms a guard (docs/guard.md)
 terminate = "runpodctl stop pod $RUNPOD_POD_ID"  # the host's terminate command
+stalled_idle = true                       # the guard counts a stalled run as idle
 max_duration = "6h"                       # stop a run that runs longer (`off`: never)
 stall_after = "30m"                       # flag a run whose log is still that long
 on_stall = "stop"                         # flag | stop a stalled run
@@ -71,6 +72,8 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # both are set. Checked as the config is read, so a typo is found at start.
     idle_stop: str | None = None
     terminate: Annotated[str, msgspec.Meta(pattern=r"\S")] | None = None
+    # The host opts in: a stalled run (docs/cost-safety.md) counts as idle for its guard.
+    stalled_idle: bool = False
 
     @property
     def idle_stop_seconds(self) -> int | None:

@@ -41,6 +41,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "settings": {},
     "shipped": [],
     "skipped": 0,
+    "stalledIdle": False,
     "stderr": "",
     "stdout": "",
     "stopping": True,

@@ -595,6 +595,8 @@ class GuardParams(Params):
     command: str | None = None
     # Open interactive ssh sessions do not keep the host busy.
     ignore_sessions: bool = False
+    # A stalled run (log still, GPUs idle) counts as idle; null: the host's `stalled_idle`.
+    stalled_idle: bool | None = None
 
 
 class GuardFired(Result):
@@ -613,6 +615,7 @@ class GuardState(Result):
     idle_seconds: int | None = None
     command: str | None = None
     ignore_sessions: bool = False
+    stalled_idle: bool = False
     # The guard's last look: busy (`busy` says why), or idle since `idleSince`.
     checked_at: float | None = None
     idle_since: float | None = None

@@ -175,6 +175,7 @@ def host_guard(
     idle_seconds: int | None = None,
     command: str | None = None,
     ignore_sessions: bool | None = None,
+    stalled_idle: bool | None = None,
 ) -> Call:
     """`host/guard`: Show, arm or disarm the host's guard, which runs a command once the host is
     idle.
@@ -188,6 +189,7 @@ def host_guard(
             idleSeconds=idle_seconds,
             command=command,
             ignoreSessions=ignore_sessions,
+            stalledIdle=stalled_idle,
         ),
     )
 

@@ -43,6 +43,12 @@ def register(app: typer.Typer) -> None:
         ignore_sessions: bool = typer.Option(
             False, "--ignore-sessions", help="Arm: open interactive ssh sessions do not count."
         ),
+        stalled_idle: bool = typer.Option(
+            False,
+            "--stalled-idle",
+            help="Arm: a stalled run (log still, GPUs idle) counts as idle (default: the host's "
+            "stalled_idle).",
+        ),
         off: bool = typer.Option(False, "--off", help="Disarm the guard."),
         workdir: str | None = HostWorkdirOpt,
         json: bool = JsonOpt,
@@ -51,10 +57,11 @@ def register(app: typer.Typer) -> None:
         remove the pod, shut down) once HOST has been idle long enough, even with this
         machine gone."""
         check(host=host, workdir=workdir)
-        arming = idle is not None or then is not None or ignore_sessions
+        arming = idle is not None or then is not None or ignore_sessions or stalled_idle
         if off and arming:
             fail(
-                "--off disarms the guard; it takes no --idle, --then or --ignore-sessions.",
+                "--off disarms the guard; it takes no --idle, --then, --ignore-sessions or "
+                "--stalled-idle.",
                 code=Exit.BAD_INPUT,
             )
         seconds = None
@@ -74,6 +81,7 @@ def register(app: typer.Typer) -> None:
             idle_seconds=seconds,
             command=then,
             ignore_sessions=ignore_sessions or None,
+            stalled_idle=True if stalled_idle else None,
         )
         with DaemonClient.connect() as client:
             result = client.call(call)

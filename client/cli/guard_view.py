@@ -19,6 +19,8 @@ def guard_words(guard: Any, now: float | None = None) -> list[str]:
         lines = ["disarmed"]
     else:
         sessions = "open ssh sessions ignored" if guard.ignore_sessions else "ssh sessions count"
+        if guard.stalled_idle:
+            sessions += ", stalled runs idle"
         lines = [
             f"armed: after {human_duration(guard.idle_seconds or 0)} idle it runs "
             f"`{guard.command}` ({sessions})"

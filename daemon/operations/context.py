@@ -94,7 +94,14 @@ class Ops:
             # A configured workdir that is no workdir fails the requests that use it, not this.
             with contextlib.suppress(RpcError):
                 workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
-                self.guards.reached(host, transport, workdir, idle_seconds, settings.terminate)
+                self.guards.reached(
+                    host,
+                    transport,
+                    workdir,
+                    idle_seconds,
+                    settings.terminate,
+                    settings.stalled_idle,
+                )
         return transport
 
     def host_workdir(self, host: str, workdir: str | None) -> str:

@@ -44,18 +44,25 @@ async def guard(ops: Ops, p: GuardParams) -> GuardResult:
                 f"under [hosts.{p.host}] in config.toml.",
             )
         command = check_guard_command(command)
-    elif p.idle_seconds is not None or p.command is not None or p.ignore_sessions:
+    elif (
+        p.idle_seconds is not None
+        or p.command is not None
+        or p.ignore_sessions
+        or p.stalled_idle is not None
+    ):
         raise app_error(
             Kind.INVALID_COMMAND,
-            f"an idle period, a command or ignoreSessions go with `arm`, not `{p.action}`.",
+            f"an idle period, a command, ignoreSessions or stalledIdle go with `arm`, not "
+            f"`{p.action}`.",
         )
+    stalled_idle = p.stalled_idle if p.stalled_idle is not None else settings.stalled_idle
     transport = await ops.transport(p.host)
     # A guard config.toml asks for is armed first; the person's word comes after it.
     await ops.guards.settled(p.host)
     if p.action == "arm":
         assert idle_seconds is not None and command is not None
         shown = await contract.guard_arm(
-            transport, workdir, idle_seconds, p.ignore_sessions, command
+            transport, workdir, idle_seconds, p.ignore_sessions, command, stalled_idle
         )
     elif p.action == "off":
         shown = await contract.guard_off(transport, workdir)

@@ -40,6 +40,7 @@ def guard_state(shown: GuardShown, received_at: float) -> GuardState:
         idle_seconds=shown.idle_seconds,
         command=shown.command,
         ignore_sessions=bool(shown.ignore_sessions),
+        stalled_idle=bool(shown.stalled_idle),
         checked_at=here(seen.checked_at) if seen is not None else None,
         idle_since=here(idle_since),
         busy=seen.reason if seen is not None and seen.busy else None,
@@ -71,14 +72,20 @@ class GuardBook:
         return self._states.get(host)
 
     def reached(
-        self, host: str, transport: Transport, workdir: str, idle_seconds: int, command: str
+        self,
+        host: str,
+        transport: Transport,
+        workdir: str,
+        idle_seconds: int,
+        command: str,
+        stalled_idle: bool,
     ) -> None:
         """The host was just used: arm its configured guard, in the background, unless this
         daemon already did (or a person chose otherwise through `host/guard`)."""
         if host in self._seen_to or host in self._arming:
             return
         task = asyncio.create_task(
-            self._arm_configured(host, transport, workdir, idle_seconds, command)
+            self._arm_configured(host, transport, workdir, idle_seconds, command, stalled_idle)
         )
         self._arming[host] = task
         task.add_done_callback(lambda _: self._arming.pop(host, None))
@@ -92,7 +99,13 @@ class GuardBook:
         self._seen_to.add(host)
 
     async def _arm_configured(
-        self, host: str, transport: Transport, workdir: str, idle_seconds: int, command: str
+        self,
+        host: str,
+        transport: Transport,
+        workdir: str,
+        idle_seconds: int,
+        command: str,
+        stalled_idle: bool,
     ) -> None:
         try:
             shown = await contract.guard_show(transport, workdir)
@@ -100,12 +113,15 @@ class GuardBook:
                 shown.armed
                 and shown.idle_seconds == idle_seconds
                 and shown.ignore_sessions is False
+                and bool(shown.stalled_idle) == stalled_idle
                 and shown.command == flat(command)
             ):
                 self._seen_to.add(host)
                 self.remember(host, workdir, guard_state(shown, time.time()))
                 return
-            shown = await contract.guard_arm(transport, workdir, idle_seconds, False, command)
+            shown = await contract.guard_arm(
+                transport, workdir, idle_seconds, False, command, stalled_idle
+            )
         except asyncio.CancelledError:
             raise
         except Exception as error:

@@ -1275,6 +1275,8 @@ class GuardShown(Answer, frozen=True, kw_only=True):
     pid: int | None
     idle_seconds: int | None
     ignore_sessions: bool | None
+    # A stalled run counts as idle (the host opted in).
+    stalled_idle: bool | None
     # Flattened (line breaks as spaces): for showing, not for running.
     command: str | None
     seen: GuardSeen | None
@@ -1313,6 +1315,7 @@ def _guard_shown(done: Completed) -> GuardShown:
         pid=_int(lines.value("pid")),
         idle_seconds=_int(settings[0]) if settings else None,
         ignore_sessions=settings[1] == "1" if len(settings) > 1 else None,
+        stalled_idle=settings[2] == "1" if len(settings) > 2 else None,
         command=lines.value("command"),
         seen=seen_row,
         last=last_row,
@@ -1329,13 +1332,19 @@ async def guard_show(transport: Transport, workdir: str) -> GuardShown:
 
 
 async def guard_arm(
-    transport: Transport, workdir: str, idle_seconds: int, ignore_sessions: bool, command: str
+    transport: Transport,
+    workdir: str,
+    idle_seconds: int,
+    ignore_sessions: bool,
+    command: str,
+    stalled_idle: bool = False,
 ) -> GuardShown:
     """(Re)arm the guard of `workdir`; its loop's text (common.sh + guard_loop.sh) goes on
     stdin, so nothing of rtrain has to be installed on the host."""
+    flags = ["1" if ignore_sessions else "0", command, "1" if stalled_idle else "0"]
     done = await transport.run(
         "guard",
-        [workdir, "arm", str(idle_seconds), "1" if ignore_sessions else "0", command],
+        [workdir, "arm", str(idle_seconds), *flags],
         stdin=script("guard_loop").encode(),
         timeout=60,
     )

@@ -191,8 +191,12 @@ def test_the_guard_fires_with_the_daemon_and_its_ssh_master_gone(
 
 def test_arming_again_replaces_the_guard_and_it_fires_once(cli: Cli, guarded: Guarded) -> None:
     first = f"echo first >> {shlex.quote(str(guarded.calls))}"
-    guarded.arm("10m", command=first)
+    armed = guarded.arm("10m", command=first)
+    assert "(open ssh sessions ignored)" in armed.out
     assert guarded.state()["idleSeconds"] == 600
+    stalled = guarded.guard("--stalled-idle", "--idle", "10m", "--then", first)
+    assert "(ssh sessions count, stalled runs idle)" in stalled.out
+    assert guarded.state()["stalledIdle"] is True
     guarded.arm()
     wait_until(lambda: guarded.call_count() == 1, "the call")
     fired_at = time.time()
@@ -285,7 +289,8 @@ def test_terminate_says_what_to_set_when_there_is_no_command(cli: Cli) -> None:
         (["guard", "nohost", "--idle", "5m", "--then", " "],
          "--then needs a command to run on the host."),
         (["guard", "nohost", "--off", "--idle", "5m"],
-         "--off disarms the guard; it takes no --idle, --then or --ignore-sessions."),
+         "--off disarms the guard; it takes no --idle, --then, --ignore-sessions or "
+         "--stalled-idle."),
         (["guard", "no host"], "is not a usable ssh alias"),
         (["terminate", "nohost"],
          "rtrain terminate asks before it ends nohost, and there is no terminal to ask on; "

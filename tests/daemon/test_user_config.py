@@ -68,6 +68,9 @@ def test_the_guard_s_keys_are_read_and_a_bad_duration_names_its_line(tmp_path: P
     )
     assert loaded.host("pod").idle_stop_seconds == 1800
     assert loaded.host("pod").terminate == "sudo shutdown -h now"
+    assert loaded.host("pod").stalled_idle is False
+    opted = load_user_config(config(tmp_path, "[hosts.pod]\nstalled_idle = true\n"))
+    assert opted.host("pod").stalled_idle is True
     assert load_user_config(config(tmp_path, "[hosts.pod]\n")).host("pod").idle_stop_seconds is None
     with pytest.raises(ConfigError) as raised:
         load_user_config(config(tmp_path, '[hosts.pod]\nterminate = "x"\nidle_stop = "30"\n'))

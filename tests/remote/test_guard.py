@@ -57,7 +57,9 @@ class Guarded:
         self.path = hosts.home(GPU_USER) / self.name
         self.calls = self.path / "calls"
 
-    def arm(self, idle: int, command: str | None = None, ignore: bool = True) -> list[list[str]]:
+    def arm(
+        self, idle: int, command: str | None = None, ignore: bool = True, stalled: bool = False
+    ) -> list[list[str]]:
         command = command or f"echo fired >> {shlex.quote(str(self.calls))}"
         loop = script("guard_loop").encode()
         return far(
@@ -68,6 +70,7 @@ class Guarded:
             str(idle),
             "1" if ignore else "0",
             command,
+            *(["1"] if stalled else []),
             stdin=loop,
         )
 
@@ -182,7 +185,7 @@ def test_arming_again_replaces_the_guard_and_it_fires_once(guarded: Guarded) -> 
     second = guarded.arm(2)
     second_pid = int(field(second, "pid")[0])  # type: ignore[index]
     assert second_pid != first_pid and not pid_alive(first_pid)
-    assert field(guarded.show(), "settings") == ["2", "1"]
+    assert field(guarded.show(), "settings") == ["2", "1", "0"]
     wait_for(lambda: guarded.call_count() >= 1, "the call")
     fired_at = time.time()
     wait_for(lambda: guarded.looked_after(fired_at + 3), "three more looks")
@@ -306,3 +309,20 @@ def test_terminate_outlives_a_command_that_takes_long(
     rows = far(ssh_hosts, "guard_loop", guarded.workdir, "terminate", "0", "0", "given", command)
     assert "running" in [row[0] for row in rows]
     wait_for(lambda: guarded.call_count() == 1, "the command, after its ssh session ended")
+
+
+def test_a_stalled_run_keeps_the_host_busy_unless_the_host_opted_in(
+    ssh_hosts: TestHosts, guarded: Guarded
+) -> None:
+    run_dir, run_id = launch_sleeper(ssh_hosts, guarded)
+    # limits.sh's word that the run went still (log and GPUs), as it writes it.
+    stalled = guarded.path / run_id / "stalled"
+    stalled.write_text(f"{int(time.time())}\n")
+    subprocess.run(["chown", GPU_USER, str(stalled)], check=True)
+    armed_at = time.time()
+    guarded.arm(2)
+    wait_for(lambda: guarded.looked_after(armed_at + 4), "looks past the idle period")
+    assert guarded.seen()[0] == "busy" and guarded.call_count() == 0
+    assert field(guarded.arm(2, stalled=True), "settings") == ["2", "1", "1"]
+    wait_for(lambda: guarded.call_count() == 1, "the call with the run stalled")
+    far(ssh_hosts, "stop", run_dir, run_id, "1", "1")

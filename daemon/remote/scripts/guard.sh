@@ -1,10 +1,11 @@
-# guard.sh WORKDIR arm IDLE_SECONDS IGNORE_SESSIONS(0|1) COMMAND: (re)arm the host's guard
-#   for WORKDIR; stdin carries the guard's own text (common.sh and guard_loop.sh). Replaces a
-#   guard armed before, settings and process. Then as `show`.
+# guard.sh WORKDIR arm IDLE_SECONDS IGNORE_SESSIONS(0|1) COMMAND [STALLED_IDLE(0|1)]: (re)arm
+#   the host's guard for WORKDIR; stdin carries the guard's own text (common.sh and
+#   guard_loop.sh). Replaces a guard armed before, settings and process. With STALLED_IDLE 1
+#   a stalled run (limits.sh's `stalled` file) counts as idle. Then as `show`.
 # guard.sh WORKDIR off: disarm (the process ends); then as `show`.
-# guard.sh WORKDIR show: `guard armed|off`, and where known `pid PID`, `settings IDLE IGNORE`,
-#   `seen idle|busy CHECKED_AT SINCE|REASON`, `last AT EXIT IDLE_SINCE`, `now EPOCH`,
-#   `command TEXT` (flattened).
+# guard.sh WORKDIR show: `guard armed|off`, and where known `pid PID`,
+#   `settings IDLE IGNORE STALLED_IDLE`, `seen idle|busy CHECKED_AT SINCE|REASON`,
+#   `last AT EXIT IDLE_SINCE`, `now EPOCH`, `command TEXT` (flattened).
 need_args "$#" 2
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 mode=$2
@@ -46,9 +47,10 @@ show() {
 		emit guard off
 	fi
 	if [ -f "$dir/settings" ]; then
-		sw_idle= sw_ignore=
-		{ IFS= read -r sw_idle && IFS= read -r sw_ignore; } <"$dir/settings" 2>/dev/null
-		emit settings "$sw_idle" "$sw_ignore"
+		sw_idle= sw_ignore= sw_stalled=
+		{ IFS= read -r sw_idle && IFS= read -r sw_ignore && IFS= read -r sw_stalled; } \
+			<"$dir/settings" 2>/dev/null
+		emit settings "$sw_idle" "$sw_ignore" "${sw_stalled:-0}"
 	fi
 	[ -f "$dir/command" ] && emit command "$(flat "$(cat "$dir/command")")"
 	sw_line=
@@ -72,9 +74,10 @@ arm)
 	idle=$3
 	ignore=$4
 	command=$5
+	stalled=${6:-0}
 	is_uint "$idle" && [ "${#idle}" -le 9 ] && [ "$idle" -ge 1 ] || fail "$E_USAGE" bad_idle
-	case $ignore in
-	0 | 1) ;;
+	case $ignore$stalled in
+	00 | 01 | 10 | 11) ;;
 	*) fail "$E_USAGE" usage ;;
 	esac
 	[ -n "$command" ] || fail "$E_USAGE" no_command
@@ -83,7 +86,7 @@ arm)
 	{
 		cat >"$dir/loop.tmp" &&
 			mv -f "$dir/loop.tmp" "$dir/loop.sh" &&
-			printf '%s\n%s\n' "$idle" "$ignore" >"$dir/settings" &&
+			printf '%s\n%s\n%s\n' "$idle" "$ignore" "$stalled" >"$dir/settings" &&
 			printf '%s' "$command" >"$dir/command"
 	} 2>/dev/null || fail "$E_WRITE" write "$dir"
 	[ -s "$dir/loop.sh" ] || fail "$E_USAGE" no_loop

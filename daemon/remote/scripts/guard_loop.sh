@@ -17,6 +17,7 @@ workdir=$1
 generation=$2
 dir=$workdir/.guard
 ignore=
+stalled_idle=0
 case $generation in
 look | terminate)
 	# The daemon's WORKDIR, as it writes it (guard.sh hands the loop an absolute one).
@@ -26,7 +27,8 @@ look | terminate)
 *)
 	printf '%s\n' "$$" >"$dir/pid.tmp" && mv -f "$dir/pid.tmp" "$dir/pid"
 	idle=
-	{ IFS= read -r idle && IFS= read -r ignore; } <"$dir/settings" 2>/dev/null
+	{ IFS= read -r idle && IFS= read -r ignore && IFS= read -r stalled_idle; } \
+		<"$dir/settings" 2>/dev/null
 	is_uint "$idle" || exit 0
 	interval=$((idle / 3))
 	[ "$interval" -gt 10 ] && interval=10
@@ -53,6 +55,8 @@ look() {
 		lk_id=${lk_dir##*/}
 		valid_run_id "$lk_id" || continue
 		run_state "$lk_dir" "$lk_id"
+		# A host that opted in lets a stalled run (limits.sh: log still, GPUs idle) be idle.
+		[ "$stalled_idle" = 1 ] && [ "$RS_STATE" = running ] && [ -f "$lk_dir/stalled" ] && continue
 		case $RS_STATE in
 		running | queued)
 			HOST_BUSY="run $lk_id is $RS_STATE"

@@ -146,6 +146,7 @@ describe("presentation", () => {
     );
     assert.equal(fired.description, "connected · local · guard: fired");
     assert.match(fired.tooltip, /last fired .* \(exit 0\)/);
+    assert.match(hostLook({ ...local, guard: { ...guard, stalledIdle: true } }, 0, now).tooltip, /\$RUNPOD_POD_ID` \(stalled runs idle\)/);
     assert.equal(hostLook({ ...local, guard: { armed: false, at: now } }, 0, now).description, "connected · local · guard off");
     assert.equal(hostLook(local, 0, now).description, "connected · local");
     assert.deepEqual([durationText(45), durationText(754), durationText(3600), durationText(3900)], ["45s", "12m 34s", "1h", "1h 5m"]);

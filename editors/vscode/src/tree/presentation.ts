@@ -129,7 +129,11 @@ export function guardText(guard: GuardState, nowSeconds: number): { short: strin
     if (guard.lastFired) lines.push(`last fired ${formatTime(guard.lastFired.at)} (exit ${guard.lastFired.exitCode})`);
     return { short: "guard off", lines };
   }
-  const lines = [`guard: armed, after ${durationText(guard.idleSeconds ?? 0)} idle it runs \`${guard.command ?? ""}\``];
+  const also = [guard.ignoreSessions ? "ssh sessions ignored" : "", guard.stalledIdle ? "stalled runs idle" : ""].filter(Boolean);
+  const lines = [
+    `guard: armed, after ${durationText(guard.idleSeconds ?? 0)} idle it runs \`${guard.command ?? ""}\`` +
+      (also.length ? ` (${also.join(", ")})` : ""),
+  ];
   let short = "guard armed";
   if (guard.busy) {
     short = "guard: busy";
