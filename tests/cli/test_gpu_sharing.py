@@ -167,7 +167,8 @@ def test_two_daemons_starting_at_once_never_get_the_same_gpu(
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    assert all(outcomes[run_id].code == 0 for run_id in runs), outcomes
+    failed = {r: (o.code, o.err) for r, o in outcomes.items() if o.code != 0}
+    assert not failed and len(outcomes) == len(runs), failed
     # Two run at once on GPUs of their own; the third waits on the host until one ends.
     deadline = time.monotonic() + WAIT_S
     while True:

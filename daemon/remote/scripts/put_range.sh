@@ -11,9 +11,18 @@ is_sha256 "$sha" && is_sha256 "$expected" || fail "$E_USAGE" usage
 is_uint "$size" && is_uint "$offset" && is_uint "$length" || fail "$E_USAGE" usage
 [ "$((offset % 1048576))" = 0 ] || fail "$E_USAGE" usage
 cache_dirs "$workdir"
+whole=0
+[ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ] && whole=1
 part=$CACHE_PARTIAL/$sha
 pieces=$part.pieces
-msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+if [ "$whole" = 1 ]; then
+	# One piece has nothing to resume from: a copy of its own, so that starts shipping the
+	# same input side by side never write into, or seal, one another's file.
+	part=$CACHE_PARTIAL/$sha.whole-$$
+	msg=$({ : >"$part"; } 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+else
+	msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+fi
 have tee && fd_by_name || fail "$E_USAGE" no_tee
 # dd writes in place (conv=notrunc): pieces of one input arrive side by side, in any order.
 sums=$({
@@ -23,33 +32,33 @@ sums=$({
 	} 4>&1 | sha256_of /dev/stdin
 } 5>&1 2>&1)
 split_sums "$sums"
-if [ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ] && [ "$TH_DIGEST" = "$expected" ] &&
-	[ "$expected" = "$sha" ] && in_cache "$sha" "$size"; then
-	# Another start sealed the same input meanwhile (our write may have met its sealed copy).
+if [ "$whole" = 1 ] && [ "$TH_DIGEST" = "$expected" ] && [ "$expected" = "$sha" ] &&
+	in_cache "$sha" "$size"; then
+	# Another start sealed the same input meanwhile.
+	rm -f -- "$part"
 	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
 	emit piece "$offset" "$length"
 	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
 	exit 0
 fi
 if [ "$TH_OK" != 2 ] || [ -z "$TH_DIGEST" ]; then
+	[ "$whole" = 1 ] && rm -f -- "$part"
 	say "${TH_NOTE:-writing $part failed}"
 	fail "$E_WRITE" write "$(flat "${TH_NOTE:-writing the partial copy failed}")"
 fi
 if [ "$TH_DIGEST" != "$expected" ]; then
+	[ "$whole" = 1 ] && rm -f -- "$part"
 	emit mismatch "$TH_DIGEST"
 	exit "$E_MISMATCH"
 fi
-: >"$pieces/$offset-$length"
+[ "$whole" = 1 ] || : >"$pieces/$offset-$length"
 emit piece "$offset" "$length"
-if [ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ]; then
-	[ "$expected" = "$sha" ] || fail "$E_MISMATCH" mismatch "$expected"
+if [ "$whole" = 1 ]; then
+	[ "$expected" = "$sha" ] || {
+		rm -f -- "$part"
+		fail "$E_MISMATCH" mismatch "$expected"
+	}
 	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
-	if in_cache "$sha" "$size"; then
-		rm -rf -- "$part" "$pieces"
-		place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
-		exit 0
-	fi
-	# The file may be longer than this piece when an earlier, longer attempt left it.
 	if [ "$(size_of "$part")" != "$size" ]; then
 		rm -rf -- "$part" "$pieces"
 		fail "$E_MISMATCH" mismatch "$expected"
