@@ -648,6 +648,7 @@ class TerminateResult(Result):
     ran, as it does when the host goes away. The host's guard log keeps the whole story."""
 
     host: str
+    # What it ran; "" when the connection ended before the host said (the guard's command).
     command: str
     source: Literal["config", "guard"]
     outcome: Literal["ended", "running", "disconnected"]

@@ -128,15 +128,15 @@ def register(app: typer.Typer) -> None:
             return
         for line in result.output:
             print(safe_for_terminal(line))
-        command = safe_for_terminal(result.command)
+        command = f"`{safe_for_terminal(result.command)}`" if result.command else "the command"
         if result.outcome == "disconnected":
             note(
-                f"{host}: the connection ended while `{command}` ran, as it does when a host "
+                f"{host}: the connection ended while {command} ran, as it does when a host "
                 "goes away; check with its provider that it did."
             )
         elif result.outcome == "running":
-            note(f"{host}: `{command}` still runs; its output goes to the guard's log there.")
+            note(f"{host}: {command} still runs; its output goes to the guard's log there.")
         elif result.exit_code == 0:
-            note(f"{host}: `{command}` ran (exit 0).")
+            note(f"{host}: {command} ran (exit 0).")
         else:
-            fail(f"{host}: `{command}` failed (exit {result.exit_code}).")
+            fail(f"{host}: {command} failed (exit {result.exit_code}).")

@@ -76,9 +76,12 @@ async def terminate_host(
             raise
         # A host that powers off takes the connection with it, maybe before it answers.
         log.info("terminate %s: %s", host, error.message)
+        # What it ran, as far as this daemon knows: the guard's as it last read it.
+        last = ops.guards.last(host)
+        known = last[1].command if last is not None and last[0] == chosen else None
         return TerminateResult(
             host=host,
-            command=configured or "the guard's command",
+            command=configured or known or "",
             source="config" if configured is not None else "guard",
             outcome="disconnected",
         )

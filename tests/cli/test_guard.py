@@ -343,3 +343,28 @@ def test_terminate_asks_first_on_a_terminal(cli: Cli, guarded: Guarded, terminal
     shown = terminal.wait_for("second exit 0")
     assert any(line.startswith("plain: `echo fired") and "ran (exit 0)" in line for line in shown)
     assert guarded.call_count() == 1
+
+
+def test_terminate_of_a_host_that_goes_away_says_so_and_the_command_runs_on(
+    cli: Cli, guarded: Guarded, link: TcpProxy
+) -> None:
+    began = cli.far_workdir / "began"
+    ended = cli.far_workdir / "ended"
+    command = f"touch {shlex.quote(str(began))}; sleep 2; touch {shlex.quote(str(ended))}"
+    armed = cli(
+        "guard", PROXIED_ALIAS, "--idle", "10m", "--then", command, "--workdir", cli.workdir
+    )
+    assert armed.code == 0, armed
+    terminating = cli.spawn("terminate", PROXIED_ALIAS, "--yes", "--workdir", cli.workdir)
+    wait_until(began.exists, "the command's start")
+    # The host "powers off": the connection goes while the command runs.
+    link.cut()
+    link.close()
+    done = terminating.finish()
+    assert done.code == 0, done
+    assert done.err == (
+        f"{PROXIED_ALIAS}: the connection ended while `{command}` ran, as it does when a host "
+        "goes away; check with its provider that it did.\n"
+    )
+    # It ran on, in a session of its own, to its end.
+    wait_until(ended.exists, "the command's end")
