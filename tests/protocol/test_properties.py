@@ -40,9 +40,10 @@ def strategy(kind: Any) -> st.SearchStrategy[Any]:
     if kind is type(None):
         return st.none()
     if origin is typing.Annotated:
-        # A constrained field (msgspec.Meta): only values msgspec itself accepts.
-        base = typing.get_args(kind)[0]
-        return strategy(base).filter(lambda value: _accepted(value, kind))
+        # A constrained field (msgspec.Meta): only values msgspec itself accepts, drawn from
+        # within its bounds (a filter alone rejects nearly every integer of a narrow range).
+        base, *extras = typing.get_args(kind)
+        return _bounded(base, extras).filter(lambda value: _accepted(value, kind))
     if origin is typing.Literal:
         return st.sampled_from(typing.get_args(kind))
     if origin in (typing.Union, types.UnionType):
@@ -57,6 +58,24 @@ def strategy(kind: Any) -> st.SearchStrategy[Any]:
         fields = {f.name: strategy(hints[f.name]) for f in msgspec.structs.fields(kind)}
         return st.builds(kind, **fields)
     raise TypeError(f"no strategy for {kind!r}")
+
+
+def _bounded(base: Any, extras: list[Any]) -> st.SearchStrategy[Any]:
+    bounds: dict[str, Any] = {}
+    for meta in extras:
+        if isinstance(meta, msgspec.Meta):
+            for name in ("ge", "gt", "le", "lt"):
+                if getattr(meta, name) is not None:
+                    bounds[name] = getattr(meta, name)
+    low = bounds.get("ge", bounds.get("gt"))
+    high = bounds.get("le", bounds.get("lt"))
+    if base is int and (low is not None or high is not None):
+        return st.integers(
+            -(2**53) if low is None else int(low), 2**53 if high is None else int(high)
+        )
+    if base is float and (low is not None or high is not None):
+        return st.floats(low, high, allow_nan=False, allow_infinity=False)
+    return strategy(base)
 
 
 def _accepted(value: Any, kind: Any) -> bool:
