@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import Attempt, RunInfo, Transport
+from rtrain.protocol.messages import AfterRun, Attempt, RunInfo, Transport
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS runs (
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
+-- What the daemon does once a run completes (protocol AfterRun, as JSON), and how far it got.
+CREATE TABLE IF NOT EXISTS after_run (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    PRIMARY KEY (host, run_id)
+);
 CREATE TABLE IF NOT EXISTS hosts (
     alias TEXT PRIMARY KEY,
     transport TEXT,
@@ -175,6 +182,31 @@ class Registry:
     def delete(self, host: str, run_id: str) -> None:
         """Forget a run that never was (a start that failed before its launch)."""
         self._db.execute("DELETE FROM runs WHERE host = ? AND run_id = ?", (host, run_id))
+        self._db.execute("DELETE FROM after_run WHERE host = ? AND run_id = ?", (host, run_id))
+
+    def set_after_run(self, host: str, run_id: str, plan: AfterRun) -> None:
+        self._db.execute(
+            "INSERT INTO after_run (host, run_id, plan) VALUES (?, ?, ?) "
+            "ON CONFLICT (host, run_id) DO UPDATE SET plan = excluded.plan",
+            (host, run_id, msgspec.json.encode(plan).decode()),
+        )
+
+    def unfinished_after_runs(self) -> builtins.list[tuple[str, str, AfterRun]]:
+        """(host, run id, plan) of every plan not yet done or failed."""
+        return [
+            (host, run_id, plan)
+            for (host, run_id), plan in self._after_runs().items()
+            if plan.stage not in ("done", "failed")
+        ]
+
+    def _after_runs(self) -> dict[tuple[str, str], AfterRun]:
+        plans = {}
+        for host, run_id, text in self._db.execute("SELECT host, run_id, plan FROM after_run"):
+            try:
+                plans[(host, run_id)] = msgspec.json.decode(text, type=AfterRun)
+            except msgspec.DecodeError:
+                continue  # a newer version's plan this one cannot read: left alone
+        return plans
 
     def get(self, host: str, run_id: str) -> RunInfo | None:
         rows = self._select("WHERE host = ? AND run_id = ?", (host, run_id))
@@ -289,6 +321,7 @@ class Registry:
 
     def _select(self, tail: str, args: tuple[object, ...]) -> builtins.list[RunInfo]:
         cursor = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs {tail}", args)
+        plans = self._after_runs()
         runs = []
         for row in cursor.fetchall():
             fields = dict(zip(_COLUMNS, row, strict=True))
@@ -298,5 +331,6 @@ class Registry:
                     fields[name] = msgspec.json.decode(text, type=kind)
             if fields["remote_dir"]:
                 fields["log_path"] = f"{fields['remote_dir']}/train.log"
+            fields["after"] = plans.get((fields["host"], fields["run_id"]))
             runs.append(RunInfo(**fields))
         return runs

@@ -59,11 +59,11 @@ class Service:
 
     # ---- broadcast ------------------------------------------------------------------
 
-    def publish_run(self, run: m.RunInfo) -> None:
-        """Tell every subscribed client that `run` changed."""
+    def publish_run(self, run: m.RunInfo, removed: bool = False) -> None:
+        """Tell every subscribed client that `run` changed (or, `removed`, is gone)."""
         for session in list(self.sessions):
             if session.subscribed:
-                session.notify("run/changed", m.RunChanged(run=run))
+                session.notify("run/changed", m.RunChanged(run=run, removed=removed))
 
     # ---- lifecycle and daemon methods -----------------------------------------------
 

@@ -16,6 +16,7 @@ from rtrain.protocol import messages as m
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 
+from .after_run import AfterRuns
 from .client_session import Handler, RequestContext
 from .costs import priced_host
 from .hosts import HostPool
@@ -54,7 +55,24 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         )
         config = UserConfig()
     hosts = HostPool(service.runtime_dir, service.registry, config)
-    ops = Ops(service.registry, hosts, service.publish_run)
+    after_runs: AfterRuns | None = None
+
+    def publish(run: m.RunInfo) -> None:
+        service.publish_run(run)
+        if after_runs is not None:
+            after_runs.seen(run)  # a run's end moves its --then-fetch/--then-terminate on
+
+    ops = Ops(
+        service.registry,
+        hosts,
+        publish,
+        publish_removed=lambda run: service.publish_run(run, removed=True),
+    )
+
+    async def terminate(host: str) -> m.TerminateResult:
+        return await terminate_host(ops, host, force=False)
+
+    after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
     service.annotate = ops.annotate
 
@@ -151,7 +169,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         },
     )
     monitor.start()
-    return [monitor.close, hosts.close]
+    after_runs.start()
+    return [after_runs.close, monitor.close, hosts.close]
 
 
 # hosts/list reads a guard again for at most this long; past it, the last state read stands.

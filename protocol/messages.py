@@ -204,6 +204,28 @@ class Attempt(Result):
     running_at: float | None = None
 
 
+# `waiting`: for the run to end (or, before terminating, for the host's other work);
+# `done` and `failed` are final, and `detail` says what happened.
+AfterRunStage = Literal["waiting", "fetching", "terminating", "done", "failed"]
+
+
+class AfterRun(Result):
+    """What the daemon does once the run completes (`start --then-fetch/--then-terminate`):
+    fetch `fetch` into the local directory `into`, verified, and only then, when `terminate`,
+    run the host's terminate command. Nothing is terminated after a run that did not
+    complete or a fetch that failed."""
+
+    fetch: str | None = None
+    into: str | None = None
+    terminate: bool = False
+    stage: AfterRunStage = "waiting"
+    # The latest word: what it waits for, what was fetched, why nothing was terminated.
+    detail: str | None = None
+    fetched_files: int | None = None
+    fetched_bytes: int | None = None
+    terminated_at: float | None = None
+
+
 class RunInfo(Result):
     """What rtrain knows of one run. `state` is as of `lastSeen` (epoch seconds)."""
 
@@ -247,6 +269,8 @@ class RunInfo(Result):
     billed_seconds: float | None = None
     price_per_hour: float | None = None
     cost: float | None = None
+    # What happens once the run completes, and how far it got.
+    after: AfterRun | None = None
 
 
 class GpuInfo(Result):
@@ -454,6 +478,11 @@ class StartParams(Params):
     max_duration: LimitSeconds | None = None
     stall_after: LimitSeconds | None = None
     on_stall: OnStall | None = None
+    # Once the run completes: fetch this path of the run into `thenFetchInto` (an absolute
+    # local directory), then, with `thenTerminate`, run the host's terminate command.
+    then_fetch: str | None = None
+    then_fetch_into: str | None = None
+    then_terminate: bool = False
 
 
 class ShippedFile(Result):
@@ -777,9 +806,11 @@ class RunsListResult(Result):
 
 
 class RunChanged(Result):
-    """`run/changed`: a run's state (or anything else rtrain knows of it) changed."""
+    """`run/changed`: a run's state (or anything else rtrain knows of it) changed; with
+    `removed`, it is gone (`rtrain rm`): `run` is the last that was known of it."""
 
     run: RunInfo
+    removed: bool = False
 
 
 class HostInfo(Result):

@@ -240,6 +240,9 @@ def run_start(
     max_duration: int | None = None,
     stall_after: int | None = None,
     on_stall: OnStall | None = None,
+    then_fetch: str | None = None,
+    then_fetch_into: str | None = None,
+    then_terminate: bool | None = None,
 ) -> Call:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -270,6 +273,9 @@ def run_start(
             maxDuration=max_duration,
             stallAfter=stall_after,
             onStall=on_stall,
+            thenFetch=then_fetch,
+            thenFetchInto=then_fetch_into,
+            thenTerminate=then_terminate,
         ),
     )
 

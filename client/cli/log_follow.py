@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rtrain.client.run_state_text import state_text
 from rtrain.protocol import requests
 
+from .after_run_view import follow_after_run
 from .describe import outcome_exit_code
 from .output import note, print_json
 from .terminal_text import safe_for_terminal
@@ -110,7 +111,12 @@ def follow_log(
     else:
         note(f"{run_id} on {host}: {state_text(run)}")
     if run.state not in ("queued", "running"):
-        raise SystemExit(outcome_exit_code(run))
+        code = outcome_exit_code(run)
+        if follow and run.after is not None:
+            after = follow_after_run(client, host, run_id, json)
+            if code == 0 and after is not None and after.stage == "failed":
+                code = 1  # the run completed, but what was to follow it did not happen
+        raise SystemExit(code)
 
 
 def chunk_bytes(params: Any) -> bytes:

@@ -336,6 +336,25 @@ def register(app: typer.Typer) -> None:
             metavar="flag|stop",
             help="What a stall does: flag it (default, or the host's on_stall) or stop the run.",
         ),
+        then_fetch: str | None = typer.Option(
+            None,
+            "--then-fetch",
+            metavar="PATH",
+            help="Once the run completes, fetch this path of the run (verified), even with "
+            "this shell gone.",
+        ),
+        out: Path | None = typer.Option(
+            None,
+            "--out",
+            "-o",
+            help="With --then-fetch: the local directory to fetch into (default: here).",
+        ),
+        then_terminate: bool = typer.Option(
+            False,
+            "--then-terminate",
+            help="After the run completed (and --then-fetch was verified), run the host's "
+            "terminate command (config.toml: terminate = ...).",
+        ),
         command: list[str] = typer.Argument(
             None,
             metavar="COMMAND",
@@ -352,6 +371,8 @@ def register(app: typer.Typer) -> None:
         if on_stall is not None and on_stall not in ("flag", "stop"):
             fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
         limits = _limits(max_duration, stall_after)
+        if out is not None and then_fetch is None:
+            fail("-o/--out names where --then-fetch fetches to; give --then-fetch PATH too.", 2)
         secrets = local_secrets(secret)
         call = requests.run_start(
             host=host,
@@ -377,6 +398,9 @@ def register(app: typer.Typer) -> None:
             max_duration=limits[0],
             stall_after=limits[1],
             on_stall=cast("OnStall | None", on_stall),  # checked above
+            then_fetch=then_fetch,
+            then_fetch_into=str((out or Path(".")).resolve()) if then_fetch is not None else None,
+            then_terminate=then_terminate or None,
             progress_token="upload",
         )
         bar = ProgressBar(None if not json else False)

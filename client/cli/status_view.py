@@ -37,5 +37,9 @@ def show_status(
             billed = human_duration(run.billed_seconds or 0)
             extra.append(f"cost {cost_text(run.cost)} ({billed} at {run.price_per_hour:g}/h)")
         print("  ".join([state_text(run), *(e for e in extra if e)]))
+        if run.after is not None:
+            from .after_run_view import after_run_text
+
+            print(after_run_text(run.after))
     else:
         print(state_text(run))

@@ -31,6 +31,8 @@ class Ops:
     registry: Registry
     hosts: HostPool
     publish: Callable[[RunInfo], None]
+    # Tells subscribers a run is gone from the registry (`rtrain rm`).
+    publish_removed: Callable[[RunInfo], None] = lambda run: None
     # (host, run_id) of starts in progress: their inputs are still being shipped, so the far
     # side would call them "never launched"; nobody but the start itself decides their state.
     starting: set[tuple[str, str]] = field(default_factory=set)

@@ -41,7 +41,10 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
         if not done.ok:
             why = " ".join(done.error or []) or done.error_text
             raise app_error(Kind.REMOTE_FAILED, f"{p.host}: removing {run_id} failed: {why}")
+        known = ops.known(p.host, run_id)
         ops.registry.delete(p.host, run_id)
+        if known is not None:
+            ops.publish_removed(known)  # an open run tree drops it at once
         removed.append(RemovedRun(run_id=run_id, remote_dir=run_dir, had_dir=done.had_dir))
     return RemoveResult(removed=removed)
 

@@ -23,6 +23,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
     DEFAULT_PYTHON,
     DEFAULT_WORKDIR,
+    AfterRun,
     Attempt,
     RunInfo,
     RunState,
@@ -49,6 +50,7 @@ from .run_limits import (
 from .scheduler_options import check_scheduler_options
 from .shipping import ShipProgress, ship_files
 from .status import refresh
+from .then_options import after_run_plan
 
 log = logging.getLogger(__name__)
 CONFIG_NAME = "config.yaml"
@@ -146,6 +148,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
         limits = Limits(max_duration=limits.max_duration)
     check_scheduler_options(ops, p)
+    after = after_run_plan(p, settings.terminate)
     if ops.known(p.host, run_id) is not None:
         raise app_error(
             Kind.RUN_EXISTS,
@@ -174,6 +177,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             template,
             inputs,
             limits,
+            after,
         )
 
 
@@ -191,6 +195,7 @@ async def _claim_ship_launch(
     template: list[str] | None,
     inputs: Inputs,
     limits: Limits,
+    after: AfterRun | None,
 ) -> StartResult:
     launcher = ops.launcher(p.host)
     try:
@@ -244,9 +249,12 @@ async def _claim_ship_launch(
         reason=BEING_STARTED,
         env=env,
         setup=setup_command,
+        after=after,
     )
     pending = limits.on_run(pending)
     ops.registry.upsert(pending)
+    if after is not None:
+        ops.registry.set_after_run(p.host, run_id, after)
     ops.starting.add((p.host, run_id))
     if plan.gate:
         gate = gate_file()

@@ -91,7 +91,10 @@ def project(cli: Cli) -> tuple[Path, dict[str, str]]:
     cli.hosts.add_alias("gpubox", cli.hosts.plain_port, GPU_USER)
     settings = cli.daemon.config / "rtrain"
     settings.mkdir(parents=True, exist_ok=True)
-    (settings / "config.toml").write_text(f'[hosts.gpubox]\nworkdir = "{cli.workdir}"\n')
+    # `true` as the terminate command: the train -> fetch -> terminate example runs whole.
+    (settings / "config.toml").write_text(
+        f'[hosts.gpubox]\nworkdir = "{cli.workdir}"\nterminate = "true"\n'
+    )
     root = cli.cwd / "project"
     (root / "data").mkdir(parents=True)
     (root / "train.py").write_text(TRAIN_PY)

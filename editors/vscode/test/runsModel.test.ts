@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { HostInfo, RunInfo } from "../src/protocol/generated";
-import { durationText, formatBytes, formatTime, hostLook, runLook, stateText } from "../src/tree/presentation";
+import { afterText, durationText, formatBytes, formatTime, hostLook, runLook, stateText } from "../src/tree/presentation";
 import { RunsModel } from "../src/tree/runsModel";
 
 const run = (runId: string, state: RunInfo["state"], createdAt: number, extra: Partial<RunInfo> = {}): RunInfo => ({
@@ -123,6 +123,20 @@ describe("presentation", () => {
     assert.equal(runLook(run("r1", "running", started), now).description, "running · 14:03:07");
     assert.equal(formatTime(new Date(2026, 3, 30, 9, 5).getTime() / 1000, now), "2026-04-30 09:05");
     assert.equal(formatTime(undefined, now), "");
+  });
+
+  it("says what follows a run that ended: its fetch and its host's terminate", () => {
+    const now = new Date(2026, 4, 1, 15, 0, 0);
+    const started = new Date(2026, 4, 1, 14, 3, 7).getTime() / 1000;
+    const waiting = run("r1", "running", started, { after: { fetch: "model", into: "/home/u/out", terminate: true } });
+    assert.equal(runLook(waiting, now).description, "running · 14:03:07");
+    assert.equal(afterText(waiting), "then: waiting");
+    const failed = run("r1", "completed", started, {
+      after: { fetch: "model", stage: "failed", detail: "fetch failed: model does not exist; gpu not terminated" },
+    });
+    assert.equal(runLook(failed, now).description, "completed · then failed · 14:03:07");
+    assert.ok(runLook(failed, now).tooltip.includes("then: failed: fetch failed: model does not exist; gpu not terminated"));
+    assert.equal(afterText(run("r2", "completed", started)), "");
   });
 
   it("shows a host's connection, transport and running count", () => {

@@ -138,4 +138,12 @@ describe("runs model fed by a real daemon", () => {
     await connection.request("run/stop", { host: "local", runId: "survivor", workdir: daemon.workdir });
     await untilState("survivor", "stopped");
   });
+
+  it("drops a run another client removes", async (t) => {
+    if (!available) return t.skip(RTRAIN_MISSING);
+    const gone = waitFor("quick removed", (c) => model.onDidChange(c), () => model.run("local", "quick") === undefined || undefined);
+    await daemon.rtrain("rm", "local", "quick", "--workdir", daemon.workdir);
+    await gone;
+    assert.deepEqual(model.runsOf("local").map((r) => r.runId), ["survivor", "long"]);
+  });
 });

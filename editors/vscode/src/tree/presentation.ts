@@ -83,12 +83,25 @@ export function watchText(run: RunInfo): string {
   return parts.join(" · ");
 }
 
+/** "then: done: fetched ...; pod terminated" for a run started with --then-fetch or
+ * --then-terminate, as the CLI says it; "" for any other run. */
+export function afterText(run: RunInfo): string {
+  if (!run.after) return "";
+  const stage = run.after.stage ?? "waiting";
+  return run.after.detail ? `then: ${stage}: ${run.after.detail}` : `then: ${stage}`;
+}
+
 export function runLook(run: RunInfo, now?: Date): Look {
   const started = formatTime(run.startedAt ?? run.createdAt, now);
   const watched = run.state === "running" ? watchText(run) : "";
   const said = stateText(run, now);
-  const state = watched ? `${said} · ${watched}` : said;
+  let state = watched ? `${said} · ${watched}` : said;
+  // Once the run has ended, what follows it is the news: fetching, terminating, failed.
+  const stage = run.after?.stage ?? "waiting";
+  if (run.after && run.state !== "running" && run.state !== "queued") state += ` · then ${stage}`;
   const lines = [`${run.runId} on ${run.host}: ${state}`];
+  const after = afterText(run);
+  if (after) lines.push(after);
   if (run.progress) lines.push(progressText(run.progress));
   if (started) lines.push(`started ${started}`);
   if (run.reason) lines.push(run.reason);

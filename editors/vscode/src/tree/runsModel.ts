@@ -67,6 +67,14 @@ export class RunsModel {
     return newHost;
   }
 
+  /** A `run/changed` with `removed`: the run is gone from the registry (`rtrain rm`). */
+  removeRun(host: string, runId: string): void {
+    if (this.held) {
+      this.held = this.held.filter((run) => run.host !== host || run.runId !== runId);
+    }
+    if (this.runs.delete(runKey({ host, runId }))) this.changed();
+  }
+
   clear(): void {
     this.hostInfo.clear();
     this.runs.clear();

@@ -21,6 +21,10 @@ export class RunsSync {
       }),
       connection.onNotification((notification) => {
         if (notification.method !== "run/changed") return;
+        if (notification.params.removed) {
+          model.removeRun(notification.params.run.host, notification.params.run.runId);
+          return;
+        }
         const newHost = model.applyRun(notification.params.run);
         if (newHost) void this.reloadHosts();
       }),
