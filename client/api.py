@@ -13,6 +13,8 @@
     runner.stop(run)                          # True only if something was killed
     runner.restart(run)                       # the same command again; a checkpoint resumes
     runner.remove(run)                        # its far directory and record, once it ended
+    runner.guard(idle="30m", then="runpodctl remove pod $RUNPOD_POD_ID")  # the host's net
+    runner.terminate()                        # the host's terminate command, now
 
 Every method opens its own short conversation with the daemon, so a runner rebuilt from
 just a host alias and a run id reattaches: `runner.run("run-1787667005")`.
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rtrain.protocol import requests
+from rtrain.protocol.durations import parse_duration
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.requests import Call
 
@@ -139,6 +142,9 @@ class RemoteRunner:
         max_duration: str | None = None,
         stall_after: str | None = None,
         on_stall: Literal["flag", "stop"] | None = None,
+        then_fetch: str | None = None,
+        then_fetch_into: str | Path = ".",
+        then_terminate: bool = False,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
@@ -147,7 +153,10 @@ class RemoteRunner:
         its own name; `env` is for the setup step and the trainer (recorded: not for
         secrets); `setup` is a shell command run in the run directory first.
         `max_duration` and `stall_after` are durations (`6h`, `30m`, `off`), kept by the host
-        (docs/cost-safety.md); a bad one raises ValueError before anything is sent."""
+        (docs/cost-safety.md); a bad one raises ValueError before anything is sent.
+        `then_fetch` (into `then_fetch_into`) and `then_terminate`: what the daemon does once
+        the run completes, with this process gone or not (docs/cli.md, "Train → fetch →
+        terminate"); `status --json`'s `after` tells how far it got."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -172,6 +181,9 @@ class RemoteRunner:
             max_duration=limits[0],
             stall_after=limits[1],
             on_stall=on_stall,
+            then_fetch=then_fetch,
+            then_fetch_into=str(Path(then_fetch_into).resolve()) if then_fetch else None,
+            then_terminate=then_terminate or None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)
@@ -242,6 +254,42 @@ class RemoteRunner:
         handles = [self._handle(run) for run in runs]
         call = requests.run_remove(host=self.host.alias, run_ids=[h.run_id for h in handles])
         return [r.run_id for r in self._call(call).removed]
+
+    def guard(
+        self,
+        idle: str | None = None,
+        then: str | None = None,
+        *,
+        off: bool = False,
+        ignore_sessions: bool = False,
+    ) -> Any:
+        """Arm the host's guard (`idle` and `then` both: run `then` on the host once it has
+        been idle that long, laptop gone or not), disarm it (`off`), or, with neither, read
+        it. Returns the guard's state (protocol GuardResult; docs/guard.md). A bad duration
+        raises ValueError before anything is sent."""
+        if off and (idle or then):
+            raise ValueError("give off=True alone, or idle and then to arm the guard.")
+        if (idle is None) != (then is None):
+            raise ValueError("arming the guard needs both idle (e.g. '30m') and then (a command).")
+        action: Literal["arm", "off", "show"] = "off" if off else "arm" if idle else "show"
+        call = requests.host_guard(
+            host=self.host.alias,
+            action=action,
+            workdir=self.host.workdir,
+            idle_seconds=parse_duration(idle, what="an idle period") if idle else None,
+            command=then,
+            ignore_sessions=ignore_sessions or None,
+        )
+        return self._call(call)
+
+    def terminate(self, force: bool = False) -> Any:
+        """Run the host's terminate command now (config.toml's `terminate`, else the guard's);
+        RemoteError while a run or a transfer keeps the host busy, unless `force`. Returns
+        protocol TerminateResult: check `outcome` and `exit_code`."""
+        call = requests.host_terminate(
+            host=self.host.alias, workdir=self.host.workdir, force=force or None
+        )
+        return self._call(call)
 
     def _handle(self, run: RemoteRun | str) -> RemoteRun:
         return self.run(run) if isinstance(run, str) else run

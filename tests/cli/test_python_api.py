@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rtrain import RemoteError, RemoteRunner
-from tests.cli.conftest import OUTPUTS_TRAINER, WAITING_TRAINER, Cli
+from tests.cli.conftest import OUTPUTS_TRAINER, WAIT_S, WAITING_TRAINER, Cli
 
 
 def test_runner_preflight_start_tail_status_fetch(cli: Cli) -> None:
@@ -121,3 +123,57 @@ def test_runner_ships_code_datasets_env_setup_then_restarts_and_removes(cli: Cli
     assert not cli.far_run_dir(run_id).exists()
     with pytest.raises(RemoteError):
         runner.status(run_id)
+
+
+def test_runner_then_fetch_and_terminate_guard_and_terminate_now(cli: Cli) -> None:
+    config_toml = cli.daemon.config / "rtrain" / "config.toml"
+    config_toml.parent.mkdir(parents=True, exist_ok=True)
+    config_toml.write_text(
+        f'[hosts.plain]\nterminate = "echo terminated >> {cli.workdir}/terminated"\n'
+    )
+    terminated = cli.far_workdir / "terminated"
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    config = cli.file("cfg.yaml", "epochs: 1\n")
+    run = runner.start(
+        config,
+        run_id=cli.new_run_id(),
+        gpus=0,
+        command=["{python}", "-c", OUTPUTS_TRAINER],
+        then_fetch="lora_model",
+        then_fetch_into=cli.cwd / "out",
+        then_terminate=True,
+    )
+    assert runner.tail(run, on_line=lambda _line: None) == "completed"
+    deadline = time.monotonic() + WAIT_S
+    while not terminated.exists():
+        assert time.monotonic() < deadline, "the host was never terminated"
+        time.sleep(0.1)
+    assert (cli.cwd / "out" / "lora_model" / "adapter.txt").read_bytes() == b"0123456789"
+    assert terminated.read_text() == "terminated\n"
+
+    # The guard, armed, read and disarmed; bad words refused before anything is sent.
+    with pytest.raises(ValueError):
+        runner.guard(idle="30", then="true")
+    with pytest.raises(ValueError):
+        runner.guard(idle="30m")
+    armed = runner.guard(idle="1h", then="true")
+    assert (armed.guard.armed, armed.guard.idle_seconds, armed.guard.command) == (
+        True,
+        3600,
+        "true",
+    )
+    assert runner.guard().guard.armed
+    assert not runner.guard(off=True).guard.armed
+
+    # Terminate now: refused while a run runs, unless forced.
+    busy = runner.start(
+        config, run_id=cli.new_run_id(), gpus=0, command=["{python}", "-c", WAITING_TRAINER]
+    )
+    cli.wait_far_log(busy.run_id, "step 1")
+    with pytest.raises(RemoteError) as refused:
+        runner.terminate()
+    assert refused.value.kind == "host_busy"
+    forced = runner.terminate(force=True)
+    assert (forced.outcome, forced.exit_code) == ("ended", 0)
+    assert terminated.read_text() == "terminated\nterminated\n"
+    cli.finish(busy.run_id)
