@@ -124,12 +124,16 @@ class AfterRuns:
         """Take the plan one stage further; False once it is over."""
         host = run.host
         if run.state != "completed":
-            ended = run.state if run.exit_code is None else f"{run.state} (exit {run.exit_code})"
+            ended = {
+                "failed": f"failed (exit {run.exit_code})",
+                "stopped": "was stopped",
+                "lost": "was lost",
+            }.get(run.state, run.state)
             self._say(
                 run,
                 plan,
                 stage="failed",
-                detail=f"the run ended {ended}: nothing fetched"
+                detail=f"the run {ended}: nothing fetched"
                 + (f", {host} not terminated" if plan.terminate else ""),
             )
             return False

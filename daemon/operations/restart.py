@@ -20,6 +20,7 @@ from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
     DEFAULT_PYTHON,
+    AfterRun,
     Attempt,
     RestartParams,
     RestartResult,
@@ -122,6 +123,11 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     base = limits.on_run(base)
     # A batch job waits for the scheduler first; the monitor says when it runs.
     state: RunState = "queued" if launched.job_id is not None else "running"
+    after = base.after
+    if after is not None and after.terminated_at is None:
+        # What was to follow the run follows this attempt: a restart is a second chance.
+        after = AfterRun(fetch=after.fetch, into=after.into, terminate=after.terminate)
+        ops.registry.set_after_run(p.host, p.run_id, after)
     run = ops.record(
         msgspec.structs.replace(
             base,
@@ -135,6 +141,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
             scheduler_state=None,
             stalled_since=None,
             stopped_by=None,
+            after=after,
             attempts=[
                 *earlier,
                 Attempt(

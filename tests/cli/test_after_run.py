@@ -83,7 +83,7 @@ def test_a_failed_run_is_neither_fetched_nor_terminated(cli: Cli) -> None:
     done = cli(*args)
     assert done.code == 1, done
     assert done.err_lines[-1] == (
-        "then: failed: the run ended failed (exit 3): nothing fetched, plain not terminated"
+        "then: failed: the run failed (exit 3): nothing fetched, plain not terminated"
     )
     assert not (cli.cwd / "out").exists()
     assert not terminated.exists()
@@ -181,3 +181,30 @@ def test_bad_then_options_are_one_sentence_and_start_nothing(cli: Cli) -> None:
         "rtrain: -o/--out names where --then-fetch fetches to; give --then-fetch PATH too."
     ]
     assert not cli.far_run_dir(run_id).exists()
+
+
+FAILS_ONCE = (
+    """
+import os, sys
+if not os.path.exists("tried"):
+    open("tried", "w").close()
+    sys.exit(3)
+"""
+    + OUTPUTS_TRAINER
+)
+
+
+def test_a_restart_gives_what_follows_the_run_a_second_chance(cli: Cli) -> None:
+    terminated = terminate_records_its_call(cli)
+    run_id = cli.new_run_id()
+    args = start_args(
+        cli, run_id, FAILS_ONCE, "--then-fetch", "lora_model", "-o", "out", "--then-terminate"
+    )
+    first = cli(*args)
+    assert first.code == 1, first
+    assert wait_after(cli, run_id, "failed")["detail"].startswith("the run failed (exit 3)")
+    again = cli("restart", "plain", run_id, "--workdir", cli.workdir)
+    assert again.code == 0, again
+    assert again.err_lines[-1].startswith("then: done: fetched lora_model into "), again
+    assert same_tree(cli.far_run_dir(run_id) / "lora_model", cli.cwd / "out" / "lora_model")
+    assert terminated.read_text() == "terminated\n"
