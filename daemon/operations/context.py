@@ -147,7 +147,9 @@ def with_latest_attempt(run: RunInfo) -> RunInfo:
         return run
     last = run.attempts[-1]
     ended = run.state in ENDED_STATES
-    running_at = last.running_at
+    # Queued (again): billed from when it next runs. A run whose first step queues it for
+    # GPUs may look running for the moment before it says it waits.
+    running_at = None if run.state == "queued" else last.running_at
     if running_at is None and run.state not in ("queued", "unknown"):
         # Billed from when it left its queue; an end seen with no run between bills from
         # the launch (the daemon was away: more, rather than nothing).

@@ -10,6 +10,8 @@ import pytest
 
 from rtrain.protocol.limit_words import cost_text
 from tests.cli.conftest import WAIT_S, Cli
+from tests.operations.processes import marked_pids
+from tests.torch_python import far_torch_python
 
 STILL = "import time\nprint('sleeping', flush=True)\nwhile True:\n    time.sleep(0.1)\n"
 # 3.6 an hour is 0.001 a second: the figures read as thousandths of the seconds.
@@ -86,3 +88,31 @@ def test_a_hosts_price_is_set_and_cleared_from_the_command_line(cli: Cli) -> Non
     # A host known only for its price is not known any more.
     hosts = {h["alias"]: h for h in cli("hosts", "--json").json()}
     assert "pricePerHour" not in hosts.get("plain", {})
+
+
+# Each rank says it is up, then sleeps with its log still.
+SLEEPING_RANK = """
+import os, time
+open("rank-%s-up" % os.environ["RANK"], "w").close()
+print("rank up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_torchrun_run_past_its_max_duration_leaves_no_rank(cli: Cli) -> None:
+    torch_python = far_torch_python()
+    cli.file("ranks.py", SLEEPING_RANK)
+    run_id = cli.new_run_id("ranks")
+    cli.start(
+        run_id,
+        "{torchrun}",
+        "config.yaml",
+        gpus="2",
+        python=torch_python,
+        config="ranks.py",
+        max_duration="3s",
+        stall_after="off",
+    )
+    cli.wait_state("plain", run_id, "stopped (max duration 3s)")
+    assert all((cli.far_run_dir(run_id) / f"rank-{rank}-up").exists() for rank in (0, 1))
+    assert marked_pids(lambda marker: marker == run_id) == []

@@ -111,3 +111,27 @@ def test_a_still_log_with_a_busy_gpu_is_not_stalled(ops: Ops) -> None:
         idle, lambda run: run.stalled_since is not None and time.time() - run.stalled_since > 5
     )
     assert ops.status(busy).stalled_since is None
+
+
+def test_time_queued_for_gpus_counts_neither_to_the_limit_nor_to_the_cost(ops: Ops) -> None:
+    holder, waiter = ops.new_run_id("holder"), ops.new_run_id("waiter")
+    ops.start(STILL, run_id=holder, gpus=2, stallAfter=0)
+    # Its trainer runs once it has claimed both GPUs.
+    ops.wait_file(ops.far_run_dir(holder) / "train.log", lambda text: "sleeping" in text)
+    queued = ops.start(STILL, run_id=waiter, gpus=1, wait=True, maxDuration=2, stallAfter=0)
+    assert queued.run.state == "queued"
+    # Queued for longer than its limit, and still queued, not stopped.
+    deadline = time.monotonic() + WAIT_S
+    while time.time() - queued.run.started_at < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert ops.status(waiter).state == "queued"
+    freed_at = time.time()
+    ops.request("run/stop", {"host": "plain", "runId": holder, "grace": 5})
+
+    run = ops.wait_state(waiter, lambda run: run.state not in ("queued", "running"))
+    assert (run.state, run.stopped_by) == ("stopped", "max_duration")
+    (attempt,) = run.attempts
+    assert attempt.running_at >= freed_at > attempt.started_at
+    listed = {r.run_id: r for r in ops.request("runs/list", {}).runs}
+    assert listed[waiter].billed_seconds == round(attempt.ended_at - attempt.running_at, 3)
