@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from rtrain.client.errors import RemoteError
+from rtrain.daemon.operations.run_limits import watcher_files
 from tests.faults.conftest import Campaign, can_mount_tmpfs
 from tests.hosts import GPU_USER, NOGPU_USER
 from tests.hosts.sshd import Sshd
@@ -131,8 +132,10 @@ def test_each_host_keeps_its_own_cache_and_gc_frees_what_no_run_uses(ops: Ops) -
     assert kept.entries == 0
     shutil.rmtree(ops.far_run_dir(on_plain.run.run_id))
     freed = ops.request("host/gc", {"host": "plain", "workdir": ops.workdir})
-    assert freed.entries == 2  # the dataset and the config
-    assert freed.freed_bytes == 3 * MIB + len("epochs: 1\n")
+    # The dataset and the config, and the two scripts of the watcher of the run's limits.
+    scripts = watcher_files()
+    assert freed.entries == 2 + len(scripts)
+    assert freed.freed_bytes == 3 * MIB + len("epochs: 1\n") + sum(len(t) for _, t in scripts)
     assert list((ops.far_workdir / ".cache" / "inputs").iterdir()) == []
     # With the cache empty, the next start sends everything again.
     assert ops.start("print(4)", dataset=str(dataset)).uploaded_bytes == on_plain.uploaded_bytes
