@@ -373,3 +373,24 @@ def test_tail_of_a_queued_run_says_what_it_waits_for_then_streams_the_log(
     assert "step 1 | loss 1.0" in out
     assert err.strip().endswith(f"{run_id} on cluster: completed"), err
     assert tail.returncode == 0
+
+
+def test_a_max_duration_is_the_jobs_time_limit_and_both_at_once_are_refused(
+    cluster: ClusterCli,
+) -> None:
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, WAITS, "--gpus", "0", "--max-duration", "90s")
+    # Slurm counts whole minutes: 90 s is a limit of 2.
+    script = cluster.slurm.as_user("cat", f"{cluster.far_run_dir(run_id)}/rtrain.sbatch")
+    assert "--time=00:02:00" in script
+    limit = cluster.slurm.as_user("squeue", "-h", "-j", cluster.job_id(run_id), "-o", "%l")
+    assert limit.strip() == "2:00"
+    assert cluster.cli("status", "cluster", run_id, "--json").json()["maxDuration"] == 90
+    assert cluster.cli("stop", "cluster", run_id).code == 0
+    cluster.cli.file("cfg.yaml", "steps: 1\n")
+    both = cluster.cli(
+        "start", "cluster", "-c", "cfg.yaml", "--workdir", cluster.workdir, "--no-follow",
+        "--max-duration", "1h", "--time", "2:00:00", "--", *QUICK,
+    )  # fmt: skip
+    assert both.code == 2, both
+    assert "give one of them, not both" in both.err
