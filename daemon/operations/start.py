@@ -7,8 +7,9 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -293,7 +294,7 @@ async def _ship_and_launch(
     channels = ops.hosts.config.host(p.host).channels
     users, own = inputs
     try:
-        shipped, _ = await asyncio.gather(
+        shipped = await _ship_side_by_side(
             _ship(transport, run_dir, run_id, users, p, ctx, channels),
             _ship_own(transport, run_dir, run_id, own, channels),
         )
@@ -611,6 +612,23 @@ def _expand(
             word = word.replace(placeholder, value)
         words.append(word)
     return words
+
+
+async def _ship_side_by_side(
+    users: Coroutine[Any, Any, list[ShippedFile]], own: Coroutine[Any, Any, list[ShippedFile]]
+) -> list[ShippedFile]:
+    """What `users` shipped, once `own` has shipped too; the first failure of either stops
+    the other, so a start that failed leaves nothing moving into its run directory."""
+    tasks = [asyncio.ensure_future(users), asyncio.ensure_future(own)]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()  # raises the first failure
+        return tasks[0].result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _ship_own(
