@@ -65,6 +65,16 @@ def test_a_run_stopped_by_its_max_duration_says_so_and_what_it_cost(cli: Cli) ->
     listing = cli("hosts")
     assert listing.out_lines[0].split()[-2:] == ["COST", "IDLE"]
 
+    # With no run left, the host with a price is still watched: its idle time grows.
+    def idle_seconds() -> float:
+        hosts = {h["alias"]: h for h in cli("hosts", "--json").json()}
+        return float(hosts["plain"]["idleSeconds"])
+
+    deadline = time.monotonic() + WAIT_S
+    while idle_seconds() <= plain["idleSeconds"]:
+        assert time.monotonic() < deadline, "the idle host was not watched"
+        time.sleep(0.2)
+
 
 def test_a_still_run_reads_running_stalled(cli: Cli) -> None:
     run_id = cli.new_run_id()
