@@ -8,7 +8,16 @@ from pathlib import Path
 
 from rtrain.daemon.remote import script
 
-from .conftest import PYTHON, Launched, Remote, all_cmdlines, assert_run_ends, wait_for
+from .conftest import (
+    PYTHON,
+    Launched,
+    Remote,
+    alive,
+    assert_run_ends,
+    marked_pids,
+    proc_environ,
+    wait_for,
+)
 
 STILL = "import time; print('sleeping', flush=True); time.sleep(120)"
 # Still until the file `go` appears in its run dir; then it writes a line every 0.1 s.
@@ -33,15 +42,29 @@ def launch_limited(remote: Remote, code: str, limits: str) -> tuple[str, Path]:
     return run_id, run_dir
 
 
-def watchers(run_id: str) -> list[bytes]:
-    return [line for line in all_cmdlines() if b"rtrain-limits" in line and run_id.encode() in line]
+def watchers(run_id: str) -> list[int]:
+    """Live watchers of the run's limits: `/bin/sh ./rtrain-limits RUN_DIR RUN_ID ...`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"./rtrain-limits" in argv and run_id.encode() in argv and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
 
 
 def test_a_run_past_its_max_duration_is_stopped_and_its_row_says_why(remote: Remote) -> None:
     run_id, run_dir = launch_limited(remote, STILL, "2\t0\tflag\t1.0")
     # The watcher is no part of the run: it runs, but carries no marker (conftest's kill
     # and status's liveness both go by the marker).
-    assert watchers(run_id)
+    wait_for(lambda: bool(watchers(run_id)), what="the watcher")
+    (watcher,) = watchers(run_id)
+    assert watcher not in marked_pids(run_id)
+    assert not [v for v in proc_environ(watcher) if v.startswith(b"RTRAIN_RUN_ID=")]
     assert_run_ends(run_id)
     wait_for(lambda: remote.status(run_id)[1] == "stopped", what="stopped")
     row = remote.status(run_id)
