@@ -52,17 +52,31 @@ def watchers(run_id: str) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"./rtrain-limits" in argv and run_id.encode() in argv and alive(int(entry.name)):
-            found.append(int(entry.name))
+        # The watcher, not the setsid that starts it (its parent for a moment).
+        if argv[:2] == [b"/bin/sh", b"./rtrain-limits"] and run_id.encode() in argv:
+            if alive(int(entry.name)):
+                found.append(int(entry.name))
     return found
+
+
+def the_watcher(run_id: str) -> int:
+    """The run's one watcher, once it runs (a subshell of its own look shares its argv for a
+    moment, so wait for a look that finds it alone)."""
+    found: list[int] = []
+
+    def alone() -> bool:
+        found[:] = watchers(run_id)
+        return len(found) == 1
+
+    wait_for(alone, what="the watcher")
+    return found[0]
 
 
 def test_a_run_past_its_max_duration_is_stopped_and_its_row_says_why(remote: Remote) -> None:
     run_id, run_dir = launch_limited(remote, STILL, "2\t0\tflag\t1.0")
     # The watcher is no part of the run: it runs, but carries no marker (conftest's kill
     # and status's liveness both go by the marker).
-    wait_for(lambda: bool(watchers(run_id)), what="the watcher")
-    (watcher,) = watchers(run_id)
+    watcher = the_watcher(run_id)
     assert watcher not in marked_pids(run_id)
     assert not [v for v in proc_environ(watcher) if v.startswith(b"RTRAIN_RUN_ID=")]
     assert_run_ends(run_id)
