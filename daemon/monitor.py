@@ -5,6 +5,8 @@ Changes are recorded (and so pushed to subscribers as `run/changed`); a host tha
 be reached turns its running runs `unknown`, with the reason, until it answers again.
 Every answer also counts as the host seen up (busy or idle), for what it costs; a host
 with a price is polled on while it answers, runs or none (docs/cost-safety.md).
+A run that ended before a poll read its files after the end (another request saw it end
+first) is read once more, for its last metrics (docs/metrics.md, "Final reads").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import msgspec
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import RunInfo
 
-from .operations.context import Ops
+from .operations.context import ENDED_STATES, Ops
 from .operations.watch import watch_host
 
 log = logging.getLogger(__name__)
@@ -66,12 +68,34 @@ class Monitor:
 
     async def poll_once(self) -> None:
         by_host: dict[str, list[RunInfo]] = defaultdict(list)
-        for run in self.ops.registry.active():
+        active = self.ops.registry.active()
+        for run in active:
             if (run.host, run.run_id) not in self.ops.starting:
                 by_host[run.host].append(run)
+        ended = self._ended_unread({(run.host, run.run_id) for run in active})
+        for run in ended:
+            by_host.setdefault(run.host, [])
         for host in self._priced_hosts_up():
             by_host.setdefault(host, [])
-        await asyncio.gather(*(self._poll_host(host, runs) for host, runs in by_host.items()))
+        await asyncio.gather(
+            *(
+                self._poll_host(host, runs, [run for run in ended if run.host == host])
+                for host, runs in by_host.items()
+            )
+        )
+
+    def _ended_unread(self, active: set[tuple[str, str]]) -> list[RunInfo]:
+        """Runs whose metrics were read while they ran, not since they ended."""
+        found = []
+        for host, run_id in self.ops.metrics.unfinished():
+            if (host, run_id) in active or (host, run_id) in self.ops.starting:
+                continue
+            run = self.ops.known(host, run_id)
+            if run is None:
+                self.ops.metrics.give_up(host, run_id)  # not a run of this registry
+            elif run.state in ENDED_STATES:
+                found.append(run)
+        return found
 
     def _priced_hosts_up(self) -> list[str]:
         """Hosts with a price that answered lately, or whose connection is up: what they
@@ -88,11 +112,13 @@ class Monitor:
                 hosts.append(alias)
         return hosts
 
-    async def _poll_host(self, host: str, runs: list[RunInfo]) -> None:
+    async def _poll_host(self, host: str, runs: list[RunInfo], ended: list[RunInfo]) -> None:
         self.polls += 1
         try:
-            fresh, moved = await watch_host(self.ops, host, runs)
+            fresh, moved = await watch_host(self.ops, host, runs + ended)
         except RpcError as error:
+            for run in ended:
+                self.ops.metrics.final_read_failed(host, run.run_id)
             for run in runs:
                 if run.state != "unknown" or run.reason != error.message:
                     self.ops.record(
@@ -100,7 +126,11 @@ class Monitor:
                     )
             return
         busy = any(h == host for h, _ in self.ops.starting)
-        for old, new in zip(runs, fresh, strict=True):
+        for run in ended:
+            now_known = self.ops.known(host, run.run_id)
+            if run.run_id in moved and now_known is not None:
+                self.ops.publish(self.ops.annotate(now_known))  # its state stands; its metrics grew
+        for old, new in zip(runs, fresh[: len(runs)], strict=True):
             if new is None:
                 new = msgspec.structs.replace(old, state="lost", reason="the run directory is gone")
             self.ops.record(new, metrics_changed=new.run_id in moved)

@@ -2,10 +2,14 @@
 
 Formats (docs/metrics.md has them exactly):
 - rtrain's own `step 10 | loss 3.2145 | lr 0.01`: `|`-separated `name number` fields;
-- a Python dict as HF Trainer prints it, `{'loss': 1.2345, 'learning_rate': 2e-05, ...}`;
+- a Python dict as HF Trainer prints it, `{'loss': 1.2345, 'learning_rate': 2e-05, ...}`,
+  its numbers also as transformers 5 formats them (`'loss': '4.902'`) or as tensors;
 - a JSON object, `{"loss": 1.2, "step": 3}`: its numeric top-level fields;
 - a tqdm bar, `Epoch 1:  45%|####5     | 45/100 [00:12<00:15,  3.61it/s, loss=0.5]`:
-  the progress (n, total, rate, remaining time) and the postfix's numbers.
+  the progress (n, total, rate, remaining time) and the postfix's numbers (Lightning's);
+- rtrain's line opening a restart's attempt, `==> rtrain: attempt 2 of RUN started at ...`;
+- anything else by the general rule (free_text.py): nanoGPT, Megatron, Keras, people's own.
+A rank's tag before the line (`[rank1]: `, `[default0]:`) is taken off and kept.
 
 Every pattern is anchored and linear, and a line longer than MAX_LINE is not looked at, so
 no line costs more than reading its bytes.
@@ -18,6 +22,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .free_text import NOT_METRICS, read_free_text
+from .line_prefixes import split_rank, without_ansi
+
 MAX_LINE = 4096
 MAX_NAME = 64
 MAX_FIELDS = 32
@@ -28,7 +35,10 @@ _NUMBER = (
 )
 _NAME = r"[A-Za-z_][A-Za-z0-9_./-]{0,63}"
 _PIPE_FIELD = re.compile(rf"\s*({_NAME})[\s:=]+({_NUMBER})\s*")
-_DICT_FIELD = re.compile(rf"""['"]({_NAME})['"]\s*:\s*({_NUMBER})\s*(?=[,}}])""")
+# `'loss': 1.5`, `'loss': '1.5'` (transformers 5), `'loss': tensor(1.5, device='cuda:0')`.
+_DICT_FIELD = re.compile(
+    rf"""['"]({_NAME})['"]\s*:\s*(?:tensor\()?(['"]?)({_NUMBER})\2\s*(?=[,}})])"""
+)
 _TQDM = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|]{0,120}\|\s*)?"
     r"(?P<n>\d+(?:\.\d+)?)(?P<nsuffix>[kMG]?)(?:/(?P<total>\d+(?:\.\d+)?)(?P<tsuffix>[kMG]?))?"
@@ -39,6 +49,10 @@ _TQDM = re.compile(
 )
 _POSTFIX_FIELD = re.compile(rf"\s*({_NAME})=({_NUMBER})\s*")
 _SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+# A bar's description naming its epoch (Lightning's `Epoch 3:`).
+_BAR_EPOCH = re.compile(r"\bEpoch[ \t]+(\d{1,9})\b", re.IGNORECASE)
+# rtrain's own line before a restart's output (launch.sh).
+_ATTEMPT = re.compile(r"==> rtrain: attempt (\d{1,6}) of ")
 
 
 @dataclass(frozen=True)
@@ -55,10 +69,13 @@ class Progress:
 
 @dataclass
 class Reading:
-    """What a line said: numeric fields by name (`step` among them when given), progress."""
+    """What a line said: numeric fields by name (`step` among them when given), progress,
+    the rank whose tag it had, and the attempt it opens (rtrain's restart line)."""
 
     values: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
+    rank: int | None = None
+    attempt: int | None = None
 
 
 def read_line(line: str) -> Reading | None:
@@ -66,13 +83,34 @@ def read_line(line: str) -> Reading | None:
     text = line.strip()
     if not text or len(text) > MAX_LINE:
         return None
+    text = without_ansi(text)
+    rank = None
+    if text.startswith("["):
+        rank, text = split_rank(text)
+    if not text:
+        return None
+    reading = _read(text)
+    if reading is not None and rank is not None:
+        reading.rank = rank
+    return reading
+
+
+def _read(text: str) -> Reading | None:
     if text[0] == "{" and text[-1] == "}":
         return _object(text)
     if text.startswith("step") and "|" in text:
-        return _piped(text)
-    if "/s" in text or "s/" in text:
-        return _tqdm(text)
-    return None
+        piped = _piped(text)
+        if piped is not None:
+            return piped
+    if ("/s" in text or "s/" in text) and "[" in text:
+        bar = _tqdm(text)
+        if bar is not None:
+            return bar
+    if text.startswith("==> rtrain: attempt "):
+        match = _ATTEMPT.match(text)
+        return Reading(attempt=int(match[1])) if match else None
+    values = read_free_text(text)
+    return Reading(values) if values else None
 
 
 def _number(text: str) -> float:
@@ -82,7 +120,8 @@ def _number(text: str) -> float:
 def _fields(pairs: list[tuple[str, str]]) -> dict[str, float]:
     values: dict[str, float] = {}
     for name, number in pairs[:MAX_FIELDS]:
-        values[name] = _number(number)
+        if name not in NOT_METRICS:
+            values[name] = _number(number)
     return values
 
 
@@ -102,18 +141,17 @@ def _object(text: str) -> Reading | None:
         decoded = json.loads(text)
     except ValueError:
         # Not JSON: a Python dict as HF Trainer prints it (single quotes, nan).
-        values = _fields(_DICT_FIELD.findall(text))
+        values = _fields([(name, number) for name, _, number in _DICT_FIELD.findall(text)])
     else:
         if not isinstance(decoded, dict):
             return None
         values = {}
         for name, value in list(decoded.items())[: MAX_FIELDS * 4]:
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and isinstance(name, str)
-                and 0 < len(name) <= MAX_NAME
-            ):
+            if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME or name in NOT_METRICS:
+                continue
+            if isinstance(value, str):
+                value = _numeric_text(value)  # transformers 5 formats its numbers
+            if isinstance(value, int | float) and not isinstance(value, bool):
                 values[name] = float(value)
             if len(values) >= MAX_FIELDS:
                 break
@@ -137,7 +175,23 @@ def _tqdm(text: str) -> Reading | None:
         elapsed=_clock(match["elapsed"]),
     )
     values = _fields(_POSTFIX_FIELD.findall(match["postfix"].lstrip(",")))
+    if values and total and "step" not in values:
+        # Lightning's bar counts batches within its epoch: go on from the epochs before.
+        epoch = _BAR_EPOCH.search(text, 0, match.start())
+        if epoch is not None:
+            values["step"] = int(epoch[1]) * total + n
     return Reading(values, progress)
+
+
+_NUMERIC_TEXT = re.compile(_NUMBER)
+
+
+def _numeric_text(text: str) -> float | None:
+    """A string that holds just a number, as that number."""
+    text = text.strip()
+    if len(text) > 64 or _NUMERIC_TEXT.fullmatch(text) is None:
+        return None
+    return _number(text)
 
 
 def _safe_float(text: str) -> float | None:

@@ -6,6 +6,14 @@ line is parsed when it ends (`\\n`, or `\\r` for a redrawn bar); the line still 
 is looked at only for the bar's progress. Every limit here holds whatever the log holds:
 MAX_PARSE bytes parsed per read, MAX_PENDING bytes of an unfinished line, MAX_SERIES series
 of MAX_POINTS points each.
+
+Ranks: a line with a rank's tag (`[rank1]: `) is that rank's, a line without one rank 0's. A
+series is the lowest rank's that printed it: when a lower rank prints a name a higher one
+had, the series starts over with it, and the higher rank's lines of that name are ignored.
+Attempts: a restart appends to the same log after rtrain's `==> rtrain: attempt N` line.
+The series then tell the history of the model the latest attempt trains: at each series'
+first point of the new attempt, the earlier points at that step or later go (a trainer
+resumed from step 800 continues the curve from 800; one started afresh starts it over).
 """
 
 from __future__ import annotations
@@ -36,6 +44,19 @@ class Series:
     steps: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
 
+    rank: int = 0  # whose lines it shows
+    rewind: bool = False  # a new attempt began: its first point cuts what it repeats
+
+    def cut(self, step: float) -> bool:
+        """Drop the points at `step` or later; True when any went."""
+        keep = [i for i, old in enumerate(self.steps) if old < step]
+        if len(keep) == len(self.steps):
+            return False
+        self.seqs = [self.seqs[i] for i in keep]
+        self.steps = [self.steps[i] for i in keep]
+        self.values = [self.values[i] for i in keep]
+        return True
+
     def add(self, seq: int, step: float, value: float) -> None:
         self.seqs.append(seq)
         self.steps.append(step)
@@ -65,7 +86,14 @@ class RunSeries:
         self.latest: dict[str, float] = {}
         self.progress: Progress | None = None
         self.seq = 0  # bumped for every point; what a follower has seen is a seq
+        # Bumped when points go (a new attempt, a lower rank): a follower starts over.
+        self.generation = 0
         self.records = 0
+        self.attempt = 1  # as rtrain's attempt lines in the log say
+        # The attempt whose every byte was read after it ended (store.py); None: not yet.
+        self.final_attempt: int | None = None
+        self.final_tries = 0
+        self._bar_rank = 0  # the lowest rank whose bar was seen: its progress is shown
         self._sources: dict[str, _Source] = {}
 
     # ---- feeding ------------------------------------------------------------------------
@@ -127,11 +155,27 @@ class RunSeries:
     def _peek_progress(self, raw: bytes) -> None:
         reading = read_line(raw.decode(errors="replace"))
         if reading is not None and reading.progress is not None:
-            self.progress = reading.progress
+            self._take_progress(reading.progress, reading.rank or 0)
+
+    def _take_progress(self, progress: Progress, rank: int) -> None:
+        if rank <= self._bar_rank or self.progress is None:
+            self._bar_rank = rank
+            self.progress = progress
+
+    def _new_attempt(self, attempt: int) -> None:
+        self.attempt = attempt
+        self.progress = None  # the last attempt's bar says nothing of this one
+        self._bar_rank = 0
+        for series in self.series.values():
+            series.rewind = True
 
     def _take(self, reading: Reading) -> None:
+        if reading.attempt is not None:
+            self._new_attempt(reading.attempt)
+            return
+        rank = reading.rank or 0
         if reading.progress is not None:
-            self.progress = reading.progress
+            self._take_progress(reading.progress, rank)
         values = dict(reading.values)
         step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
         if not values:
@@ -146,6 +190,15 @@ class RunSeries:
             if series is None:
                 if len(self.series) >= MAX_SERIES:
                     continue
-                series = self.series[name] = Series(name)
+                series = self.series[name] = Series(name, rank=rank)
+            elif rank > series.rank:
+                continue  # a higher rank's copy of what a lower one prints
+            elif rank < series.rank:
+                series = self.series[name] = Series(name, rank=rank)
+                self.generation += 1
+            if series.rewind:
+                series.rewind = False
+                if series.cut(step):
+                    self.generation += 1
             series.add(self.seq, step, value)
             self.latest[name] = value

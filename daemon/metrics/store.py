@@ -2,6 +2,11 @@
 
 Bounded: MAX_RUNS runs (the least recently fed goes first) and GPU_HISTORY samples per host.
 Nothing here is kept across a daemon restart: the monitor reads the runs' logs again.
+
+A run's metrics are final once its log and metrics.jsonl were read after it ended (watch.sh
+reads the state first, the files after): the attempt so read is recorded, and a run that
+ended unread (seen ended by `status`, say) is read once more by the monitor or by
+`run/metrics`. A removed run is forgotten, so an id used again starts with nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from .run_series import RunSeries
 
 MAX_RUNS = 256
 GPU_HISTORY = 360
+# Polls that may fail to bring an ended run's last bytes before the monitor stops trying
+# (`run/metrics` still reads them when asked).
+FINAL_TRIES = 3
 
 Key = tuple[str, str]
 
@@ -41,6 +49,46 @@ class MetricsStore:
         if changed:
             self._wake()
         return changed
+
+    def forget(self, host: str, run_id: str) -> None:
+        """Drop all of a run's metrics (it was removed; its id may be used again)."""
+        self._runs.pop((host, run_id), None)
+
+    def saw_read(self, host: str, run_id: str, attempt: int, ended: bool) -> None:
+        """A read of the run's files just came in; `ended`: its state was read, over, before
+        them, so nothing more of `attempt` will come."""
+        run = self._series(host, run_id)
+        run.final_attempt = attempt if ended else None
+        run.final_tries = 0
+
+    def final(self, host: str, run_id: str, attempt: int) -> bool:
+        """Whether all that `attempt` of the run wrote has been read."""
+        run = self._runs.get((host, run_id))
+        return run is not None and run.final_attempt == attempt
+
+    def unfinished(self) -> list[Key]:
+        """Runs read while they ran but not yet after they ended (or running still)."""
+        return [
+            key
+            for key, run in self._runs.items()
+            if run.final_attempt is None and run.final_tries < FINAL_TRIES
+        ]
+
+    def final_read_failed(self, host: str, run_id: str) -> None:
+        run = self._runs.get((host, run_id))
+        if run is not None:
+            run.final_tries += 1
+
+    def give_up(self, host: str, run_id: str) -> None:
+        """No more final reads of this run by the monitor."""
+        run = self._runs.get((host, run_id))
+        if run is not None:
+            run.final_tries = FINAL_TRIES
+
+    def generation(self, host: str, run_id: str) -> int:
+        """Bumped when points went (a new attempt, a lower rank): followers start over."""
+        run = self._runs.get((host, run_id))
+        return run.generation if run is not None else 0
 
     def consumed(self, host: str, run_id: str, source: str) -> int:
         series = self._runs.get((host, run_id))

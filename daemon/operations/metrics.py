@@ -1,19 +1,23 @@
 """run/metrics: a run's series, progress and its host's GPUs; with follow, `run/points` as
 they change, until the run ends.
 
-The series come from the monitor's polls and any tail of the run (MetricsStore). A run the
-store knows nothing of (one that ended before this daemon started) is read once, its last
-READ_ONCE bytes, with the same watch.sh the monitor sends.
+The series come from the monitor's polls and any tail of the run (MetricsStore). Before it
+answers, a run still active, or one whose files were not read since it ended, is read up to
+now with the same watch.sh the monitor sends (one round trip, from where reading stood, at
+most READ_ONCE bytes of each file): so the points a trainer printed a moment ago are there,
+and so are those it wrote just before it ended. An ended run read since is answered at once.
 """
 
 from __future__ import annotations
 
+from rtrain.daemon.ssh.failures import host_did_not_answer
+from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import MetricsParams, MetricsResult, MetricsUpdate, RunInfo, RunRef
 
-from .context import Ops
+from .context import ENDED_STATES, Ops
 from .notifier import Notifier
 from .status import status as run_status
-from .watch import watch_host
+from .watch import attempt_of, watch_host
 
 # How often a follower looks at the run's state when nothing else woke it.
 FOLLOW_CHECK = 1.0
@@ -23,10 +27,13 @@ ACTIVE = ("running", "unknown")
 
 async def metrics(ops: Ops, p: MetricsParams, ctx: Notifier) -> MetricsResult:
     ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
-    run = (await run_status(ops, ref)).run
     store = ops.metrics
-    if store.consumed(p.host, p.run_id, "log") == 0 and run.state not in ACTIVE:
-        await watch_host(ops, p.host, [run], max_slice=READ_ONCE, gpus=False)
+    run = ops.known(p.host, p.run_id)
+    starting = (p.host, p.run_id) in ops.starting
+    if run is None or p.workdir is not None or starting:
+        run = (await run_status(ops, ref)).run
+    if not starting and not store.final(p.host, p.run_id, attempt_of(run)):
+        run = await _read_now(ops, ref, run)
     if p.follow:
         run = await _follow(ops, p, ctx, run)
     return MetricsResult(
@@ -40,10 +47,30 @@ async def metrics(ops: Ops, p: MetricsParams, ctx: Notifier) -> MetricsResult:
     )
 
 
+async def _read_now(ops: Ops, ref: RunRef, run: RunInfo) -> RunInfo:
+    """`run` with its files read up to now; its state too, if it was still active."""
+    try:
+        [fresh], moved = await watch_host(ops, ref.host, [run], max_slice=READ_ONCE, gpus=False)
+    except RpcError as error:
+        if not host_did_not_answer(error):
+            raise
+        if run.state in ENDED_STATES:
+            return run  # what was read before will do
+        return ops.mark_unknown(ref.host, ref.run_id, error)
+    if run.state in ENDED_STATES:
+        if moved:
+            ops.publish(ops.annotate(run))  # its state stands; its metrics grew
+        return run
+    if fresh is None:
+        return (await run_status(ops, ref)).run  # gone: status says so in its words
+    return ops.record(fresh, metrics_changed=bool(moved))
+
+
 async def _follow(ops: Ops, p: MetricsParams, ctx: Notifier, run: RunInfo) -> RunInfo:
     store = ops.metrics
     seq, progress = store.seq(p.host, p.run_id), store.progress(p.host, p.run_id)
     gpu = store.latest_gpus(p.host)
+    generation = store.generation(p.host, p.run_id)
     ctx.notify(
         "run/points",
         MetricsUpdate(
@@ -60,18 +87,25 @@ async def _follow(ops: Ops, p: MetricsParams, ctx: Notifier, run: RunInfo) -> Ru
         await store.wait(FOLLOW_CHECK)
         now_seq, now_progress = store.seq(p.host, p.run_id), store.progress(p.host, p.run_id)
         now_gpu = store.latest_gpus(p.host)
+        now_generation = store.generation(p.host, p.run_id)
         if (now_seq, now_progress, now_gpu) != (seq, progress, gpu):
+            # Points went (a new attempt, a lower rank's series): the follower starts over.
+            reset = now_generation != generation
             ctx.notify(
                 "run/points",
                 MetricsUpdate(
                     host=p.host,
                     run_id=p.run_id,
-                    series=store.series(p.host, p.run_id, after=seq) if now_seq != seq else [],
+                    series=store.series(p.host, p.run_id, after=0 if reset else seq)
+                    if now_seq != seq or reset
+                    else [],
                     latest=store.latest(p.host, p.run_id),
                     progress=now_progress,
                     gpu=now_gpu if now_gpu is not gpu else None,
+                    reset=reset,
                 ),
             )
             seq, progress, gpu = now_seq, now_progress, now_gpu
+            generation = now_generation
         run = ops.known(p.host, p.run_id) or run
     return run

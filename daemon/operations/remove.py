@@ -43,6 +43,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
             raise app_error(Kind.REMOTE_FAILED, f"{p.host}: removing {run_id} failed: {why}")
         known = ops.known(p.host, run_id)
         ops.registry.delete(p.host, run_id)
+        ops.metrics.forget(p.host, run_id)  # an id used again starts with no points
         if known is not None:
             ops.publish_removed(known)  # an open run tree drops it at once
         removed.append(RemovedRun(run_id=run_id, remote_dir=run_dir, had_dir=done.had_dir))

@@ -1,7 +1,8 @@
 """The monitor's poll of one host: the runs' states, their new log bytes, the host's GPUs.
 
 One watch.sh per workdir of the host's active runs (nearly always one), GPUs asked in the
-first only, so a poll is still one remote command per host.
+first only, so a poll is still one remote command per host. Every read tells the metrics
+store whether it was the run's last (docs/metrics.md, "Final reads").
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rtrain.daemon.remote import contract
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
 
-from .context import Ops, now
+from .context import ENDED_STATES, Ops, now
 from .run_state import apply_row
 
 # The most bytes of one file a poll brings; when more are new, the newest of them.
@@ -72,4 +73,16 @@ async def watch_host(
             if ops.metrics.feed(host, piece.run_id, piece.name, piece.start, piece.data, restarted):
                 moved.add(piece.run_id)
     fresh = [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]
+    for run, new in zip(runs, fresh, strict=True):
+        # watch.sh reads a run's state before its files, so a run it saw over (or gone) has
+        # sent its last bytes. A scheduler's state is read after the files: there, only a run
+        # already over before this read is.
+        over = run.state in ENDED_STATES or new is None
+        over = over or (launcher.runs_on_host and new is not None and new.state in ENDED_STATES)
+        ops.metrics.saw_read(host, run.run_id, attempt_of(new or run), over)
     return fresh, moved
+
+
+def attempt_of(run: RunInfo) -> int:
+    """The number of the run's latest attempt."""
+    return run.attempts[-1].number if run.attempts else 1

@@ -1,0 +1,133 @@
+"""The general rule for the print lines nobody listed (docs/metrics.md, "The general rule").
+
+A line yields metrics when it names a loss, a step, an epoch or an iteration, as a pair: a
+name of one or two words, then `:`, `=` or blanks, then a number (with `%`, `ms` or `s`
+stuck to it at most). So nanoGPT's `iter 10: loss 3.8044, time 14.01ms, mfu 0.01%`, Megatron's
+`| lm loss: 7.1E+00 | grad norm: 2.3 |`, Keras' `- loss: 0.2345 - accuracy: 0.91` and a
+hand-written `Epoch 3 | Step 120/500 | Loss=0.52` all read. A name starts where a word starts
+(not inside a path, a URL's query or a version), and the number must end where a field
+ends, so `v1.2.3`, `12:30:45`, `2024-05-01` and `/ckpt/loss_0.5.pt` are never pairs.
+
+The step comes from the line: `step N` (or `iter N`, `iteration N`, `global step N`); else
+`[n/total]` (or a bare `n/total`), counted on from the epoch when the line has one
+(`epoch x total + n`); else `Epoch N`. Names are lower-cased, their words joined by `_`
+(`train loss` -> `train_loss`); a name whose last word is `step`, `iter`, `iteration` or
+`epoch` is that word (`Train Epoch: 1` -> `epoch`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# Names that are said with a number but are not a metric of the run.
+NOT_METRICS = frozenset(
+    {"v_num", "version", "python", "torch", "cuda", "pid", "port", "rank", "local_rank",
+     "world_size", "seed"}
+)  # fmt: skip
+STEP_WORDS = ("step", "global_step", "iteration", "iter", "num_updates")
+# Cheap first look: a line without any of these is not read further.
+_GATE = re.compile(r"loss|step|epoch|iter", re.IGNORECASE)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,16}://\S{0,4096}")
+_WORD = r"[A-Za-z_][A-Za-z0-9_./-]{0,63}"
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf|Infinity)"
+_PAIR = re.compile(
+    # A name starts a word: not inside a path, a query string, a version or an address.
+    rf"(?<![A-Za-z0-9_./\-?&=#@])({_WORD}(?: {_WORD})?)"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+)"
+    rf"({_NUM})(?:[ \t]*/[ \t]*(\d+))?(%|ms|s)?"
+    # ... and its number ends a field (`:` too, as in `iter 10:`, but not `12:30`).
+    r"""(?=[\s,;|)\]}"'│┃]|:(?!\d)|$)"""
+)
+# `[640/60000]`, `(3/10)`, `200/ 2983 batches`, a line's leading `100/100`.
+_FRACTION = re.compile(r"(?:^|(?<=[\[(\s]))(\d+)[ \t]*/[ \t]*(\d+)(?=[\])\s,]|$)")
+# A row of a boxed table (Lightning's metrics after validate/test): `│ val_loss │ 0.23 │`.
+_BOX = re.compile(r"[│┃|]")
+_TABLE_NAME = re.compile(_WORD)
+_TABLE_NUMBER = re.compile(_NUM)
+
+
+def read_free_text(text: str) -> dict[str, float] | None:
+    """The values of a line the general rule reads (the step as `step`), else None."""
+    if text[0] in "│┃":
+        return _table_row(text)
+    if _GATE.search(text) is None:
+        return None
+    if "://" in text:
+        text = _URL.sub(" ", text)
+    values: dict[str, float] = {}
+    step: float | None = None
+    epoch: float | None = None
+    taken: list[tuple[int, int]] = []
+    fraction: tuple[float, float] | None = None
+    named_loss = False
+    for match in _PAIR.finditer(text):
+        name = _name(match[1])
+        if name in NOT_METRICS:
+            continue
+        value = float(match[2].replace("Infinity", "inf"))
+        taken.append(match.span())
+        if match[3] is not None and name not in ("step", "epoch", "iter", "iteration"):
+            if name == "batch" and fraction is None:
+                fraction = value, float(match[3])  # `[Batch 200/937]`: within the epoch
+            continue  # `9800/10000` is a count of a count, not a value
+        if not math.isfinite(value) and not name.endswith("loss"):
+            continue  # `is nan` in prose; a loss of nan is news
+        if name in STEP_WORDS:
+            if step is None:
+                step = value
+        elif name == "epoch":
+            if epoch is None:
+                epoch = value
+        elif name not in values:
+            values[name] = value
+            named_loss = named_loss or "loss" in name
+    if step is None and epoch is None and not named_loss:
+        return None  # it named no loss, step, epoch or iteration: not a metrics line
+    if step is None:
+        fraction = fraction or _fraction(text, taken)
+        if fraction is not None:
+            n, total = fraction
+            step = (epoch or 0.0) * total + n if epoch is not None else n
+            if epoch is not None:
+                values["epoch"] = epoch
+        elif epoch is not None:
+            step = epoch
+    elif epoch is not None:
+        values["epoch"] = epoch
+    if all(name == "epoch" for name in values):
+        return None  # only where it stands
+    if step is not None:
+        values["step"] = step
+    return values
+
+
+def _name(words: str) -> str:
+    name = words.lower()
+    if " " in name:
+        last = name.rsplit(" ", 1)[1]
+        name = last if last in ("step", "iter", "iteration", "epoch") else name.replace(" ", "_")
+    return "step" if name == "global_step" else name
+
+
+def _fraction(text: str, taken: list[tuple[int, int]]) -> tuple[float, float] | None:
+    for match in _FRACTION.finditer(text):
+        start = match.start()
+        if any(a <= start < b for a, b in taken):
+            continue  # `Epoch 1/10`: the epoch's own count
+        return float(match[1]), float(match[2])
+    return None
+
+
+def _table_row(text: str) -> dict[str, float] | None:
+    cells = [cell.strip() for cell in _BOX.split(text, 4)]
+    cells = [cell for cell in cells if cell]
+    if len(cells) != 2:
+        return None
+    name, number = cells
+    if _TABLE_NAME.fullmatch(name) is None or _TABLE_NUMBER.fullmatch(number) is None:
+        return None
+    if name in NOT_METRICS:
+        return None
+    value = float(number.replace("Infinity", "inf"))
+    return {name: value}
