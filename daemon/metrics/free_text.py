@@ -28,6 +28,8 @@ NOT_METRICS = frozenset(
 STEP_WORDS = ("step", "global_step", "iteration", "iter", "num_updates")
 # Cheap first look: a line without any of these is not read further.
 _GATE = re.compile(r"loss|step|epoch|iter", re.IGNORECASE)
+# absl/glog's `I0501 12:30:45.123456 12345 train.py:120] `: its file:line is not a metric.
+_GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} {1,8}\d{1,10} [^\s\]]{1,256}\] ?")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,16}://\S{0,4096}")
 _WORD = r"[A-Za-z_][A-Za-z0-9_./-]{0,63}"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf|Infinity)"
@@ -55,6 +57,10 @@ def read_free_text(text: str) -> dict[str, float] | None:
         return None
     if "://" in text:
         text = _URL.sub(" ", text)
+    if text[0] in "IWEF":
+        glog = _GLOG.match(text)
+        if glog is not None:
+            text = text[glog.end() :] or " "
     values: dict[str, float] = {}
     step: float | None = None
     epoch: float | None = None
@@ -105,8 +111,12 @@ def read_free_text(text: str) -> dict[str, float] | None:
 def _name(words: str) -> str:
     name = words.lower()
     if " " in name:
+        # The last word is the head: `train loss` is a loss, `Train Epoch` an epoch,
+        # `loss python 3.10` a python.
         last = name.rsplit(" ", 1)[1]
-        name = last if last in ("step", "iter", "iteration", "epoch") else name.replace(" ", "_")
+        if last in ("step", "iter", "iteration", "epoch") or last in NOT_METRICS:
+            return last
+        name = name.replace(" ", "_")
     return "step" if name == "global_step" else name
 
 

@@ -105,3 +105,54 @@ def test_metrics_jsonl_is_a_source_of_its_own() -> None:
     run.feed("jsonl", 0, b'{"step": 1, "eval_loss": 1.9}\n{"step": 2, "eval_loss": 1.7}\n')
     assert points(run, "eval_loss") == [(1, 1.9), (2, 1.7)]
     assert run.consumed("log") == 18 and run.consumed("jsonl") == 60
+
+
+def test_rank_tagged_lines_read_and_rank_0s_series_wins() -> None:
+    run = RunSeries()
+    log = (
+        b"[rank1]:iter 1: loss 9.0, time 1.0ms\n"  # rank 1 first: its series, for now
+        b"[rank0]: iter 1: loss 2.0, time 1.0ms\n"  # rank 0 takes the series over
+        b"[rank1]:iter 2: loss 8.0, time 1.0ms\n"  # a higher rank's copy: ignored
+        b"[rank0]: iter 2: loss 1.5, time 1.0ms\n"
+        b"[rank1]: {'grad_norm': '0.5'}\n"  # only rank 1 prints it: rank 1's series
+    )
+    run.feed("log", 0, log)
+    assert points(run, "loss") == [(1, 2.0), (2, 1.5)]
+    assert run.latest["loss"] == 1.5
+    assert list(run.series["grad_norm"].values) == [0.5]
+    # Lines with no tag are rank 0's (a single process, or torchrun without --tee).
+    run.feed("log", len(log), b"iter 3: loss 1.0, time 1.0ms\n")
+    assert points(run, "loss")[-1] == (3, 1.0)
+
+
+def test_a_restart_resumed_continues_the_curve_one_afresh_starts_it_over() -> None:
+    run = RunSeries()
+    first = b"".join(b"iter %d: loss %d.0\n" % (i, 10 - i) for i in range(1, 6))
+    resumed = b"==> rtrain: attempt 2 of r started at 2026-01-01 00:00:00 UTC <==\n" + b"".join(
+        b"iter %d: loss %d.5\n" % (i, 10 - i) for i in range(3, 5)
+    )
+    run.feed("log", 0, first)
+    generation = run.generation
+    run.feed("log", len(first), resumed)
+    # Attempt 1's points from step 3 on were undone by the resume from step 3.
+    assert points(run, "loss") == [(1, 9.0), (2, 8.0), (3, 7.5), (4, 6.5)]
+    assert run.attempt == 2 and run.generation > generation
+    afresh = (
+        b"==> rtrain: attempt 3 of r started at 2026-01-01 00:01:00 UTC <==\niter 1: loss 11.0\n"
+    )
+    run.feed("log", len(first) + len(resumed), afresh)
+    assert points(run, "loss") == [(1, 11.0)]
+
+
+def test_lightnings_bar_counts_steps_across_epochs() -> None:
+    run = RunSeries()
+    log = b"".join(
+        b"\rEpoch %d:  %d%%|##  | %d/4 [00:01<00:01,  2.00it/s, v_num=0, train_loss=%.1f]"
+        % (epoch, n * 25, n, 3 - epoch - n / 10)
+        for epoch in range(2)
+        for n in range(1, 5)
+    )
+    run.feed("log", 0, log + b"\n")
+    steps = [step for step, _ in points(run, "train_loss")]
+    assert steps == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert "v_num" not in run.series
