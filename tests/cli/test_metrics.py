@@ -160,3 +160,107 @@ def test_hosts_and_status_show_the_gpus_a_run_uses(cli: Cli) -> None:
         cli.wait_state("gpuload", run_id, "completed")
     finally:
         shutil.rmtree(far_workdir, ignore_errors=True)
+
+
+# Waits for the test (the file `go`), prints a line, then writes its last metrics.jsonl
+# record and log line just before it exits (the file `finish`).
+STEPPING_TRAINER = r"""
+import json, os, time
+def wait(name):
+    while not os.path.exists(name):
+        time.sleep(0.05)
+wait("go")
+print("step 1 | loss 1.0", flush=True)
+print("step 2 | loss 0.5", flush=True)
+wait("finish")
+with open("metrics.jsonl", "a") as f:
+    f.write(json.dumps({"step": 3, "eval_loss": 0.25}) + "\n")
+print("step 3 | loss 0.125", flush=True)
+"""
+
+
+def slow_monitor(cli: Cli) -> None:
+    """A monitor that polls once after a start and then not within the test: what the
+    daemon answers comes from reads the test can name."""
+    cli.env["RTRAIN_POLL_INTERVAL"] = "120"
+
+
+def start_stepping(cli: Cli) -> str:
+    """A STEPPING_TRAINER run, past the monitor's one poll (its GPU sample says so), then
+    let go: nothing polls while it prints."""
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", STEPPING_TRAINER)
+
+    def sampled(done: Any) -> Any:
+        return [h for h in done.json() if h["alias"] == "plain" and h.get("gpusAt")]
+
+    wait_for(cli, ["hosts", "--json"], sampled)
+    (cli.far_run_dir(run_id) / "go").touch()
+    cli.wait_far_log(run_id, "step 2 |")
+    return run_id
+
+
+def test_metrics_of_an_active_run_read_its_log_up_to_now(cli: Cli) -> None:
+    slow_monitor(cli)
+    run_id = start_stepping(cli)
+    # No poll came since the trainer printed: `metrics` reads the log itself, once.
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    assert done.json() == [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}]
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+
+
+def test_the_last_metrics_of_a_run_seen_ended_by_status_are_read(cli: Cli) -> None:
+    slow_monitor(cli)
+    run_id = start_stepping(cli)
+    # A tail reads the log while the run runs, so the daemon has read some of it already.
+    shown = wait_for(cli, ["tail", "plain", run_id, "--no-follow"], lambda d: "step 2" in d.out)
+    assert shown
+    cli.finish(run_id)
+    # `status` sees the run end; the monitor, polling seldom, has not looked since.
+    cli.wait_state("plain", run_id, "completed")
+
+    # A start pokes the monitor: its poll reads the ended run's files once more.
+    other = cli.new_run_id()
+    cli.start(other, "{python}", "-c", "print('step 1 | loss 9.0')")
+
+    def latest_eval_loss(done: Any) -> Any:
+        [run] = [r for r in done.json() if r["runId"] == run_id]
+        return (run.get("latest") or {}).get("eval_loss")
+
+    assert wait_for(cli, ["runs", "--json"], latest_eval_loss) == 0.25
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    assert done.json() == [
+        {"step": 1, "loss": 1.0},
+        {"step": 2, "loss": 0.5},
+        {"step": 3, "loss": 0.125, "eval_loss": 0.25},
+    ]
+
+
+def test_metrics_of_a_run_seen_ended_read_its_last_bytes_when_asked(cli: Cli) -> None:
+    slow_monitor(cli)
+    run_id = start_stepping(cli)
+    wait_for(cli, ["tail", "plain", run_id, "--no-follow"], lambda d: "step 2" in d.out)
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    assert done.json()[-1] == {"step": 3, "loss": 0.125, "eval_loss": 0.25}
+
+
+def test_a_removed_runs_points_go_with_it(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", "print('step 1 | loss 5.0'); print('step 2 | loss 4.0')")
+    cli.wait_state("plain", run_id, "completed")
+    first = cli("metrics", "plain", run_id, "--json")
+    assert first.json() == [{"step": 1, "loss": 5.0}, {"step": 2, "loss": 4.0}], first
+    removed = cli("rm", "plain", run_id)
+    assert removed.code == 0, removed
+    # The same id, a new run: its points alone.
+    cli.start(run_id, "{python}", "-c", "print('step 1 | loss 1.0')")
+    cli.wait_state("plain", run_id, "completed")
+    again = cli("metrics", "plain", run_id, "--json")
+    assert again.code == 0, again
+    assert again.json() == [{"step": 1, "loss": 1.0}]
