@@ -25,9 +25,11 @@ NOT_METRICS = frozenset(
     {"v_num", "version", "python", "torch", "cuda", "pid", "port", "rank", "local_rank",
      "world_size", "seed"}
 )  # fmt: skip
+MAX_NAME = 64
 STEP_WORDS = ("step", "global_step", "iteration", "iter", "num_updates")
-# Cheap first look: a line without any of these is not read further.
-_GATE = re.compile(r"loss|step|epoch|iter", re.IGNORECASE)
+# Cheap first look: a line without any of these is not read further (plain `in` on the
+# lower-cased line is ten times faster than a case-blind regex).
+DOOR_WORDS = ("loss", "step", "epoch", "iter")
 # absl/glog's `I0501 12:30:45.123456 12345 train.py:120] `: its file:line is not a metric.
 _GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} {1,8}\d{1,10} [^\s\]]{1,256}\] ?")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,16}://\S{0,4096}")
@@ -35,7 +37,8 @@ _WORD = r"[A-Za-z_][A-Za-z0-9_./-]{0,63}"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf|Infinity)"
 _PAIR = re.compile(
     # A name starts a word: not inside a path, a query string, a version or an address.
-    rf"(?<![A-Za-z0-9_./\-?&=#@])({_WORD}(?: {_WORD})?)"
+    # (The look at the first letter before the look behind lets the engine skip ahead.)
+    rf"(?=[A-Za-z_])(?<![A-Za-z0-9_./\-?&=#@])({_WORD}(?: {_WORD})?)"
     r"(?:[ \t]*[:=][ \t]*|[ \t]+)"
     rf"({_NUM})(?:[ \t]*/[ \t]*(\d+))?(%|ms|s)?"
     # ... and its number ends a field (`:` too, as in `iter 10:`, but not `12:30`).
@@ -53,7 +56,8 @@ def read_free_text(text: str) -> dict[str, float] | None:
     """The values of a line the general rule reads (the step as `step`), else None."""
     if text[0] in "│┃":
         return _table_row(text)
-    if _GATE.search(text) is None:
+    lowered = text.lower()
+    if not any(word in lowered for word in DOOR_WORDS):
         return None
     if "://" in text:
         text = _URL.sub(" ", text)
@@ -69,7 +73,7 @@ def read_free_text(text: str) -> dict[str, float] | None:
     named_loss = False
     for match in _PAIR.finditer(text):
         name = _name(match[1])
-        if name in NOT_METRICS:
+        if name in NOT_METRICS or len(name) > MAX_NAME:
             continue
         value = float(match[2].replace("Infinity", "inf"))
         taken.append(match.span())

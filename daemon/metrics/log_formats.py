@@ -83,14 +83,17 @@ def read_line(line: str) -> Reading | None:
     text = line.strip()
     if not text or len(text) > MAX_LINE:
         return None
-    text = without_ansi(text)
-    rank = None
-    if text.startswith("["):
-        rank, text = split_rank(text)
+    if "\x1b" in text:
+        text = without_ansi(text).strip()
+        if not text:
+            return None
+    if text[0] != "[":
+        return _read(text)
+    rank, text = split_rank(text)
     if not text:
         return None
     reading = _read(text)
-    if reading is not None and rank is not None:
+    if reading is not None:
         reading.rank = rank
     return reading
 

@@ -111,3 +111,11 @@ def test_text_that_is_not_a_metric_gives_no_series(text: str) -> None:
         text,
         reading,
     )
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
+def test_any_text_reads_without_error_and_names_stay_bounded(text: str) -> None:
+    reading = read_line(text)
+    if reading is not None:
+        assert all(0 < len(name) <= 64 for name in reading.values)
