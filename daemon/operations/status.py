@@ -12,6 +12,7 @@ from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
 
 from .context import Ops
 from .run_state import apply_row
+from .watch import watch_host
 
 # A run that ended this way stays so: its answer needs no round trip to the host.
 FINAL_STATES = ("completed", "failed", "stopped")
@@ -24,7 +25,12 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
         return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
     try:
-        [fresh] = await refresh(ops, p.host, [base])
+        if ops.launcher(p.host).runs_on_host:
+            # watch.sh: the same one round trip also brings the log's new lines, so the
+            # latest values shown are as of now, not of the last poll (docs/metrics.md).
+            [fresh], _ = await watch_host(ops, p.host, [base], gpus=False)
+        else:
+            [fresh] = await refresh(ops, p.host, [base])
     except RpcError as error:
         if host_did_not_answer(error):
             return StatusResult(run=ops.mark_unknown(p.host, p.run_id, error))

@@ -211,6 +211,17 @@ def test_metrics_of_an_active_run_read_its_log_up_to_now(cli: Cli) -> None:
     cli.wait_state("plain", run_id, "completed")
 
 
+def test_status_of_an_active_run_shows_the_latest_values_as_of_now(cli: Cli) -> None:
+    slow_monitor(cli)
+    run_id = start_stepping(cli)
+    status = cli("status", "plain", run_id, "--json")
+    assert status.code == 0, status
+    assert status.json()["state"] == "running"
+    assert status.json()["latest"] == {"loss": 0.5}
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+
+
 def test_the_last_metrics_of_a_run_seen_ended_by_status_are_read(cli: Cli) -> None:
     slow_monitor(cli)
     run_id = start_stepping(cli)
