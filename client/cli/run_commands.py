@@ -232,12 +232,13 @@ def register(app: typer.Typer) -> None:
     @friendly_errors
     def start(
         host: str = HostArg,
-        config: Path = typer.Option(
-            ...,
+        config: Path | None = typer.Option(
+            None,
             "--config",
             "-c",
             callback=_existing,
-            help="Training config to ship (as config.yaml).",
+            help="Training config to ship (as config.yaml); what {config} names. The demo "
+            "trainer needs one; your own command may not.",
         ),
         dataset: list[Path] = typer.Option(
             [],
@@ -376,7 +377,7 @@ def register(app: typer.Typer) -> None:
         secrets = local_secrets(secret)
         call = requests.run_start(
             host=host,
-            config=str(config.resolve()),
+            config=str(config.resolve()) if config is not None else None,
             gpus=gpus,
             python=python,
             workdir=workdir,

@@ -19,6 +19,7 @@ python_arg=$3
 shift 3
 
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
+prove_run_dir "$run_id"
 
 # The session leader: records its pid, runs the trainer as its child, passes TERM/INT/HUP on
 # (unless stop.sh sent them), keeps waiting until the child has really ended, then records
