@@ -19,6 +19,7 @@ from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.limit_words import cost_text, parse_limit
 from rtrain.protocol.messages import RunState
 
+from .after_run_view import state_with_plan
 from .completion import complete_host, complete_run_id
 from .describe import table, when
 from .exit_codes import ClientKind
@@ -659,7 +660,7 @@ def register(app: typer.Typer) -> None:
             [
                 r.run_id,
                 r.host,
-                state_text(r),
+                state_with_plan(state_text(r), r.after),
                 when(r.started_at),
                 progress_text(r.progress) or "-",
                 loss_text(r.latest) or "-",

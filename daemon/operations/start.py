@@ -114,7 +114,8 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             )
     env = {**settings.env, **p.env}
     for name, value in env.items():
-        validation.env_var(name, value)
+        given = name in p.env
+        validation.env_var(name, value, "--env" if given else f"config.toml [hosts.{p.host}] env")
         if name in p.secrets:
             raise app_error(
                 Kind.INVALID_COMMAND,
