@@ -128,7 +128,7 @@ class RemoteRunner:
 
     def start(
         self,
-        config_path: str | Path,
+        config_path: str | Path | None = None,
         dataset_path: str | Path | None = None,
         run_id: str | None = None,
         gpus: int = 1,
@@ -166,7 +166,7 @@ class RemoteRunner:
         ]
         call = requests.run_start(
             host=self.host.alias,
-            config=str(Path(config_path).resolve()),
+            config=str(Path(config_path).resolve()) if config_path is not None else None,
             dataset=str(Path(dataset_path).resolve()) if dataset_path is not None else None,
             datasets=[str(Path(d).resolve()) for d in datasets] or None,
             code=str(Path(code_dir).resolve()) if code_dir is not None else None,
@@ -237,13 +237,26 @@ class RemoteRunner:
         )
         return bool(result.outcome == "stopped")
 
-    def restart(self, run: RemoteRun | str, secrets: Mapping[str, str] | None = None) -> RemoteRun:
+    def restart(
+        self,
+        run: RemoteRun | str,
+        secrets: Mapping[str, str] | None = None,
+        *,
+        command: Sequence[str] | None = None,
+        append: Sequence[str] = (),
+    ) -> RemoteRun:
         """Start an ended run's recorded command again in its own directory (a new attempt;
-        a trainer that checkpoints resumes). A run started with secrets needs them again.
-        Returns as soon as the trainer runs; raises RemoteError (e.g. while it runs)."""
+        a trainer that checkpoints resumes), or `command` (placeholders as for start), with
+        `append`'s words added (`["--init_from=resume"]`). A run started with secrets needs
+        them again. Returns as soon as the trainer runs; raises RemoteError (e.g. while it
+        runs)."""
         handle = self._handle(run)
         call = requests.run_restart(
-            host=handle.host, run_id=handle.run_id, secrets=dict(secrets) if secrets else None
+            host=handle.host,
+            run_id=handle.run_id,
+            secrets=dict(secrets) if secrets else None,
+            command=list(command) if command is not None else None,
+            append=list(append) or None,
         )
         done = self._call(call).run
         return RemoteRun(done.host, done.run_id, done.remote_dir, done.log_path)

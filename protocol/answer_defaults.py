@@ -12,8 +12,11 @@ from typing import Any
 
 # camelCase field name -> its default (a mutable one is copied before it is handed out)
 ANSWER_DEFAULTS: dict[str, Any] = {
+    "attempt": 0,
     "attempts": [],
+    "command": [],
     "default": False,
+    "dryRun": False,
     "env": {},
     "findings": [],
     "gpuHistory": [],

@@ -69,6 +69,9 @@ class Kind(StrEnum):
     HOST_BUSY = "host_busy"
     # host/terminate: neither config.toml's `terminate` nor an armed guard names a command.
     NO_TERMINATE_COMMAND = "no_terminate_command"
+    # The directory a run id and workdir name is not a run of rtrain's (no mark, no meta.json
+    # naming the run): nothing in it was deleted, killed or read.
+    NOT_A_RUN = "not_a_run"
     REMOTE_FAILED = "remote_failed"
     TIMEOUT = "timeout"
     # This machine's own disk refused (a directory that cannot be made, a full disk, a
@@ -90,6 +93,7 @@ BAD_INPUT_KINDS: frozenset[Kind] = frozenset(
         Kind.LOCAL_FILE_MISSING,
         Kind.PATH_OUTSIDE_RUN,
         Kind.RUN_EXISTS,
+        Kind.NOT_A_RUN,
         Kind.NO_TERMINATE_COMMAND,
     }
 )

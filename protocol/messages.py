@@ -437,7 +437,9 @@ class StartParams(Params):
     user config (`[hosts.ALIAS]`), then rtrain's own."""
 
     host: str
-    config: str
+    # Shipped as config.yaml; optional when a command of the user's own is given (then
+    # `{config}` in it is refused without one). The demo trainer needs it.
+    config: str | None = None
     # A file or a directory, shipped under its base name; `datasets` may name more.
     dataset: str | None = None
     datasets: list[str] = []
@@ -702,13 +704,20 @@ class StopResult(Result):
 
 
 class RestartParams(Params):
-    """Start a run's recorded command again in its run directory, as a new attempt."""
+    """Start a run's recorded command again in its run directory, as a new attempt; or a new
+    command there (`command`, placeholders filled as for run/start), or the recorded one
+    with words added (`append`: `--init_from=resume`). The command the attempt ran is the
+    one the next restart runs again."""
 
     host: str
     run_id: str
     workdir: str | None = None
     # Secrets are never stored: a run started with some needs them given again.
     secrets: dict[str, str] = {}
+    command: list[str] | None = None
+    append: list[str] = []
+    # Say what would run (`command`, `attempt`) and start nothing.
+    dry_run: bool = False
 
 
 class RestartResult(Result):
@@ -716,6 +725,12 @@ class RestartResult(Result):
     pid: int | None = None
     # Where the new attempt's part of train.log begins (its marker line).
     log_offset: int = 0
+    # The trainer's command of the new attempt (placeholders filled; rtrain's own wrapper
+    # words left out), its number, and whether it only was shown (`dryRun`).
+    command: list[str] = []
+    attempt: int = 0
+    setup: str | None = None
+    dry_run: bool = False
 
 
 class RemoveParams(Params):

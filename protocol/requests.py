@@ -216,7 +216,7 @@ def host_terminate(
 def run_start(
     *,
     host: str,
-    config: str,
+    config: str | None = None,
     dataset: str | None = None,
     datasets: list[str] | None = None,
     code: str | None = None,
@@ -393,6 +393,9 @@ def run_restart(
     run_id: str,
     workdir: str | None = None,
     secrets: dict[str, str] | None = None,
+    command: list[str] | None = None,
+    append: list[str] | None = None,
+    dry_run: bool | None = None,
 ) -> Call:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
@@ -402,6 +405,9 @@ def run_restart(
             runId=run_id,
             workdir=workdir,
             secrets=secrets,
+            command=command,
+            append=append,
+            dryRun=dry_run,
         ),
     )
 

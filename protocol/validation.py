@@ -105,22 +105,23 @@ def requirement(value: str) -> str:
         ) from None
 
 
-def env_var(name: str, value: str) -> str:
+def env_var(name: str, value: str, source: str = "--env") -> str:
     """A `--env NAME=VALUE` pair: a variable name rtrain does not keep for itself, any value
-    without a NUL (which no environment can hold)."""
+    without a NUL (which no environment can hold). `source` names where the pair came from
+    in the sentence (a host's `env` in config.toml)."""
     if not _ENV_NAME.fullmatch(name):
         raise app_error(
             Kind.INVALID_COMMAND,
-            f"--env {name!r}: not an environment variable name "
+            f"{source} {name!r}: not an environment variable name "
             "(letters, digits and _, not starting with a digit).",
         )
     if name == RUN_MARKER:
         raise app_error(
             Kind.INVALID_COMMAND,
-            f"--env {name}: rtrain sets {RUN_MARKER} itself (it marks the run's processes).",
+            f"{source} {name}: rtrain sets {RUN_MARKER} itself (it marks the run's processes).",
         )
     if "\0" in value:
-        raise app_error(Kind.INVALID_COMMAND, f"--env {name}: the value holds a NUL byte.")
+        raise app_error(Kind.INVALID_COMMAND, f"{source} {name}: the value holds a NUL byte.")
     return name
 
 

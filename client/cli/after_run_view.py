@@ -22,6 +22,14 @@ def after_run_text(after: Any) -> str:
     return f"then: {after.stage}" + (f": {after.detail}" if after.detail else "")
 
 
+def state_with_plan(state: str, after: Any) -> str:
+    """A run's state as a list shows it, with the word of a plan after the run that failed:
+    `completed (then: failed)`; `rtrain status` tells why."""
+    if after is not None and after.stage == "failed":
+        return f"{state} (then: failed)"
+    return state
+
+
 def follow_after_run(client: DaemonClient, host: str, run_id: str, json: bool) -> Any:
     """Say each new word of the run's plan until it is over; its last state (None: the run
     is no longer known)."""

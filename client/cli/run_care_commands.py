@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
 import typer
@@ -19,11 +20,28 @@ from .usage import PlainUsage
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(cls=PlainUsage)
+    @app.command(
+        cls=PlainUsage,
+        context_settings={"allow_extra_args": False, "ignore_unknown_options": True},
+    )
     @friendly_errors
     def restart(
         host: str = HostArg,
         run_id: str = RunArg,
+        command: list[str] = typer.Argument(
+            None,
+            metavar="[-- COMMAND...]",
+            help="A new command for this attempt (placeholders as for start); with --append, "
+            "words added to the last one (--init_from=resume).",
+        ),
+        append: bool = typer.Option(
+            False,
+            "--append",
+            help="Run the last attempt's command with the words after -- added at its end.",
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Say what the new attempt would run; start nothing."
+        ),
         secret: list[str] = typer.Option(
             [],
             "--secret",
@@ -37,23 +55,40 @@ def register(app: typer.Typer) -> None:
         json: bool = JsonOpt,
     ) -> None:
         """Start an ended run's command again in its own directory (a trainer that
-        checkpoints resumes); the log goes on in the same file."""
+        checkpoints resumes), or a new one (`-- COMMAND...`), or the last one with words added
+        (`--append -- WORDS...`); the log goes on in the same file."""
         check(host=host, run_id=run_id, workdir=workdir)
+        words = list(command or [])
+        if append and not words:
+            fail("--append adds the words after `--` to the last command; give some.", 2)
         secrets = local_secrets(secret)
         call = requests.run_restart(
-            host=host, run_id=run_id, workdir=workdir or None, secrets=secrets or None
+            host=host,
+            run_id=run_id,
+            workdir=workdir or None,
+            secrets=secrets or None,
+            command=None if append or not words else words,
+            append=words if append else None,
+            dry_run=dry_run or None,
         )
         with DaemonClient.connect() as client:
             result = client.call(call)
             run = result.run
-            attempt = run.attempts[-1].number if run.attempts else 2
+            attempt = result.attempt or (run.attempts[-1].number if run.attempts else 2)
             if json:
                 print_json(result)
+            elif result.dry_run:
+                print(f"would restart {run.run_id} on {host} as attempt {attempt}:")
+                if result.setup is not None:
+                    print(f"  setup:    {result.setup}")
+                print(f"  command:  {shlex.join(result.command)}")
+                print(f"  in:       {run.remote_dir}")
+                return
             else:
                 print(f"✓ restarted {run.run_id} on {host} (attempt {attempt})")
                 print(f"  tail:  rtrain tail {host} {run.run_id}")
                 print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
-            if follow:
+            if follow and not result.dry_run:
                 follow_log(client, host, run.run_id, workdir, result.log_offset, json)
 
     @app.command("rm", cls=PlainUsage)

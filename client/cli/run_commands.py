@@ -19,6 +19,7 @@ from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.limit_words import cost_text, parse_limit
 from rtrain.protocol.messages import RunState
 
+from .after_run_view import state_with_plan
 from .completion import complete_host, complete_run_id
 from .describe import table, when
 from .exit_codes import ClientKind
@@ -232,12 +233,13 @@ def register(app: typer.Typer) -> None:
     @friendly_errors
     def start(
         host: str = HostArg,
-        config: Path = typer.Option(
-            ...,
+        config: Path | None = typer.Option(
+            None,
             "--config",
             "-c",
             callback=_existing,
-            help="Training config to ship (as config.yaml).",
+            help="Training config to ship (as config.yaml); what {config} names. The demo "
+            "trainer needs one; your own command may not.",
         ),
         dataset: list[Path] = typer.Option(
             [],
@@ -376,7 +378,7 @@ def register(app: typer.Typer) -> None:
         secrets = local_secrets(secret)
         call = requests.run_start(
             host=host,
-            config=str(config.resolve()),
+            config=str(config.resolve()) if config is not None else None,
             gpus=gpus,
             python=python,
             workdir=workdir,
@@ -658,7 +660,7 @@ def register(app: typer.Typer) -> None:
             [
                 r.run_id,
                 r.host,
-                state_text(r),
+                state_with_plan(state_text(r), r.after),
                 when(r.started_at),
                 progress_text(r.progress) or "-",
                 loss_text(r.latest) or "-",

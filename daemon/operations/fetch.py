@@ -33,6 +33,7 @@ from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte
 
 from .context import Ops
 from .notifier import Notifier
+from .run_proof import refuse_unless_run
 
 # Files of a tree in flight at once (each on a channel of its own).
 FILES_AT_ONCE = 4
@@ -82,6 +83,7 @@ async def _fetch_listed(
     began = time.monotonic()
     listing = await contract.list_files(transport, run_dir, rel, hashed=False)
     round_trip = time.monotonic() - began
+    refuse_unless_run(listing, p.host, p.run_id, run_dir, "nothing was fetched")
     if listing.error is not None:
         kind, *rest = listing.error + [""]
         if kind == "path_outside_run":

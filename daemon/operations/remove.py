@@ -8,6 +8,7 @@ from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RemovedRun, RemoveParams, RemoveResult, RunRef
 
 from .context import Ops
+from .run_proof import refuse_unless_run
 from .status import status as run_status
 
 
@@ -36,6 +37,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
     removed = []
     for run_id, run_dir in dirs.items():
         done = await contract.remove(transport, run_dir, run_id)
+        refuse_unless_run(done, p.host, run_id, run_dir, "nothing was removed")
         if done.refused:
             raise _active(p.host, run_id, f"is {done.refused} (it started meanwhile)")
         if not done.ok:

@@ -29,8 +29,10 @@ from rtrain.protocol.messages import (
     RunState,
 )
 
+from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
 from .context import Ops, now
 from .run_limits import Limits, launch_line
+from .run_proof import refuse_unless_run
 from .status import status as run_status
 
 
@@ -46,6 +48,9 @@ class RecordedLaunch(msgspec.Struct):
     wrapper_words: int = 0
     secret_names: list[str] = []
     attempts: list[Attempt] = []
+    # What the start filled `{gpus}` and `{dataset}` with (older runs did not record them).
+    gpus: int | None = None
+    dataset: str | None = None
     # A batch job's sbatch options, asked again as they were.
     sbatch: list[str] = []
     # The run's limits: every attempt keeps them.
@@ -56,6 +61,16 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     for name in p.secrets:
         validation.secret_name(name)
+    # A new command is checked as far as it can be before anything reaches the host; what
+    # it may name ({dataset}, {config}) once the run's record is read.
+    if p.command is not None:
+        check_template(p.command, has_dataset=True, has_config=True)
+    check_words(p.append, has_dataset=True, has_config=True)
+    if p.command is None and TORCHRUN_WORD in p.append:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "{torchrun} starts a command; give a whole new command after `--` instead.",
+        )
     if (p.host, p.run_id) in ops.starting:
         raise _active(p, "is still being started")
     ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
@@ -81,6 +96,13 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
             f"them again: rtrain restart {p.host} {p.run_id} {given}.",
         )
     number = recorded.attempt + 1
+    wrapper = recorded.command[: recorded.wrapper_words]
+    trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
+    if p.dry_run:
+        return RestartResult(
+            run=current, command=trainer, attempt=number, setup=recorded.setup, dry_run=True
+        )
+    command = [*wrapper, *trainer]
     earlier = _ended_attempts(current, recorded)
     size = await contract.log_lines(transport, run_dir, p.run_id, 0)
     meta: dict[str, object] = {"inputs": recorded.inputs}
@@ -98,7 +120,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     limits = recorded.limits or Limits()
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
-    launcher = ops.launcher(p.host, recorded.command)
+    launcher = ops.launcher(p.host, command)
     stdin = contract.launch_stdin(
         p.secrets,
         recorded.env,
@@ -108,9 +130,8 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         wrapper=recorded.wrapper_words,
         limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
     )
-    launched = await launcher.launch(
-        transport, run_dir, p.run_id, recorded.python, recorded.command, stdin
-    )
+    launched = await launcher.launch(transport, run_dir, p.run_id, recorded.python, command, stdin)
+    refuse_unless_run(launched, p.host, p.run_id, run_dir, "nothing was restarted")
     if launched.running:
         raise _active(p, "is running again (started meanwhile)")
     if launched.already_launched:
@@ -132,6 +153,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         msgspec.structs.replace(
             base,
             state=state,
+            command=trainer,
             started_at=started_at,
             last_seen=now(),
             exit_code=None,
@@ -153,7 +175,46 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
             ],
         )
     )
-    return RestartResult(run=run, pid=launched.pid, log_offset=size.offset or 0)
+    return RestartResult(
+        run=run,
+        pid=launched.pid,
+        log_offset=size.offset or 0,
+        command=trainer,
+        attempt=number,
+        setup=recorded.setup,
+    )
+
+
+def _trainer_command(p: RestartParams, recorded: RecordedLaunch, run_dir: str) -> list[str]:
+    """The trainer's words of the new attempt: the recorded ones, or `p.command`, with
+    `p.append` after them; placeholders filled with what the start filled them with."""
+    trainer = recorded.command[recorded.wrapper_words :]
+    if p.command is None and not p.append:
+        return trainer
+    words = [*(p.command or []), *p.append]
+    check_words(
+        words,
+        has_dataset=recorded.dataset is not None,
+        has_config=CONFIG_NAME in recorded.inputs,
+    )
+    gpus = recorded.gpus
+    if gpus is None:
+        if any(TORCHRUN_WORD == w or "{gpus}" in w for w in words):
+            raise app_error(
+                Kind.INVALID_COMMAND,
+                f"{p.run_id} was started by an older rtrain, which did not record its GPU "
+                "count; write the number instead of {gpus} or {torchrun}.",
+            )
+        gpus = 1
+
+    def fill(template: list[str]) -> list[str]:
+        return expand(
+            template, python=recorded.python, dataset=recorded.dataset, run_dir=run_dir, gpus=gpus
+        )
+
+    if p.command is not None:
+        trainer = fill(p.command)
+    return [*trainer, *fill(p.append)]
 
 
 def _never_launched(p: RestartParams) -> RpcError:

@@ -7,6 +7,7 @@ from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ExecParams, ExecResult
 
 from .context import Ops
+from .run_proof import refuse_unless_run
 
 # Output beyond this is cut (with a note): exec is for a quick look, fetch is for files.
 MAX_OUTPUT = 16 * 1024 * 1024
@@ -21,6 +22,7 @@ async def run_exec(ops: Ops, p: ExecParams) -> ExecResult:
     transport = await ops.transport(p.host)
     done = await contract.exec_in_run(transport, run_dir, p.run_id, p.command, p.timeout)
     if not done.started:
+        refuse_unless_run(done, p.host, p.run_id, run_dir, "nothing was run")
         error = done.error or []
         if error[:1] == ["run_not_found"]:
             raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host} ({run_dir}).")

@@ -74,7 +74,7 @@ class _Landing:
 
 def gather(
     *,
-    config: Path,
+    config: Path | None,
     config_name: str,
     datasets: list[Path],
     code: Path | None,
@@ -84,8 +84,9 @@ def gather(
     """Every file of every input, or the one sentence saying why the start cannot ship them."""
     inputs = Inputs()
     landing = _Landing()
-    landing.claim(config_name, "the config", config)
-    inputs.files.append(LocalFile(config_name, config, _size(config)))
+    if config is not None:
+        landing.claim(config_name, "the config", config)
+        inputs.files.append(LocalFile(config_name, config, _size(config)))
     for name, data in extra.items():
         landing.claim(name, "rtrain's demo trainer", None)
         inputs.files.append(LocalFile(name, data, len(data)))

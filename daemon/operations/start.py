@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import secrets
 import time
 from collections.abc import Coroutine
@@ -13,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from rtrain.daemon.launchers.torchrun import TORCHRUN_LOGS, torchrun_words
+from rtrain.daemon.launchers.torchrun import TORCHRUN_LOGS
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
@@ -34,6 +33,13 @@ from rtrain.protocol.messages import (
     byte_progress,
 )
 
+from .command_template import (
+    CONFIG_NAME,
+    TORCHRUN_WORD,
+    check_template,
+    check_words,
+    expand,
+)
 from .context import Ops, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
@@ -54,7 +60,6 @@ from .status import refresh
 from .then_options import after_run_plan
 
 log = logging.getLogger(__name__)
-CONFIG_NAME = "config.yaml"
 DEMO_TRAINER = "demo_trainer.py"
 # Names the run dir already uses; a dataset may not take them.
 RESERVED = {
@@ -67,6 +72,7 @@ RESERVED = {
     "stop_requested",
     "launch.sh",
     "rtrain-run",
+    ".rtrain-run",
     "rtrain-steps",
     TORCHRUN_LOGS,
     GATE_FILE,
@@ -84,9 +90,6 @@ RESERVED = {
 BEING_STARTED = "being started"
 # How long a launch that got there first may take to show its trainer (launch.sh waits 10 s).
 LAUNCH_SETTLES = 12.0
-PLACEHOLDERS = ("{python}", "{config}", "{dataset}", "{run_dir}", "{gpus}", "{torchrun}")
-TORCHRUN_WORD = "{torchrun}"
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def new_run_id() -> str:
@@ -111,7 +114,8 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             )
     env = {**settings.env, **p.env}
     for name, value in env.items():
-        validation.env_var(name, value)
+        given = name in p.env
+        validation.env_var(name, value, "--env" if given else f"config.toml [hosts.{p.host}] env")
         if name in p.secrets:
             raise app_error(
                 Kind.INVALID_COMMAND,
@@ -119,17 +123,17 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             )
     setup = p.setup if p.setup is not None else settings.setup
     code = p.code if p.code is not None else settings.code
-    config = _local_file(p.config, "config")
+    config = _local_file(p.config, "config") if p.config is not None else None
     datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
     code_dir = _local_dir(code) if code else None
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
-    _check_template(template, bool(datasets))
+    check_template(template, bool(datasets), config is not None)
     template = _with_launcher(template, p.launcher, p.gpus)
     if setup is not None:
         if not setup.strip():
             raise app_error(Kind.INVALID_COMMAND, "the setup command is empty.")
-        _check_words([setup], bool(datasets))
+        check_words([setup], bool(datasets), config is not None)
     extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
     reserved = RESERVED - {DEMO_TRAINER} if template is not None else RESERVED
     # Walking a big code directory takes a while; the daemon answers others meanwhile.
@@ -223,7 +227,7 @@ async def _claim_ship_launch(
         )
 
     first_dataset = datasets[0].name if datasets else None
-    command = _expand(
+    command = expand(
         template or _demo_command(first_dataset, p.launcher),
         python=python,
         dataset=first_dataset,
@@ -233,7 +237,7 @@ async def _claim_ship_launch(
     setup_command = (
         None
         if setup is None
-        else _expand([setup], python=python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus)[0]
+        else expand([setup], python=python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus)[0]
     )
     # From here the run id is taken on the host, so the registry knows the run at once
     # (silently: subscribers hear of it once it runs). A daemon killed mid-start then finds
@@ -307,6 +311,11 @@ async def _ship_and_launch(
         await _discard(transport, p, pending)
         raise
     meta: dict[str, object] = {"inputs": {f.path: f.sha256 for f in shipped}}
+    # What a restart with a new command fills its placeholders with, as this start did.
+    meta["gpus"] = p.gpus
+    first_dataset = p.dataset or next(iter(p.datasets), None)
+    if first_dataset is not None:
+        meta["dataset"] = Path(first_dataset).name
     if pending.env:
         meta["env"] = pending.env
     if pending.setup is not None:
@@ -532,35 +541,6 @@ def _local_dir(path: str) -> Path:
     return local.resolve()
 
 
-def _check_template(template: list[str] | None, has_dataset: bool) -> None:
-    if template is None:
-        return
-    if not template or not template[0]:
-        raise app_error(Kind.INVALID_COMMAND, "the command is empty.")
-    _check_words(template, has_dataset)
-
-
-def _check_words(template: list[str], has_dataset: bool) -> None:
-    if not has_dataset and any("{dataset}" in word for word in template):
-        raise app_error(
-            Kind.INVALID_COMMAND, "the command uses {dataset} but no dataset was given (--dataset)."
-        )
-    for word in template:
-        # Only `{name}` is taken for a placeholder: braces of code in the command (a dict in
-        # `python -c`, JSON) are the user's own text.
-        unknown = [p for p in _PLACEHOLDER.findall(word) if p not in PLACEHOLDERS]
-        if TORCHRUN_WORD in word and word != TORCHRUN_WORD:
-            raise app_error(
-                Kind.INVALID_COMMAND,
-                f"{{torchrun}} must be a word of its own (it becomes several), not {word!r}.",
-            )
-        if unknown:
-            raise app_error(
-                Kind.INVALID_COMMAND,
-                f"unknown placeholder in {word!r}; known: " + ", ".join(PLACEHOLDERS),
-            )
-
-
 def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) -> list[str] | None:
     """The command template for the launcher asked for; refuses what cannot go together."""
     uses_torchrun = template is not None and TORCHRUN_WORD in template
@@ -591,27 +571,6 @@ def _demo_command(dataset: str | None, launcher: str | None) -> list[str]:
     first = TORCHRUN_WORD if launcher == "torchrun" else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
-
-
-def _expand(
-    template: list[str], *, python: str, dataset: str | None, run_dir: str, gpus: int
-) -> list[str]:
-    values = {
-        "{python}": python,
-        "{config}": CONFIG_NAME,
-        "{run_dir}": run_dir,
-        "{gpus}": str(gpus),
-        "{dataset}": dataset or "",
-    }
-    words: list[str] = []
-    for word in template:
-        if word == TORCHRUN_WORD:
-            words += torchrun_words(python, gpus)
-            continue
-        for placeholder, value in values.items():
-            word = word.replace(placeholder, value)
-        words.append(word)
-    return words
 
 
 async def _ship_side_by_side(

@@ -9,6 +9,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
 
 from .context import Ops
+from .run_proof import refuse_unless_run
 from .status import from_row
 from .status import status as run_status
 
@@ -42,6 +43,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
                 "after the run was signalled; whether it stopped is not known until the host "
                 f"answers: `rtrain status {p.host} {p.run_id}` tells ({again.message}).",
             ) from None
+    refuse_unless_run(report, p.host, p.run_id, run_dir, "nothing was stopped")
     outcome = report.outcome
     if outcome == "refused":
         reason = report.reason or "the pid file does not name this run"

@@ -3,6 +3,7 @@ plan the daemon carries out once the run completes (daemon/after_run.py)."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from rtrain.protocol import validation
@@ -28,6 +29,7 @@ def after_run_plan(p: StartParams, terminate_command: str | None) -> AfterRun | 
                 Kind.INVALID_PATH, f"{p.then_fetch_into!r} is not an absolute local path."
             )
         into = p.then_fetch_into
+        _fetchable_into(Path(into))
     elif fetch is not None:
         raise app_error(Kind.INVALID_PATH, "--then-fetch needs a local directory to fetch into.")
     if p.then_terminate and not terminate_command:
@@ -38,3 +40,21 @@ def after_run_plan(p: StartParams, terminate_command: str | None) -> AfterRun | 
             'terminate = "runpodctl remove pod $RUNPOD_POD_ID").',
         )
     return AfterRun(fetch=fetch, into=into, terminate=p.then_terminate)
+
+
+def _fetchable_into(into: Path) -> None:
+    """Refuse, now rather than after hours of training, a directory the fetch could not write
+    into: its nearest existing ancestor must take a new directory (tried, and removed)."""
+    probe = into
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        if not probe.is_dir():
+            raise NotADirectoryError(f"{probe} is not a directory")
+        tempfile.TemporaryDirectory(dir=probe, prefix=".rtrain-probe-").cleanup()
+    except OSError as error:
+        why = error.strerror or str(error)
+        raise app_error(
+            Kind.INVALID_PATH,
+            f"cannot fetch into {into} after the run: {probe}: {why}; nothing was started.",
+        ) from None

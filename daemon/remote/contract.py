@@ -43,6 +43,7 @@ class Exit(IntEnum):
     RUN_EXISTS = 17
     GPUS_BUSY = 18
     SCHEDULER = 20
+    NOT_A_RUN = 21
 
 
 class Lines:
@@ -474,7 +475,7 @@ async def prepare(transport: Transport, workdir: str, run_id: str) -> Prepared:
 
 class Discarded(Answer, frozen=True, kw_only=True):
     """The run dir of a start that launched nothing is gone (`ok`), or why not (`error`:
-    `already_launched`, `not_a_run_dir`, `rm ...`)."""
+    `already_launched`, `not_a_run`, `rm ...`)."""
 
     ok: bool
     error: list[str] | None
@@ -644,7 +645,7 @@ async def input_tree(
 
 class Removed(Answer, frozen=True, kw_only=True):
     """The run dir is gone (`ok`; `had_dir` false when nothing was there), or why not
-    (`refused`: `running`, `queued` or `not_a_run_dir`)."""
+    (`refused`: `running` or `queued`; a directory that is not the run's exits NOT_A_RUN)."""
 
     ok: bool
     had_dir: bool

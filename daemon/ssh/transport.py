@@ -303,6 +303,10 @@ class ProcessTransport(Transport):
         said = contract.sent(done)
         if said.changed:
             raise fetch_unverified(rel)
+        if done.returncode == contract.Exit.NOT_A_RUN:
+            raise app_error(
+                Kind.NOT_A_RUN, f"{self.alias}: {done.error_text}; nothing was read from it."
+            )
         if done.returncode != contract.Exit.OK:
             raise app_error(
                 Kind.TRANSFER_FAILED, f"{self.alias}: reading {rel} failed: {done.error_text}"

@@ -101,6 +101,9 @@ def test_a_failing_fetch_never_terminates(cli: Cli) -> None:
     assert last.startswith("then: failed: fetch failed: lora_model does not exist"), last
     assert last.endswith("; plain not terminated"), last
     assert not terminated.exists()
+    # The list says the plan failed, not a plain `completed`.
+    (row,) = [line for line in cli("runs").out_lines if line.startswith(run_id)]
+    assert "completed (then: failed)" in row, row
 
 
 def test_a_daemon_killed_before_the_run_ends_fetches_and_terminates_once_back(cli: Cli) -> None:
@@ -180,6 +183,15 @@ def test_bad_then_options_are_one_sentence_and_start_nothing(cli: Cli) -> None:
     assert alone.err_lines == [
         "rtrain: -o/--out names where --then-fetch fetches to; give --then-fetch PATH too."
     ]
+    # A directory the fetch could never write into is refused now, not after the run.
+    unwritable = cli(
+        *start_args(cli, run_id, "print(1)", "--then-fetch", "model", "-o", "/proc/nope")
+    )
+    assert unwritable.code == 2, unwritable
+    assert unwritable.err_lines == [
+        "rtrain: cannot fetch into /proc/nope after the run: /proc: No such file or directory; "
+        "nothing was started."
+    ], unwritable
     assert not cli.far_run_dir(run_id).exists()
 
 

@@ -124,3 +124,21 @@ code = "{cli.cwd / "project"}"
     assert "env: from config from request" in done.out_lines, done
     assert "/usr/bin/python3" in done.out_lines, done
     assert (cli.far_workdir / "from-config" / run_id / "shown.py").is_file()
+
+
+def test_a_bad_env_key_in_config_toml_is_blamed_on_config_toml(cli: Cli) -> None:
+    (cli.daemon.config / "rtrain").mkdir(parents=True, exist_ok=True)
+    (cli.daemon.config / "rtrain" / "config.toml").write_text(
+        '[hosts.plain]\nenv = { "BAD-KEY" = "x" }\n'
+    )
+    cli.file("cfg.yaml", "x: 1\n")
+    run_id = cli.new_run_id()
+    done = cli(
+        "start", "plain", "-c", "cfg.yaml", "--run-id", run_id, "--gpus", "0",
+        "--env", "FINE=1", "--", "{python}", "-c", "print(1)",
+    )  # fmt: skip
+    assert done.code == 2, done
+    assert done.err_lines == [
+        "rtrain: config.toml [hosts.plain] env 'BAD-KEY': not an environment variable name "
+        "(letters, digits and _, not starting with a digit)."
+    ], done

@@ -242,3 +242,24 @@ def test_a_gpu_busy_with_another_process_is_taken_unless_shared(cli: Cli) -> Non
             assert time.monotonic() < deadline, run_id
             time.sleep(0.05)
         assert seen in log.read_text(), log.read_text()
+
+
+def test_a_run_holds_its_gpus_through_its_setup(cli: Cli) -> None:
+    """The fault: run A (2 GPUs, a long setup) was still in its setup when run B asked for
+    one, B was given it, and A then failed `exit 18` once its setup ended."""
+    first, second = cli.new_run_id("setup"), cli.new_run_id("later")
+    setup = "while [ ! -e go ]; do sleep 0.05; done; echo setup done"
+    assert start_holder(cli, first, "--setup", setup, gpus="2").code == 0
+    assert (cli.far_run_dir(first) / "rtrain-steps").exists()
+    # A's claim is in place before its setup ends.
+    wait_status(cli, first, "running")
+    refused = start_holder(cli, second)
+    assert refused.code == 1, refused
+    assert "only 0 of 2 on plain are free" in refused.err and first in refused.err, refused
+
+    (cli.far_run_dir(first) / "go").touch()
+    assert seen_gpus(cli, first) in ("'0,1'", "'1,0'")
+    log = (cli.far_run_dir(first) / "train.log").read_text()
+    assert log.index("setup done") < log.index("cuda="), log
+    cli.finish(first)
+    cli.wait_state("plain", first, "completed")

@@ -141,8 +141,12 @@ def test_a_start_interrupted_before_its_launch_is_removable(cli: Cli) -> None:
     home = cli.hosts.home(GPU_USER)
     leftover = cli.far_run_dir(run_id)
     leftover.mkdir(parents=True)
+    (leftover / ".rtrain-run").write_text(f"{run_id}\n")  # prepare's mark
     (leftover / "config.yaml").write_text("x: 1\n")
-    for path in (leftover.parent.parent, leftover.parent, leftover, leftover / "config.yaml"):
+    for path in (
+        leftover.parent.parent, leftover.parent, leftover, leftover / ".rtrain-run",
+        leftover / "config.yaml",
+    ):  # fmt: skip
         os.chown(path, home.stat().st_uid, home.stat().st_gid)
     status = cli("status", "plain", run_id, "--workdir", cli.workdir)
     assert status.out == "lost (never launched)\n", status

@@ -38,6 +38,7 @@ class Far:
 
     def run_dir(self, name: str) -> tuple[str, Path]:
         (self.path / name).mkdir(parents=True, exist_ok=True)
+        (self.path / name / ".rtrain-run").write_text(f"{name}\n")  # as prepare.sh leaves it
         shutil.chown(self.path / name, GPU_USER, GPU_USER)
         return f"{self.tilde}/{name}", self.path / name
 

@@ -19,6 +19,7 @@ from rtrain.daemon.ssh.console_transport import ConsoleTransport
 from rtrain.daemon.ssh.transport import Completed
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, DamagingSsh, Far
+from tests.run_mark import entries
 
 # Three chunks up, two down; the damage lands past the agent's start-up, inside the data.
 SIZE = 3 * 1024 * 1024 + 12345
@@ -131,7 +132,7 @@ def test_an_upload_that_keeps_arriving_damaged_fails_loudly_and_keeps_nothing(
         console.run(body)
     assert caught.value.kind in (Kind.TRANSFER_FAILED, Kind.HOST_UNREACHABLE)
     assert len(damaging_ssh.damages) > 1
-    assert list(run_path.iterdir()) == []
+    assert entries(run_path) == []
 
 
 @pytest.mark.usefixtures("quick_probe")

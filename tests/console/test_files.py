@@ -11,6 +11,7 @@ import pytest
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, Far
+from tests.run_mark import entries
 
 # Every byte value, in every position modulo 256, and a length that is no multiple of
 # anything: spans several chunks with a short last one.
@@ -88,7 +89,7 @@ def test_a_wrong_expected_hash_keeps_nothing(console: Consoles, far: Far, tmp_pa
         console.run(body)
     assert caught.value.kind == Kind.TRANSFER_FAILED
     assert "sha256 mismatch" in caught.value.message
-    assert list(run_path.iterdir()) == []
+    assert entries(run_path) == []
 
 
 def test_upload_into_a_missing_directory_fails_with_the_reason(

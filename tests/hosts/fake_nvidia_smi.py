@@ -8,13 +8,17 @@ Load: a process of the user with `RTRAIN_FAKE_GPU_LOAD=INDEX:UTIL:MEM_MIB[,...]`
 environment (a test's trainer, started under `env`) computes on those GPUs: they report that
 utilization and memory, and `--query-compute-apps` lists the process. `NA` or `NS` as a value
 is answered `[N/A]` or `[Not Supported]`, as the real tool does for what it cannot read (in
-containers, on some boards). GPU 1 and up report `power.draw` as `[N/A]`.
+containers, on some boards). GPU 1 and up report `power.draw` as `[N/A]`. While
+`NO_APPS_FILE` exists, `--query-compute-apps` lists no process at all, as inside containers.
 """
 
 DEFAULT_GPU_COUNT = 2
 
 # Where the script reads the GPU count, relative to the user's home.
 GPU_COUNT_FILE = ".test-hosts/gpu-count"
+# While this file exists (relative to the home), `--query-compute-apps` lists no process, as
+# nvidia-smi inside many containers does.
+NO_APPS_FILE = ".test-hosts/no-compute-apps"
 
 SCRIPT = r"""#!/bin/bash
 # Fake nvidia-smi written by the rtrain test suite (tests/hosts). It reports N identical GPUs,
@@ -117,8 +121,10 @@ field_value() {
     [ "$3" = 1 ] || printf '%s' "$unit"
 }
 
-# One line per process with a load, the fields asked for.
+# One line per process with a load, the fields asked for; none at all where the file
+# ~/__NO_APPS_FILE__ exists, as inside many containers.
 print_apps() {
+    [ -e "$HOME/__NO_APPS_FILE__" ] && return 0
     read_loads
     local pid i u m line field name
     while read -r pid i u m; do
@@ -273,6 +279,8 @@ fi
 
 def render_script() -> str:
     """The script text with the count file and default filled in."""
-    return SCRIPT.replace("__COUNT_FILE__", GPU_COUNT_FILE).replace(
-        "__DEFAULT_COUNT__", str(DEFAULT_GPU_COUNT)
+    return (
+        SCRIPT.replace("__COUNT_FILE__", GPU_COUNT_FILE)
+        .replace("__NO_APPS_FILE__", NO_APPS_FILE)
+        .replace("__DEFAULT_COUNT__", str(DEFAULT_GPU_COUNT))
     )

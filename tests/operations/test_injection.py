@@ -156,4 +156,10 @@ def test_fetch_paths_with_shell_syntax_are_only_names(ops: Ops) -> None:
     names = {p.name for p in ops.far_run_dir(run_id).iterdir()}
     made = {"config.yaml", "train.log", "train.pid", "status", "meta.json"}
     # ...and launch.sh's own first steps, and the watcher of the run's limits.
-    assert names <= made | {"rtrain-run", "rtrain-steps", "rtrain-limits", "rtrain-stop"}
+    assert names <= made | {
+        "rtrain-run",
+        ".rtrain-run",
+        "rtrain-steps",
+        "rtrain-limits",
+        "rtrain-stop",
+    }

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tests.hosts import GPU_USER
+from tests.hosts.fake_nvidia_smi import NO_APPS_FILE
 from tests.operations import trainers
 from tests.operations.harness import WAIT_S, Ops
 from tests.operations.processes import run_pids
@@ -111,6 +113,36 @@ def test_a_still_log_with_a_busy_gpu_is_not_stalled(ops: Ops) -> None:
         idle, lambda run: run.stalled_since is not None and time.time() - run.stalled_since > 5
     )
     assert ops.status(busy).stalled_since is None
+
+
+# Computes (for the fake nvidia-smi) at UTIL % on the GPU its claim gave it, silently.
+LOADS_ITS_GPU = """
+import os
+gpu = os.environ["CUDA_VISIBLE_DEVICES"]
+env = dict(os.environ, RTRAIN_FAKE_GPU_LOAD=gpu + ":UTIL:1000")
+print("loading GPU " + gpu, flush=True)
+os.execve("/bin/sleep", ["sleep", "300"], env)
+"""
+
+
+def test_a_busy_gpu_counts_where_nvidia_smi_lists_no_processes(ops: Ops) -> None:
+    """Inside containers nvidia-smi often lists no compute process: the GPUs the run was given
+    (its claim) stand for the ones it computes on. The fault: a silent run at 100% was
+    flagged stalled (and with --on-stall stop, or a guard's stalled_idle, stopped)."""
+    no_apps = ops.hosts.home(GPU_USER) / NO_APPS_FILE
+    no_apps.write_text("")
+    try:
+        busy, idle = ops.new_run_id("busy"), ops.new_run_id("idle")
+        for run_id, util in ((busy, "100"), (idle, "1")):
+            ops.start(LOADS_ITS_GPU.replace("UTIL", util), run_id=run_id, gpus=1, stallAfter=2)
+            ops.wait_file(ops.far_run_dir(run_id) / "train.log", lambda text: "loading" in text)
+        # Well past the period for the idle one, and so for the busy one, started before it.
+        ops.wait_state(
+            idle, lambda run: run.stalled_since is not None and time.time() - run.stalled_since > 5
+        )
+        assert ops.status(busy).stalled_since is None
+    finally:
+        no_apps.unlink(missing_ok=True)
 
 
 def test_time_queued_for_gpus_counts_neither_to_the_limit_nor_to_the_cost(ops: Ops) -> None:

@@ -21,6 +21,7 @@ from rtrain.daemon.ssh.local_transport import LocalTransport
 from rtrain.daemon.ssh.transport import Progress
 from rtrain.protocol.errors import Kind, RpcError
 from tests.required_tools import need
+from tests.run_mark import names
 
 from .conftest import Remote
 
@@ -73,6 +74,7 @@ def far_shell(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 def far_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     (home / ".rtrain" / "run-1").mkdir(parents=True)
+    (home / ".rtrain" / "run-1" / ".rtrain-run").write_text("run-1\n")  # prepare's mark
     return home
 
 
@@ -190,7 +192,7 @@ def test_upload_is_hashed_as_it_is_written(far_shell: Path, far_home: Path, tmp_
     assert "sha256 mismatch" in mismatch.value.message
     assert missing_dir.value.kind == Kind.TRANSFER_FAILED
     assert "dir.bin.part" in missing_dir.value.message
-    assert sorted(path.name for path in run_dir.iterdir()) == ["data.bin"]
+    assert names(run_dir) == ["data.bin"]
 
 
 # Hosts without tee (or without /dev/fd) send, then hash a second read: same answers.
@@ -222,7 +224,7 @@ def test_receive_without_tee_hashes_the_written_file(
 
     assert kept.lines == [["ok", sha256(data), str(len(data))]]
     assert refused.returncode == 3
-    assert sorted(path.name for path in run_dir.iterdir()) == ["a.bin"]
+    assert names(run_dir) == ["a.bin"]
 
 
 def test_the_listing_for_a_fetch_gives_sizes_without_hashes(remote: Remote) -> None:

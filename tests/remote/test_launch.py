@@ -11,6 +11,8 @@ import socket
 import uuid
 from pathlib import Path
 
+from tests.run_mark import entries
+
 from .conftest import (
     PYTHON,
     Remote,
@@ -116,7 +118,7 @@ def test_bad_secret_lines_launch_nothing(remote: Remote) -> None:
 
         assert result.returncode == 10, (secrets, result)
         assert result.values("error")[0][0] == "bad_secret"
-        assert list(run_dir.iterdir()) == []
+        assert entries(run_dir) == []
 
 
 def test_meta_records_the_command_exactly(remote: Remote) -> None:

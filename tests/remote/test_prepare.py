@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import stat
 
+from tests.run_mark import names
+
 from .conftest import Remote
 
 
@@ -41,7 +43,7 @@ def test_existing_run_id_is_refused_and_left_untouched(remote: Remote) -> None:
     assert result.lines == [["error", "run_exists"]]
     after = run_dir.stat()
     assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
-    assert [path.name for path in run_dir.iterdir()] == ["train.log"]
+    assert names(run_dir) == ["train.log"]
     assert (run_dir / "train.log").read_text() == "from the first run\n"
 
 

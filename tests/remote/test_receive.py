@@ -6,6 +6,8 @@ import hashlib
 import resource
 import signal
 
+from tests.run_mark import entries, names
+
 from .conftest import Remote
 
 DATA = b"col1,col2\n" * 1000 + bytes(range(256))
@@ -21,7 +23,7 @@ def test_matching_upload_is_kept(remote: Remote) -> None:
     assert result.returncode == 0, result
     assert result.lines == [["ok", digest, str(len(DATA))]]
     assert dest.read_bytes() == DATA
-    assert sorted(path.name for path in run_dir.iterdir()) == ["data set.csv"]
+    assert names(run_dir) == ["data set.csv"]
 
 
 def test_mismatch_deletes_the_upload(remote: Remote) -> None:
@@ -32,7 +34,7 @@ def test_mismatch_deletes_the_upload(remote: Remote) -> None:
 
     assert result.returncode == 3
     assert result.lines == [["mismatch", hashlib.sha256(DATA).hexdigest(), str(len(DATA))]]
-    assert list(run_dir.iterdir()) == []
+    assert entries(run_dir) == []
 
 
 def test_write_error_is_reported_and_cleaned_up(remote: Remote) -> None:
@@ -51,7 +53,7 @@ def test_write_error_is_reported_and_cleaned_up(remote: Remote) -> None:
     assert result.returncode == 4
     (fields,) = result.values("error")
     assert fields[0] == "write" and fields[1] != ""
-    assert list(run_dir.iterdir()) == []
+    assert entries(run_dir) == []
 
 
 def test_missing_directory_is_a_write_error(remote: Remote) -> None:

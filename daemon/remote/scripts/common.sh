@@ -38,6 +38,7 @@ E_ALREADY_LAUNCHED=15
 E_RUN_EXISTS=17
 E_GPUS_BUSY=18
 E_SCHEDULER=20
+E_NOT_A_RUN=21
 
 # One protocol line: the first argument is the key, the rest are tab-separated fields.
 emit() {
@@ -480,6 +481,11 @@ run_state() {
 		RS_DETAIL='no run directory'
 		return 0
 	fi
+	if ! is_run_dir "$1" "$2"; then
+		# A plain directory, or a link, where the run would be: no run of rtrain's.
+		RS_DETAIL='not a run of rtrain'
+		return 0
+	fi
 	read_meta "$1"
 	[ -n "$META_STARTED" ] && RS_STARTED=$META_STARTED
 	state_from_status_file "$1" && return 0
@@ -539,6 +545,31 @@ take_run_dir() {
 		valid_run_id "$2" || fail "$E_USAGE" bad_run_id
 		[ "${RUN_DIR##*/}" = "$2" ] || fail "$E_USAGE" bad_run_dir
 	fi
+}
+
+# The mark prepare.sh leaves in every run dir it makes: the run id, one line.
+RUN_MARK=.rtrain-run
+
+# is_run_dir DIR RUN_ID: DIR is RUN_ID's run, made by rtrain: a directory, not a link, holding
+# the mark prepare.sh left or the meta.json launch.sh wrote (runs of older versions have only
+# that), naming RUN_ID.
+is_run_dir() {
+	[ -d "$1" ] && [ ! -L "$1" ] || return 1
+	ir_mark=
+	{ IFS= read -r ir_mark <"$1/$RUN_MARK"; } 2>/dev/null
+	[ -n "$ir_mark" ] && [ "$ir_mark" = "$2" ] && return 0
+	grep -qxF "  \"run_id\": \"$2\"," "$1/meta.json" 2>/dev/null
+}
+
+# prove_run_dir RUN_ID: RUN_DIR (as take_run_dir set it) is RUN_ID's run (is_run_dir), or the
+# script fails with not_a_run before it deletes, kills or reads a thing in it: a plain
+# directory that a wrong --workdir or run id names is never touched. A RUN_DIR that is not
+# there passes: each script says what that means for it.
+prove_run_dir() {
+	[ -e "$RUN_DIR" ] || [ -L "$RUN_DIR" ] || return 0
+	is_run_dir "$RUN_DIR" "$1" && return 0
+	say "$RUN_DIR is not a run of rtrain: it holds no record of run $1"
+	fail "$E_NOT_A_RUN" not_a_run
 }
 
 need_args() {
@@ -681,6 +712,7 @@ place_input() {
 run_rel() {
 	take_run_dir "$1"
 	[ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
+	prove_run_dir "${RUN_DIR##*/}"
 	REAL_RUN=$(real_path "$RUN_DIR") || fail "$E_NOT_FOUND" run_not_found
 	normalize_rel "$2"
 	TARGET=$RUN_DIR${REL:+/$REL}

@@ -10,7 +10,8 @@ if [ ! -e "$run_dir" ] && [ ! -L "$run_dir" ]; then
 	emit discarded "$run_dir"
 	exit 0
 fi
-[ -d "$run_dir" ] && [ ! -L "$run_dir" ] || fail "$E_REFUSED" not_a_run_dir
+RUN_DIR=$run_dir
+prove_run_dir "$2"
 [ -e "$run_dir/meta.json" ] && fail "$E_ALREADY_LAUNCHED" already_launched
 if ! msg=$(rm -rf -- "$run_dir" 2>&1); then
 	say "$msg"

@@ -4,6 +4,7 @@
 need_args "$#" 2
 take_run_dir "$1" "$2"
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
+prove_run_dir "$2"
 while IFS= read -r tree_line || [ -n "$tree_line" ]; do
 	[ -n "$tree_line" ] || continue
 	tree_op=${tree_line%%"$TAB"*}

@@ -19,6 +19,7 @@ python_arg=$3
 shift 3
 
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
+prove_run_dir "$run_id"
 
 # The session leader: records its pid, runs the trainer as its child, passes TERM/INT/HUP on
 # (unless stop.sh sent them), keeps waiting until the child has really ended, then records
@@ -81,7 +82,8 @@ exit "$code"
 # The run's first steps, in the trainer's own process (it execs the trainer at the end): the
 # setup command, then a look for the trainer's program, so a typo reads as one sentence in
 # the log. Each failure leaves a file the status scripts read. Its arguments: SETUP N CMD...,
-# where CMD's first N words are rtrain's wrapper and the trainer's program comes after.
+# where CMD's first N words are rtrain's wrapper and the trainer's program comes after (N is
+# 0 where the wrapper runs these steps, as the GPU gate does).
 STEPS='setup=$1
 wrapper=$2
 shift 2
@@ -311,7 +313,16 @@ done
 shift "$word_no"
 # A file, as rtrain-run below is: the run's processes read short in `ps`.
 printf '%s' "$STEPS" >"$RUN_DIR/rtrain-steps" || fail "$E_IO" steps "cannot write rtrain-steps"
-set -- /bin/sh ./rtrain-steps "$setup" "$wrapper" "$@"
+# The wrapper (the GPU gate) goes first and runs the steps: a run's GPUs are claimed when it
+# is launched, before its setup, so a long setup (a pip install) cannot lose them to a run
+# accepted after it; a run that must wait for GPUs waits before its setup.
+word_no=0
+for word in "$@"; do
+	[ "$word_no" = "$wrapper" ] && set -- "$@" /bin/sh ./rtrain-steps "$setup" 0
+	word_no=$((word_no + 1))
+	set -- "$@" "$word"
+done
+shift "$word_no"
 if [ "$attempt" != 1 ]; then
 	printf '==> rtrain: attempt %s of %s started at %s <==\n' "$attempt" "$run_id" \
 		"$(date -u '+%Y-%m-%d %H:%M:%S UTC')" >>"$RUN_DIR/train.log"

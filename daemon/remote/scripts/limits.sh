@@ -8,8 +8,8 @@
 #     `rtrain stop --force` stops it (`rtrain-stop`, stop.sh's text, beside this one: TERM,
 #     GRACE seconds, then KILL), after `limit_stop` says why: `max_duration SECONDS`.
 #   STALL_SECONDS (0: none): while neither train.log nor metrics.jsonl has changed size for
-#     that long, and the GPUs the run's processes use (where nvidia-smi names them) sit below
-#     5% utilisation, the file `stalled` holds the epoch second the run went still; it goes
+#     that long, and the GPUs the run's processes use (where nvidia-smi names them; else the
+#     GPUs it was given) sit below 5% utilisation, the file `stalled` holds the epoch second the run went still; it goes
 #     as soon as the run moves again. ON_STALL `stop` then stops the run as above
 #     (`limit_stop`: `stalled SECONDS`); `flag` only flags it.
 need_args "$#" 7
@@ -47,25 +47,51 @@ stop_for() {
 	exit 0
 }
 
-# True when a GPU that a process of the run computes on shows 5% utilisation or more. False
-# where nvidia-smi is missing or names no GPU of the run: the log alone decides then.
+# The GPUs the run was given, as words between spaces (` 0 1 `, or UUIDs): its claims in the
+# workdir (gpus.sh's gate), else the CUDA_VISIBLE_DEVICES one of its processes carries.
+given_gpus() {
+	gv_out=
+	set +f
+	for gv_claim in "${RUN_DIR%/*}/.gpus"/[0-9]*; do
+		[ -f "$gv_claim" ] || continue
+		gv_holder=
+		{ read -r gv_holder _ <"$gv_claim"; } 2>/dev/null
+		[ "$gv_holder" = "$run_id" ] && gv_out="$gv_out ${gv_claim##*/} "
+	done
+	if [ -z "$gv_out" ]; then
+		for gv_pid in $(marked_pids "$run_id"); do
+			gv_cvd=$({ tr '\0' '\n' <"/proc/$gv_pid/environ"; } 2>/dev/null |
+				sed -n 's/^CUDA_VISIBLE_DEVICES=//p' | head -n 1)
+			[ -n "$gv_cvd" ] || continue
+			gv_out=" $(printf '%s' "$gv_cvd" | tr ',' ' ') "
+			break
+		done
+	fi
+	printf '%s' "$gv_out"
+}
+
+# True when a GPU the run computes on shows 5% utilisation or more: the GPUs nvidia-smi lists
+# processes of the run on, or, where it lists none (inside containers, RunPod's among them,
+# it often lists no process at all), the GPUs the run was given. False where nvidia-smi is
+# missing or no GPU is the run's: the log alone decides then.
 gpus_busy() {
 	have nvidia-smi || return 1
-	gb_apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader,nounits 2>/dev/null) ||
-		return 1
 	gb_mine=
-	while IFS=', ' read -r gb_pid gb_uuid gb_rest; do
-		is_uint "$gb_pid" || continue
-		has_marker "$gb_pid" "$run_id" && gb_mine="$gb_mine $gb_uuid "
-	done <<EOF
+	if gb_apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader,nounits 2>/dev/null); then
+		while IFS=', ' read -r gb_pid gb_uuid gb_rest; do
+			is_uint "$gb_pid" || continue
+			has_marker "$gb_pid" "$run_id" && gb_mine="$gb_mine $gb_uuid "
+		done <<EOF
 $gb_apps
 EOF
+	fi
+	[ -n "$gb_mine" ] || gb_mine=$(given_gpus)
 	[ -n "$gb_mine" ] || return 1
-	gb_gpus=$(nvidia-smi --query-gpu=uuid,utilization.gpu --format=csv,noheader,nounits 2>/dev/null) ||
+	gb_gpus=$(nvidia-smi --query-gpu=index,uuid,utilization.gpu --format=csv,noheader,nounits 2>/dev/null) ||
 		return 1
-	while IFS=', ' read -r gb_uuid gb_util gb_rest; do
+	while IFS=', ' read -r gb_index gb_uuid gb_util gb_rest; do
 		case $gb_mine in
-		*" $gb_uuid "*) ;;
+		*" $gb_uuid "* | *" $gb_index "*) ;;
 		*) continue ;;
 		esac
 		gb_util=${gb_util%%.*}

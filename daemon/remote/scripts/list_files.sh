@@ -2,7 +2,7 @@
 # file at or below REL_PATH, `dir<TAB>RELPATH` for each empty directory. Nothing is printed
 # before the whole tree has been checked, so an error never comes after a partial listing.
 # HASHES `none` leaves SHA256 `-` and reads no file (a fetch hashes as send.sh sends); `sha256`,
-# the default, hashes each file.
+# the default, hashes each file. The run's mark (`.rtrain-run`) is never listed.
 need_args "$#" 2
 case ${3-sha256} in
 sha256 | none) hashes=${3-sha256} ;;
@@ -32,6 +32,8 @@ walk() {
 		[ -e "$w_entry" ] || [ -L "$w_entry" ] || continue
 		w_name=${w_entry##*/}
 		w_rel=${3:+$3/}$w_name
+		# The run's mark is rtrain's, not the run's output: a fetch of the run leaves it.
+		[ "$w_rel" = "$RUN_MARK" ] && continue
 		case $w_name in
 		*"$TAB"* | *"$NL"*) fail "$E_BAD_NAME" bad_name "$(flat "$w_rel")" ;;
 		esac

@@ -18,5 +18,11 @@ if ! msg=$(mkdir -m 700 -- "$run_dir" 2>&1); then
 	say "$msg"
 	fail "$E_IO" mkdir "$(flat "$msg")"
 fi
+# The mark that makes it a run of rtrain's for every later script (prove_run_dir).
+if ! msg=$( (printf '%s\n' "$2" >"$run_dir/$RUN_MARK") 2>&1); then
+	rmdir -- "$run_dir" 2>/dev/null
+	say "$msg"
+	fail "$E_IO" mark "$(flat "$msg")"
+fi
 emit run_dir "$run_dir"
 exit 0

@@ -6,7 +6,7 @@ if [ ! -e "$RUN_DIR" ] && [ ! -L "$RUN_DIR" ]; then
 	emit removed -
 	exit 0
 fi
-[ -d "$RUN_DIR" ] && [ ! -L "$RUN_DIR" ] || fail "$E_REFUSED" not_a_run_dir
+prove_run_dir "$2"
 run_state "$RUN_DIR" "$2"
 case $RS_STATE in
 running | queued) fail "$E_REFUSED" "$RS_STATE" ;;

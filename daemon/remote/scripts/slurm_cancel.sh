@@ -7,6 +7,7 @@ need_args "$#" 3
 take_run_dir "$1" "$2"
 grace=$3
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
+prove_run_dir "$2"
 job_id=
 { IFS= read -r job_id <"$RUN_DIR/train.jobid"; } 2>/dev/null
 is_uint "$job_id" || fail "$E_NOT_FOUND" never_submitted

@@ -15,6 +15,7 @@ shift 5
 is_uint "$attempt" && [ "$attempt" -ge 1 ] || fail "$E_USAGE" usage "bad attempt"
 
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
+prove_run_dir "$run_id"
 have sbatch || fail "$E_SCHEDULER" no_sbatch "sbatch is not on PATH on the login node"
 if [ "$attempt" = 1 ]; then
 	# Claim the submission atomically (O_EXCL): a second submit of the same run is refused.

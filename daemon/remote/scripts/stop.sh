@@ -3,6 +3,7 @@
 # so the daemon needs no second command to know how the run stands now.
 need_args "$#" 4
 take_run_dir "$1" "$2"
+prove_run_dir "$2"
 run_id=$2
 grace=$3
 force=$4
