@@ -275,3 +275,34 @@ def test_a_removed_runs_points_go_with_it(cli: Cli) -> None:
     again = cli("metrics", "plain", run_id, "--json")
     assert again.code == 0, again
     assert again.json() == [{"step": 1, "loss": 1.0}]
+
+
+# nanoGPT-shaped: attempt 1 fails after iter 3 (its checkpoint is at iter 2); told to
+# resume, attempt 2 goes on from iter 2.
+RESUMING_TRAINER = r"""
+import sys
+resume = "--init_from=resume" in sys.argv
+for it in (range(2, 5) if resume else range(1, 4)):
+    print("iter %d: loss %.1f, time 1.00ms, mfu 0.01%%" % (it, 10 - it - 0.5 * resume), flush=True)
+sys.exit(0 if resume else 1)
+"""
+
+
+def test_a_resumed_attempt_continues_the_curve_from_its_checkpoint(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", RESUMING_TRAINER)
+    cli.wait_state("plain", run_id, "failed (exit 1)")
+    first = cli("metrics", "plain", run_id, "--json")
+    assert [row["step"] for row in first.json()] == [1, 2, 3], first
+    restarted = cli("restart", "plain", run_id, "--append", "--", "--init_from=resume")
+    assert restarted.code == 0, restarted
+    cli.wait_state("plain", run_id, "completed")
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    # Attempt 1's iter 2 and 3 were undone by the resume from iter 2.
+    assert done.json() == [
+        {"step": 1, "loss": 9.0, "time": 1.0, "mfu": 0.01},
+        {"step": 2, "loss": 7.5, "time": 1.0, "mfu": 0.01},
+        {"step": 3, "loss": 6.5, "time": 1.0, "mfu": 0.01},
+        {"step": 4, "loss": 5.5, "time": 1.0, "mfu": 0.01},
+    ]
