@@ -11,6 +11,7 @@ from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
 from tests.cli.rtrain_command import rtrain_executable
 from tests.cli.tmux_terminal import Tmux
 from tests.hosts import GPULOAD_USER
+from tests.torch_python import far_torch_python
 
 # One line of each documented format, then a metrics.jsonl beside the log.
 MIXED_TRAINER = r"""
@@ -306,3 +307,28 @@ def test_a_resumed_attempt_continues_the_curve_from_its_checkpoint(cli: Cli) -> 
         {"step": 3, "loss": 6.5, "time": 1.0, "mfu": 0.01},
         {"step": 4, "loss": 5.5, "time": 1.0, "mfu": 0.01},
     ]
+
+
+# Each of two ranks prints nanoGPT's line, rank 1 with other losses; torchrun's --tee tags
+# every line with its rank (`[default0]:`), as on a multi-GPU host.
+RANKS_TRAINER = r"""
+import os
+rank = int(os.environ["RANK"])
+for it in range(1, 4):
+    print("iter %d: loss %.1f, time 1.00ms, mfu 0.01%%" % (it, 10 * rank + 4 - it), flush=True)
+"""
+
+
+def test_metrics_of_torchruns_rank_tagged_lines_are_rank_0s(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(
+        run_id, "{python}", "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node", "2", "--tee", "3", "--no-python", "{python}", "-c", RANKS_TRAINER,
+        python=far_torch_python(),
+    )  # fmt: skip
+    cli.wait_state("plain", run_id, "completed")
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    assert "[default1]:iter 3: loss 11.0" in log, log
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    assert [(row["step"], row["loss"]) for row in done.json()] == [(1, 3.0), (2, 2.0), (3, 1.0)]
