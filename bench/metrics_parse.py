@@ -1,5 +1,6 @@
-"""What reading metrics from a log costs the daemon: seconds and points for hostile and
-ordinary logs, fed as a tail feeds them (1 MiB reads). Not part of run_all; run it alone:
+"""What reading metrics from a log costs the daemon: CPU seconds and points for hostile and
+ordinary logs, fed as a tail feeds them (1 MiB reads), then as slow polls do (64 KiB reads,
+every byte parsed). Not part of run_all; run it alone:
 
     python -m bench.metrics_parse
 """
@@ -25,12 +26,12 @@ def _feed(data: bytes) -> RunSeries:
 
 def _log(name: str, make: Callable[[], bytes]) -> None:
     data = make()
-    # The best of three: on a shared machine the others' load only ever adds time.
+    # CPU seconds, the best of three: on a shared machine the others' load only adds time.
     seconds = math.inf
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()
         series = _feed(data)
-        seconds = min(seconds, time.perf_counter() - started)
+        seconds = min(seconds, time.process_time() - started)
     # Memory in a second pass: tracing allocations slows Python far too much to time it.
     tracemalloc.start()
     _feed(data)
