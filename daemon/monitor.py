@@ -6,7 +6,7 @@ be reached turns its running runs `unknown`, with the reason, until it answers a
 Every answer also counts as the host seen up (busy or idle), for what it costs; a host
 with a price is polled on while it answers, runs or none (docs/cost-safety.md).
 A run that ended before a poll read its files after the end (another request saw it end
-first) is read once more, for its last metrics (docs/metrics.md, "Final reads").
+first) is read once more, for its last metrics (docs/metrics.md, "When the daemon reads").
 """
 
 from __future__ import annotations

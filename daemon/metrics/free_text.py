@@ -27,8 +27,6 @@ NOT_METRICS = frozenset(
 )  # fmt: skip
 MAX_NAME = 64
 STEP_WORDS = ("step", "global_step", "iteration", "iter", "num_updates")
-# Cheap first look: a line without `loss`, `step`, `epoch` or `iter` (any case) is not read
-# further; plain `in` on the lower-cased line is ten times faster than a case-blind regex.
 # absl/glog's `I0501 12:30:45.123456 12345 train.py:120] `: its file:line is not a metric.
 _GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} {1,8}\d{1,10} [^\s\]]{1,256}\] ?")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,16}://\S{0,4096}")
@@ -55,6 +53,8 @@ def read_free_text(text: str) -> dict[str, float] | None:
     """The values of a line the general rule reads (the step as `step`), else None."""
     if text[0] in "│┃":
         return _table_row(text)
+    # Cheap first look: plain `in` on the lower-cased line is ten times faster than a
+    # case-blind regex, and most lines of a log stop here.
     lowered = text.lower()
     if (
         "loss" not in lowered
@@ -102,7 +102,7 @@ def read_free_text(text: str) -> dict[str, float] | None:
         fraction = fraction or _fraction(text, taken)
         if fraction is not None:
             n, total = fraction
-            step = (epoch or 0.0) * total + n if epoch is not None else n
+            step = epoch * total + n if epoch is not None else n
             if epoch is not None:
                 values["epoch"] = epoch
         elif epoch is not None:

@@ -152,8 +152,8 @@ def _object(text: str) -> Reading | None:
         for name, value in list(decoded.items())[: MAX_FIELDS * 4]:
             if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME or name in NOT_METRICS:
                 continue
-            if isinstance(value, str):
-                value = _numeric_text(value)  # transformers 5 formats its numbers
+            # A JSON string stays a string (`"run": "42"` is a name): only Python's dicts
+            # (transformers 5) quote their numbers.
             if isinstance(value, int | float) and not isinstance(value, bool):
                 values[name] = float(value)
             if len(values) >= MAX_FIELDS:
@@ -184,17 +184,6 @@ def _tqdm(text: str) -> Reading | None:
         if epoch is not None:
             values["step"] = int(epoch[1]) * total + n
     return Reading(values, progress)
-
-
-_NUMERIC_TEXT = re.compile(_NUMBER)
-
-
-def _numeric_text(text: str) -> float | None:
-    """A string that holds just a number, as that number."""
-    text = text.strip()
-    if len(text) > 64 or _NUMERIC_TEXT.fullmatch(text) is None:
-        return None
-    return _number(text)
 
 
 def _safe_float(text: str) -> float | None:

@@ -2,7 +2,7 @@
 
 One watch.sh per workdir of the host's active runs (nearly always one), GPUs asked in the
 first only, so a poll is still one remote command per host. Every read tells the metrics
-store whether it was the run's last (docs/metrics.md, "Final reads").
+store whether it was the run's last (docs/metrics.md, "When the daemon reads").
 """
 
 from __future__ import annotations

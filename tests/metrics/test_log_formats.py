@@ -80,3 +80,8 @@ def test_lines_that_say_nothing_and_lines_too_long_to_look_at() -> None:
         reading = read_line(line)
         assert reading is None or (not reading.values and reading.progress is None), line
     assert read_line("step 1 | loss 2.0 | pad " + "x" * MAX_LINE) is None
+
+
+def test_a_json_string_stays_a_string_a_python_dicts_quoted_number_is_a_number() -> None:
+    assert values('{"run": "42", "loss": 0.5}') == {"loss": 0.5}
+    assert values("{'run': 'r42', 'loss': '0.5'}") == {"loss": 0.5}
