@@ -145,13 +145,17 @@ class RemoteRunner:
         then_fetch: str | None = None,
         then_fetch_into: str | Path = ".",
         then_terminate: bool = False,
+        include: Sequence[str] = (),
+        follow_links: bool = False,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
         `code_dir`'s files land in the run directory (its .rtrainignore, else .gitignore, is
-        honoured); each of `dataset_path` and `datasets` (files or directories) lands under
-        its own name; `env` is for the setup step and the trainer (recorded: not for
-        secrets); `setup` is a shell command run in the run directory first.
+        honoured; `include` patterns, gitignore syntax, ship what they match anyway; its
+        links that leave it ship as links unless `follow_links`); each of `dataset_path`
+        and `datasets` (files or directories) lands under its own name; `env` is for the
+        setup step and the trainer (recorded: not for secrets); `setup` is a shell command
+        run in the run directory first.
         `max_duration` and `stall_after` are durations (`6h`, `30m`, `off`), kept by the host
         (docs/cost-safety.md); a bad one raises ValueError before anything is sent.
         `then_fetch` (into `then_fetch_into`) and `then_terminate`: what the daemon does once
@@ -170,6 +174,8 @@ class RemoteRunner:
             dataset=str(Path(dataset_path).resolve()) if dataset_path is not None else None,
             datasets=[str(Path(d).resolve()) for d in datasets] or None,
             code=str(Path(code_dir).resolve()) if code_dir is not None else None,
+            include=list(include) or None,
+            follow_links=follow_links or None,
             env=dict(env) if env else None,
             setup=setup,
             run_id=run_id,

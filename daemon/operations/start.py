@@ -49,7 +49,7 @@ from .run_limits import (
     watcher_files,
 )
 from .scheduler_options import check_scheduler_options
-from .shipping import ShipProgress, ship_files
+from .shipping import ShipProgress, code_report, ship_files
 from .status import refresh
 from .then_options import after_run_plan
 
@@ -141,6 +141,8 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         code=code_dir,
         extra=extra,
         reserved=reserved,
+        include=p.include,
+        follow_links=p.follow_links,
     )
     limits = chosen_limits(p, settings)
     launcher = ops.launcher(p.host)
@@ -164,7 +166,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     # The host's guard counts it busy from the claim to the launch: in between, the far side
     # sees a run directory that was never launched.
     async with ops.leases.hold(p.host, transport, workdir):
-        return await _claim_ship_launch(
+        started = await _claim_ship_launch(
             ops,
             transport,
             p,
@@ -180,6 +182,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             limits,
             after,
         )
+    return msgspec.structs.replace(started, code=code_report(inputs))
 
 
 async def _claim_ship_launch(
@@ -257,12 +260,12 @@ async def _claim_ship_launch(
     if after is not None:
         ops.registry.set_after_run(p.host, run_id, after)
     ops.starting.add((p.host, run_id))
+    # rtrain's own files (the demo trainer, the GPU gate, the watcher of the limits): shipped
+    # beside the inputs, but, like every far-side script, not counted as what the user shipped.
+    own = Inputs(files=list(inputs.own))
     if plan.gate:
         gate = gate_file()
-        inputs.files.append(LocalFile(GATE_FILE, gate, len(gate)))
-    # rtrain's own scripts for the watcher of the limits: shipped beside the inputs, but,
-    # like every far-side script, not counted as what the user shipped.
-    own = Inputs()
+        own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
     if launcher.runs_on_host and limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
     wrapper = gate_prefix(p, run_dir, run_id, plan)
