@@ -297,7 +297,7 @@ async def _ship_and_launch(
     channels = ops.hosts.config.host(p.host).channels
     users, own = inputs
     try:
-        shipped = await _ship_side_by_side(
+        shipped, own_shipped = await _ship_side_by_side(
             _ship(transport, run_dir, run_id, users, p, ctx, channels),
             _ship_own(transport, run_dir, run_id, own, channels),
         )
@@ -310,6 +310,9 @@ async def _ship_and_launch(
         await _discard(transport, p, pending)
         raise
     meta: dict[str, object] = {"inputs": {f.path: f.sha256 for f in shipped}}
+    if own_shipped:
+        # Runs hold copies of their inputs, not links: the cache's gc reads what they use here.
+        meta["rtrain_inputs"] = {f.path: f.sha256 for f in own_shipped}
     if pending.env:
         meta["env"] = pending.env
     if pending.setup is not None:
@@ -619,15 +622,15 @@ def _expand(
 
 async def _ship_side_by_side(
     users: Coroutine[Any, Any, list[ShippedFile]], own: Coroutine[Any, Any, list[ShippedFile]]
-) -> list[ShippedFile]:
-    """What `users` shipped, once `own` has shipped too; the first failure of either stops
+) -> tuple[list[ShippedFile], list[ShippedFile]]:
+    """What `users` and `own` shipped, once both have; the first failure of either stops
     the other, so a start that failed leaves nothing moving into its run directory."""
     tasks = [asyncio.ensure_future(users), asyncio.ensure_future(own)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
             task.result()  # raises the first failure
-        return tasks[0].result()
+        return tasks[0].result(), tasks[1].result()
     finally:
         for task in tasks:
             task.cancel()
