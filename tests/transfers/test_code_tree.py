@@ -117,8 +117,10 @@ def test_links_inside_outside_dangling_and_looping(tmp_path: Path) -> None:
 
 
 def test_secrets_are_named_unless_a_rule_names_them(tmp_path: Path) -> None:
-    names = [".env", ".env.local", ".env.example", "server.pem", "tls.key", "id_rsa",
-             "id_rsa.pub", "id_map.py", "credentials", "credentials.json", ".netrc", "ok.py"]  # fmt: skip
+    names = [
+        ".env", ".env.local", ".env.example", "server.pem", "tls.key", "id_rsa",
+        "id_rsa.pub", "id_map.py", "credentials", "credentials.json", ".netrc", "ok.py",
+    ]  # fmt: skip
     assert [n for n in names if looks_secret(n)] == [
         ".env", ".env.local", "server.pem", "tls.key", "id_rsa", "credentials",
         "credentials.json", ".netrc",
