@@ -237,3 +237,36 @@ def test_links_that_leave_the_code_directory_ship_as_links_and_secrets_are_named
     assert done.code == 0, done
     creds = cli.far_run_dir(run_id) / "creds"
     assert not creds.is_symlink() and creds.read_bytes() == passwd
+
+
+def test_a_large_dataset_stays_shared_and_the_run_cannot_change_it(cli: Cli) -> None:
+    # 64 MiB and more: one read-only copy on the host for every run (the far user is not root).
+    big = cli.cwd / "big.bin"
+    big.write_bytes(bytes(range(256)) * (64 * 1024 * 4))
+    digest = sha256(big.read_bytes())
+    cli.file("config.yaml", "lr: 0.1\n")
+    first = cli.new_run_id()
+    done = cli(
+        "start", "plain", "-c", "config.yaml", "-d", "big.bin", "--run-id", first,
+        "--workdir", cli.workdir, "--gpus", "0", "--no-follow", "--", "true",
+    )  # fmt: skip
+    assert done.code == 0, done
+    trainer = (
+        "import os\n"
+        "try:\n    open('big.bin', 'ab').write(b'more')\n"
+        "except PermissionError:\n    print('refused', flush=True)\n"
+        "os.remove('big.bin'); print('deleted', flush=True)\n"
+    )
+    second = cli.new_run_id()
+    done = cli(
+        "start", "plain", "-c", "config.yaml", "-d", "big.bin", "--run-id", second,
+        "--workdir", cli.workdir, "--gpus", "0", "--json", "--", "{python}", "-c", trainer,
+    )  # fmt: skip
+    assert done.code == 0, done
+    started, *logs, end = done.json_lines()
+    assert end["run"]["state"] == "completed", done
+    assert {f["path"]: f.get("how") for f in started["shipped"]}["big.bin"] == "linked"
+    assert "".join(entry["text"] for entry in logs) == "refused\ndeleted\n"
+    entry = cli.far_workdir / ".cache" / "inputs" / digest
+    assert sha256(entry.read_bytes()) == digest
+    assert (cli.far_run_dir(first) / "big.bin").samefile(entry)
