@@ -10,6 +10,8 @@ import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Cli
 
 # A nanoGPT-shaped project: its .gitignore keeps the prepared data (`*.bin`) home.
@@ -270,3 +272,19 @@ def test_a_large_dataset_stays_shared_and_the_run_cannot_change_it(cli: Cli) -> 
     entry = cli.far_workdir / ".cache" / "inputs" / digest
     assert sha256(entry.read_bytes()) == digest
     assert (cli.far_run_dir(first) / "big.bin").samefile(entry)
+
+
+@pytest.mark.parametrize("host", ["plain", "console", "local"])
+def test_every_transport_ships_an_outside_link_as_a_link(cli: Cli, host: str) -> None:
+    project = cli.cwd / "project"
+    project.mkdir()
+    (project / "config.yaml").write_text("lr: 0.1\n")
+    os.symlink("/etc/passwd", project / "creds")
+    workdir = str(cli.local_workdir) if host == "local" else cli.workdir
+    look = "import os; print(os.path.islink('creds'), os.readlink('creds'))"
+    done = cli(
+        "start", host, "-c", "config.yaml", "--code", ".", "--run-id", cli.new_run_id(),
+        "--workdir", workdir, "--gpus", "0", "--", "{python}", "-c", look, cwd=project,
+    )  # fmt: skip
+    assert done.code == 0, done
+    assert "True /etc/passwd" in done.out_lines, done
