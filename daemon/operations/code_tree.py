@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rtrain.protocol.errors import Kind, app_error
+
 from .local_file import LocalFile, check_name, local, unreadable
 
 if TYPE_CHECKING:
@@ -90,8 +92,17 @@ def walk_code(
 ) -> CodeTree:
     """What `root` ships and what it leaves home, or the sentence saying why it cannot ship."""
     rules, ignore = ignore_spec(root)
-    tree = _Walk(root, ignore, include_spec(include), follow_links, keep_top).run()
+    walker = _Walk(root, ignore, include, follow_links, keep_top)
+    tree = walker.run()
     tree.rules = rules
+    # A pattern that names nothing is a typo the run would find later, as a missing file.
+    for pattern in include:
+        if pattern not in walker.matched:
+            raise app_error(
+                Kind.INVALID_PATH,
+                f"--include {pattern!r} matches nothing in the code directory {str(root)!r}; "
+                "patterns are gitignore's, relative to it (e.g. 'data/*.bin').",
+            )
     return tree
 
 
@@ -121,14 +132,18 @@ class _Walk:
         self,
         root: Path,
         ignore: GitIgnoreSpec | None,
-        include: GitIgnoreSpec | None,
+        patterns: list[str],
         follow: bool,
         keep_top: TopFilter,
     ) -> None:
+        include = include_spec(patterns)
         self.root = root
         self.real_root = os.path.realpath(root)
         self.ignore = ignore
         self.include = include
+        # Each include pattern alone, to tell the ones that matched nothing.
+        self.patterns = {text: alone for text in patterns if (alone := include_spec([text]))}
+        self.matched: set[str] = set()
         self.follow = follow
         self.keep_top = keep_top
         self.tree = CodeTree()
@@ -159,7 +174,15 @@ class _Walk:
         return self.ignore is not None and self.ignore.check_file(rel).index is not None
 
     def included(self, rel: str, is_dir: bool) -> bool:
-        return self.include is not None and self.include.match_file(rel + "/" if is_dir else rel)
+        if self.include is None:
+            return False
+        path = rel + "/" if is_dir else rel
+        if not self.include.match_file(path):
+            return False
+        for pattern, alone in self.patterns.items():
+            if pattern not in self.matched and alone.match_file(path):
+                self.matched.add(pattern)
+        return True
 
     # -- the walk ---------------------------------------------------------------------------
 

@@ -76,6 +76,11 @@ def gather(
     """Every file of every input, or the one sentence saying why the start cannot ship them.
     `include`: patterns (gitignore syntax) of the code directory shipped despite its ignore
     rules; `follow_links`: ship what the code's links that leave it point to."""
+    if include and code is None:
+        raise app_error(
+            Kind.INVALID_PATH,
+            "--include names paths of the code directory; give --code DIR too.",
+        )
     inputs = Inputs()
     landing = _Landing()
     if config is not None:

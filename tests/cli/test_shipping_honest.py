@@ -288,3 +288,22 @@ def test_every_transport_ships_an_outside_link_as_a_link(cli: Cli, host: str) ->
     )  # fmt: skip
     assert done.code == 0, done
     assert "True /etc/passwd" in done.out_lines, done
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (["--code", ".", "--include", "data/train.bin"],
+         "--include 'data/train.bin' matches nothing in the code directory"),
+        (["--include", "*.bin"], "--include names paths of the code directory; give --code"),
+    ],
+    ids=["matches-nothing", "without-code"],
+)  # fmt: skip
+def test_an_include_that_cannot_ship_anything_is_refused_before_any_ssh(
+    cli: Cli, args: list[str], sentence: str
+) -> None:
+    project = nanogpt_project(cli.cwd / "nanogpt")
+    # `closed` refuses every connection: the sentence proves nothing tried to reach it.
+    done = cli("start", "closed", "-c", "config.yaml", *args, "--", "true", cwd=project)
+    assert done.code != 0 and sentence in done.err, done
+    assert "Traceback" not in done.err

@@ -136,3 +136,12 @@ def test_a_name_with_a_newline_is_refused_in_one_sentence(tmp_path: Path) -> Non
     make(tmp_path, {"bad\nname.py": b"x"})
     with pytest.raises(RpcError, match="its name holds a control character"):
         walk(tmp_path)
+
+
+def test_an_include_pattern_that_matches_nothing_is_refused(tmp_path: Path) -> None:
+    make(tmp_path, {".gitignore": b"*.bin\n", "data/shakespeare_char/train.bin": b"t"})
+    assert shipped(walk(tmp_path, "data/*/train.bin", ".gitignore")) == [
+        ".gitignore", "data/shakespeare_char/train.bin",
+    ]  # fmt: skip
+    with pytest.raises(RpcError, match=r"--include 'data/train.bin' matches nothing"):
+        walk(tmp_path, "*.bin", "data/train.bin")
