@@ -1,8 +1,9 @@
 """The files of a code directory that a start ships, what its rules leave home, and why.
 
-- Ignore rules: the directory's `.rtrainignore`, else its `.gitignore` (gitignore syntax,
-  the top one only). `include` patterns (gitignore syntax too) ship what they match even
-  where the ignore rules leave it home, inside an ignored directory too. `.git/` never ships.
+- Ignore rules: the directory's `.rtrainignore` alone, else its `.gitignore` files (gitignore
+  syntax; as git reads them, a deeper one's rule wins over a higher one's). `include`
+  patterns (gitignore syntax too) ship what they match even where the ignore rules leave it
+  home, inside an ignored directory too. `.git/` never ships.
 - Links: a link to a file inside the directory ships that file; a link to a directory inside
   it ships as a link (following it could loop). A link that leaves the directory, or points
   nowhere, ships as a link with its target unchanged, never what it points to, unless
@@ -92,7 +93,8 @@ def walk_code(
 ) -> CodeTree:
     """What `root` ships and what it leaves home, or the sentence saying why it cannot ship."""
     rules, ignore = ignore_spec(root)
-    walker = _Walk(root, ignore, include, follow_links, keep_top)
+    nested = rules != IGNORE_FILES[0]
+    walker = _Walk(root, ignore, include, follow_links, keep_top, nested_rules=nested)
     tree = walker.run()
     tree.rules = rules
     # A pattern that names nothing is a typo the run would find later, as a missing file.
@@ -135,8 +137,14 @@ class _Walk:
         patterns: list[str],
         follow: bool,
         keep_top: TopFilter,
+        *,
+        nested_rules: bool,
     ) -> None:
         include = include_spec(patterns)
+        # A directory's own .gitignore, by its path, as git reads them (not with an
+        # .rtrainignore, which alone says what stays home).
+        self.nested_rules = nested_rules
+        self.nested: dict[str, GitIgnoreSpec] = {}
         self.root = root
         self.real_root = os.path.realpath(root)
         self.ignore = ignore
@@ -157,21 +165,37 @@ class _Walk:
 
     # -- rules ------------------------------------------------------------------------------
 
-    def rule(self, rel: str, is_dir: bool) -> str | None:
-        """The ignore rule that leaves `rel` home, as written; None when none does."""
+    def decision(self, rel: str, is_dir: bool) -> tuple[bool, str] | None:
+        """(ignored, the rule as written) from the deepest ignore file with a rule for
+        `rel`, as git decides; None when no rule names it."""
+        # gitignore tells a directory by its trailing slash (`build/` matches directories).
+        path = rel + "/" if is_dir else rel
+        base = rel.rpartition("/")[0]
+        while base:
+            spec = self.nested.get(base)
+            if spec is not None:
+                found = spec.check_file(path[len(base) + 1 :])
+                if found.index is not None:
+                    written = getattr(spec.patterns[found.index], "pattern", "")
+                    return bool(found.include), f"{base}/{IGNORE_FILES[1]}: {written}"
+            base = base.rpartition("/")[0]
         if self.ignore is None:
             return None
-        # gitignore tells a directory by its trailing slash (`build/` matches directories).
-        found = self.ignore.check_file(rel + "/" if is_dir else rel)
-        if not found.include or found.index is None:
+        found = self.ignore.check_file(path)
+        if found.index is None:
             return None
-        return str(getattr(self.ignore.patterns[found.index], "pattern", "") or "?")
+        return bool(found.include), str(getattr(self.ignore.patterns[found.index], "pattern", ""))
+
+    def rule(self, rel: str, is_dir: bool) -> str | None:
+        """The ignore rule that leaves `rel` home, as written; None when none does."""
+        decided = self.decision(rel, is_dir)
+        return decided[1] if decided is not None and decided[0] else None
 
     def named(self, rel: str) -> bool:
         """An ignore or include rule names `rel` (either way): the user has decided on it."""
         if self.include is not None and self.include.match_file(rel):
             return True
-        return self.ignore is not None and self.ignore.check_file(rel).index is not None
+        return self.decision(rel, False) is not None
 
     def included(self, rel: str, is_dir: bool) -> bool:
         if self.include is None:
@@ -184,6 +208,17 @@ class _Walk:
                 self.matched.add(pattern)
         return True
 
+    def read_nested(self, path: Path, rel: str) -> None:
+        import pathspec
+
+        rules = path / IGNORE_FILES[1]
+        if rules.is_file() and not rules.is_symlink():
+            try:
+                lines = rules.read_text(errors="replace").splitlines()
+            except OSError as error:
+                raise unreadable(rules, error) from None
+            self.nested[rel] = pathspec.GitIgnoreSpec.from_lines(lines)
+
     # -- the walk ---------------------------------------------------------------------------
 
     def folder(self, path: Path, rel: str, home: LeftHome | None) -> None:
@@ -193,6 +228,8 @@ class _Walk:
             entries = sorted(os.scandir(path), key=lambda e: e.name)
         except OSError as error:
             raise unreadable(path, error) from None
+        if rel and self.nested_rules:
+            self.read_nested(path, rel)
         for entry in entries:
             name = entry.name
             if name == NEVER_SHIPPED:

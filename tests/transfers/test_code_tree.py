@@ -145,3 +145,33 @@ def test_an_include_pattern_that_matches_nothing_is_refused(tmp_path: Path) -> N
     ]  # fmt: skip
     with pytest.raises(RpcError, match=r"--include 'data/train.bin' matches nothing"):
         walk(tmp_path, "*.bin", "data/train.bin")
+
+
+def test_a_deeper_gitignore_rules_its_directory_and_an_rtrainignore_rules_alone(
+    tmp_path: Path,
+) -> None:
+    root = make(
+        tmp_path,
+        {
+            ".gitignore": b"*.log\n",
+            "train.py": b"x",
+            "data/.gitignore": b"*\n!.gitignore\n!keep.txt\n",
+            "data/keep.txt": b"k",
+            "data/big.bin": b"b" * 9,
+            "data/debug.log": b"d",
+            "logs/run.log": b"l",
+        },
+    )
+    tree = walk(root)
+    assert shipped(tree) == [".gitignore", "data/.gitignore", "data/keep.txt", "train.py"]
+    left = {h.path: h.rule for h in tree.left_home}
+    assert left == {
+        "data/big.bin": "data/.gitignore: *",
+        "data/debug.log": "data/.gitignore: *",
+        "logs/run.log": "*.log",
+    }
+    (root / ".rtrainignore").write_text("logs/\n")
+    assert shipped(walk(root)) == [
+        ".gitignore", ".rtrainignore", "data/.gitignore", "data/big.bin", "data/debug.log",
+        "data/keep.txt", "train.py",
+    ]  # fmt: skip
