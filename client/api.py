@@ -99,10 +99,16 @@ class RemoteRunner:
         inputs: Sequence[str | Path] = (),
         hf_models: Sequence[str] = (),
         secrets: Mapping[str, str] | None = None,
+        config_path: str | Path | None = None,
+        code_dir: str | Path | None = None,
+        include: Sequence[str] = (),
+        follow_links: bool = False,
     ) -> RemotePreflight:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
-        paths start would ship (checked against the disk); `hf_models`: Hub models the host
-        must download, with `secrets={"HF_TOKEN": ...}` as the token to try."""
+        paths start would ship (checked against the disk), and `config_path` and `code_dir`
+        (with `include` and `follow_links`) counted as start ships them; `hf_models`: Hub
+        models the host must download, with `secrets={"HF_TOKEN": ...}` as the token to
+        try."""
         result = self._call(
             requests.host_preflight(
                 host=self.host.alias,
@@ -111,6 +117,10 @@ class RemoteRunner:
                 workdir=self.host.workdir,
                 requires=list(requires) or None,
                 inputs=[str(Path(path).resolve()) for path in inputs] or None,
+                config=str(Path(config_path).resolve()) if config_path is not None else None,
+                code=str(Path(code_dir).resolve()) if code_dir is not None else None,
+                include=list(include) or None,
+                follow_links=follow_links or None,
                 hf_models=list(hf_models) or None,
                 secrets=dict(secrets) if secrets else None,
             )

@@ -307,3 +307,38 @@ def test_an_include_that_cannot_ship_anything_is_refused_before_any_ssh(
     done = cli("start", "closed", "-c", "config.yaml", *args, "--", "true", cwd=project)
     assert done.code != 0 and sentence in done.err, done
     assert "Traceback" not in done.err
+
+
+def test_the_python_api_includes_follows_links_and_preflight_counts_the_same(cli: Cli) -> None:
+    from rtrain import RemoteRunner
+
+    project = nanogpt_project(cli.cwd / "nanogpt")
+    os.symlink("/etc/hostname", project / "host_name")
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    run_id = cli.new_run_id()
+    run = runner.start(
+        project / "config.yaml",
+        run_id=run_id,
+        gpus=0,
+        command=["{python}", "train.py"],
+        code_dir=project,
+        include=["data/*/train.bin"],
+        follow_links=True,
+    )
+    lines: list[str] = []
+    assert runner.tail(run, on_line=lines.append) == "completed"
+    assert lines == [f"read {len(TRAIN_BIN)} bytes"]
+    far = cli.far_run_dir(run_id)
+    assert (far / "host_name").read_bytes() == Path("/etc/hostname").read_bytes()
+    assert not (far / "host_name").is_symlink()
+    verdict = runner.preflight(
+        expect_gpus=0,
+        config_path=project / "config.yaml",
+        code_dir=project,
+        include=["data/*/train.bin"],
+        follow_links=True,
+    )
+    # What start shipped: the code (its config once), train.bin included, the link followed.
+    names = ["train.py", "model.py", "config.yaml", ".gitignore", "host_name",
+             "data/shakespeare_char/prepare.py", "data/shakespeare_char/train.bin"]  # fmt: skip
+    assert verdict.result.disk.ship_bytes == sum((project / n).stat().st_size for n in names)
