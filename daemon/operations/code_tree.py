@@ -255,8 +255,8 @@ class _Walk:
             self.add_link(path, rel)
         elif is_dir:
             real = os.path.realpath(path)
-            if real in self.walked:
-                self.add_link(path, rel)  # a loop: the link keeps the shape, not a copy
+            if link and real in self.walked:
+                self.add_link(path, rel)  # walked already: the link keeps the shape, no copy
                 return
             self.walked.add(real)
             self.make_dir(rel)
@@ -266,12 +266,13 @@ class _Walk:
 
     def follow_target(self, path: Path) -> bool:
         """Whether the link at `path` is followed: to a file inside the directory, or to
-        anything that exists when the user asked to follow links."""
+        anything outside that exists when the user asked to follow links. A link to a
+        directory inside stays a link either way: its target ships on its own."""
         if not os.path.exists(path):
             return False
-        if self.follow:
-            return True
-        return not os.path.isdir(path) and self.inside(os.path.realpath(path))
+        if self.inside(os.path.realpath(path)):
+            return not os.path.isdir(path)
+        return self.follow
 
     def inside(self, real: str) -> bool:
         return real == self.real_root or real.startswith(self.real_root.rstrip(os.sep) + os.sep)

@@ -93,6 +93,7 @@ def test_links_inside_outside_dangling_and_looping(tmp_path: Path) -> None:
     os.symlink(outside, root / "shared")
     os.symlink("data/rows.txt", root / "rows.txt")
     os.symlink("data", root / "latest")
+    os.symlink("data", root / "a_first")  # walked before its target, by name
     os.symlink("nowhere", root / "dangling")
     os.symlink("..", root / "data" / "up")  # a loop back to the top
 
@@ -103,6 +104,7 @@ def test_links_inside_outside_dangling_and_looping(tmp_path: Path) -> None:
         "creds": (str(outside / "secret.txt"), True),
         "shared": (str(outside), True),
         "latest": ("data", False),
+        "a_first": ("data", False),
         "dangling": ("nowhere", True),
         "data/up": ("..", False),
     }
@@ -112,8 +114,13 @@ def test_links_inside_outside_dangling_and_looping(tmp_path: Path) -> None:
         "creds", "data/rows.txt", "rows.txt", "shared/secret.txt", "shared/sub/deep.txt",
         "train.py",
     ]  # fmt: skip
-    # What cannot be followed (nothing there, or a directory already walked) stays a link.
-    assert {k.path for k in followed.links} == {"dangling", "data/up", "latest"}
+    # What cannot be followed (nothing there) or need not be (a directory inside, which
+    # ships on its own) stays a link.
+    assert {k.path for k in followed.links} == {"a_first", "dangling", "data/up", "latest"}
+    # Two links to one directory outside: it ships once, the second stays a link.
+    os.symlink(outside, root / "shared_again")
+    again = walk(root, follow_links=True)
+    assert "shared_again" in {k.path for k in again.links}
 
 
 def test_secrets_are_named_unless_a_rule_names_them(tmp_path: Path) -> None:
