@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +220,21 @@ class _Walk:
                 raise unreadable(rules, error) from None
             self.nested[rel] = pathspec.GitIgnoreSpec.from_lines(lines)
 
+    def could_include_under(self, rel: str) -> bool:
+        """Whether an include pattern may match below the directory `rel`: one that is not
+        anchored (`*.bin`) may match anywhere; an anchored one (`data/*/train.bin`) only
+        below the directories its literal start names. Spares a walk of a big ignored
+        directory (a venv, a million images) that no pattern reaches."""
+        folder = rel + "/"
+        for pattern in self.patterns:
+            text = pattern.lstrip("/") if pattern.startswith("/") else pattern
+            if "/" not in text.rstrip("/") and not pattern.startswith("/"):
+                return True
+            literal = re.split(r"[*?\[\\]", text, maxsplit=1)[0]
+            if literal.startswith(folder) or folder.startswith(literal):
+                return True
+        return False
+
     # -- the walk ---------------------------------------------------------------------------
 
     def folder(self, path: Path, rel: str, home: LeftHome | None) -> None:
@@ -322,7 +338,7 @@ class _Walk:
         if not is_dir:
             home.files += 1
             home.size += _size_of(path)
-        elif self.include is not None:
+        elif self.could_include_under(rel):
             # An include pattern may name something inside: look at all of it.
             real = os.path.realpath(path)
             if real not in self.walked:

@@ -84,6 +84,15 @@ def test_a_huge_ignored_directory_is_counted_in_part(
     tree = walk(root)
     (home,) = tree.left_home
     assert (home.path, home.files, home.more) == ("images/", 5, True)
+    # An anchored include elsewhere does not make the walk go through it all...
+    (root / "prepared.bin").write_bytes(b"p")
+    (home,) = walk(root, "/prepared.bin").left_home
+    assert (home.files, home.more) == (5, True)
+    # ...one that may match inside it does.
+    tree = walk(root, "images/3.jpg")
+    assert "images/3.jpg" in shipped(tree)
+    (home,) = tree.left_home
+    assert (home.files, home.more) == (8, False)
 
 
 def test_links_inside_outside_dangling_and_looping(tmp_path: Path) -> None:
