@@ -299,6 +299,12 @@ class PreflightParams(Params):
     requires: list[str] = []
     # Local files or directories `start` would ship; their size is checked against the disk.
     inputs: list[str] = []
+    # The config and the code directory as start takes them (the code with its ignore rules,
+    # `include` and `followLinks`), so that what preflight counts is what start ships.
+    config: str | None = None
+    code: str | None = None
+    include: list[str] = []
+    follow_links: bool = False
     # Hugging Face model ids (`ORG/NAME`) the host must be able to download.
     hf_models: list[str] = []
     # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
@@ -485,6 +491,11 @@ class StartParams(Params):
     then_fetch: str | None = None
     then_fetch_into: str | None = None
     then_terminate: bool = False
+    # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
+    # leave them home; and whether links that leave the code directory ship what they point
+    # to (else they ship as links).
+    include: list[str] = []
+    follow_links: bool = False
 
 
 class ShippedFile(Result):
@@ -499,12 +510,47 @@ class ShippedFile(Result):
     how: Literal["sent", "linked", "copied"] = "sent"
 
 
+class LeftHomePath(Result):
+    """A path of the code directory that its ignore rules kept home (a directory's ends in
+    `/`): the rule that matched, as written, and the files and bytes under it (`atLeast`: a
+    big directory was counted in part)."""
+
+    path: str
+    rule: str
+    files: int
+    size: int
+    at_least: bool = False
+
+
+class ShippedLink(Result):
+    """A symbolic link of the code directory shipped as a link; `outside`: its target is
+    not in the code directory (what it points to stayed home)."""
+
+    path: str
+    target: str
+    outside: bool = False
+
+
+class CodeReport(Result):
+    """What `code` left home and why (`rules`: the ignore file read; `leftHome` lists the
+    first paths, the totals count all), the links shipped as links, and the shipped files
+    whose names look like secrets that no ignore or include rule names."""
+
+    rules: str | None = None
+    left_home: list[LeftHomePath] = []
+    left_home_files: int = 0
+    left_home_bytes: int = 0
+    links: list[ShippedLink] = []
+    secrets: list[str] = []
+
+
 class StartResult(Result):
     run: RunInfo
     pid: int | None = None
     # Bytes that went over the wire (an input the host already held costs none).
     uploaded_bytes: int = 0
     shipped: list[ShippedFile] = []
+    code: CodeReport | None = None
 
 
 class RunRef(Params):

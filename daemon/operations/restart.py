@@ -51,6 +51,8 @@ class RecordedLaunch(msgspec.Struct):
     # What the start filled `{gpus}` and `{dataset}` with (older runs did not record them).
     gpus: int | None = None
     dataset: str | None = None
+    # rtrain's own files of the run (the gate, the watcher): the input cache's gc keeps them.
+    rtrain_inputs: dict[str, str] = {}
     # A batch job's sbatch options, asked again as they were.
     sbatch: list[str] = []
     # The run's limits: every attempt keeps them.
@@ -114,6 +116,12 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         meta["wrapper_words"] = recorded.wrapper_words
     if recorded.secret_names:
         meta["secret_names"] = recorded.secret_names
+    if recorded.rtrain_inputs:
+        meta["rtrain_inputs"] = recorded.rtrain_inputs
+    if recorded.gpus is not None:
+        meta["gpus"] = recorded.gpus
+    if recorded.dataset is not None:
+        meta["dataset"] = recorded.dataset
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
     if recorded.sbatch:
         meta["sbatch"] = recorded.sbatch

@@ -55,7 +55,7 @@ from .run_limits import (
     watcher_files,
 )
 from .scheduler_options import check_scheduler_options
-from .shipping import ShipProgress, ship_files
+from .shipping import ShipProgress, code_report, ship_files
 from .status import refresh
 from .then_options import after_run_plan
 
@@ -145,6 +145,8 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         code=code_dir,
         extra=extra,
         reserved=reserved,
+        include=p.include,
+        follow_links=p.follow_links,
     )
     limits = chosen_limits(p, settings)
     launcher = ops.launcher(p.host)
@@ -168,7 +170,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     # The host's guard counts it busy from the claim to the launch: in between, the far side
     # sees a run directory that was never launched.
     async with ops.leases.hold(p.host, transport, workdir):
-        return await _claim_ship_launch(
+        started = await _claim_ship_launch(
             ops,
             transport,
             p,
@@ -184,6 +186,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             limits,
             after,
         )
+    return msgspec.structs.replace(started, code=code_report(inputs))
 
 
 async def _claim_ship_launch(
@@ -261,12 +264,12 @@ async def _claim_ship_launch(
     if after is not None:
         ops.registry.set_after_run(p.host, run_id, after)
     ops.starting.add((p.host, run_id))
+    # rtrain's own files (the demo trainer, the GPU gate, the watcher of the limits): shipped
+    # beside the inputs, but, like every far-side script, not counted as what the user shipped.
+    own = Inputs(files=list(inputs.own))
     if plan.gate:
         gate = gate_file()
-        inputs.files.append(LocalFile(GATE_FILE, gate, len(gate)))
-    # rtrain's own scripts for the watcher of the limits: shipped beside the inputs, but,
-    # like every far-side script, not counted as what the user shipped.
-    own = Inputs()
+        own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
     if launcher.runs_on_host and limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
     wrapper = gate_prefix(p, run_dir, run_id, plan)
@@ -298,7 +301,7 @@ async def _ship_and_launch(
     channels = ops.hosts.config.host(p.host).channels
     users, own = inputs
     try:
-        shipped = await _ship_side_by_side(
+        shipped, own_shipped = await _ship_side_by_side(
             _ship(transport, run_dir, run_id, users, p, ctx, channels),
             _ship_own(transport, run_dir, run_id, own, channels),
         )
@@ -316,6 +319,9 @@ async def _ship_and_launch(
     first_dataset = p.dataset or next(iter(p.datasets), None)
     if first_dataset is not None:
         meta["dataset"] = Path(first_dataset).name
+    if own_shipped:
+        # Runs hold copies of their inputs, not links: the cache's gc reads what they use here.
+        meta["rtrain_inputs"] = {f.path: f.sha256 for f in own_shipped}
     if pending.env:
         meta["env"] = pending.env
     if pending.setup is not None:
@@ -575,15 +581,15 @@ def _demo_command(dataset: str | None, launcher: str | None) -> list[str]:
 
 async def _ship_side_by_side(
     users: Coroutine[Any, Any, list[ShippedFile]], own: Coroutine[Any, Any, list[ShippedFile]]
-) -> list[ShippedFile]:
-    """What `users` shipped, once `own` has shipped too; the first failure of either stops
+) -> tuple[list[ShippedFile], list[ShippedFile]]:
+    """What `users` and `own` shipped, once both have; the first failure of either stops
     the other, so a start that failed leaves nothing moving into its run directory."""
     tasks = [asyncio.ensure_future(users), asyncio.ensure_future(own)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
             task.result()  # raises the first failure
-        return tasks[0].result()
+        return tasks[0].result(), tasks[1].result()
     finally:
         for task in tasks:
             task.cancel()

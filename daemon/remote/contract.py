@@ -623,11 +623,18 @@ class Shaped(Answer, frozen=True, kw_only=True):
 
 
 async def input_tree(
-    transport: Transport, run_dir: str, run_id: str, dirs: Sequence[str], executables: Sequence[str]
+    transport: Transport,
+    run_dir: str,
+    run_id: str,
+    dirs: Sequence[str],
+    executables: Sequence[str],
+    links: Sequence[tuple[str, str]] = (),
 ) -> Shaped:
-    """Make `dirs` (relative, parents first) in the run dir, and give `executables` their
-    owner's x bit; the paths travel on stdin, one a line."""
+    """Make `dirs` (relative, parents first) in the run dir, give `executables` their
+    owner's x bit, and make each (path, target) of `links` a symbolic link; the paths travel
+    on stdin, one a line."""
     steps = [f"d\t{rel}\n" for rel in dirs] + [f"x\t{rel}\n" for rel in executables]
+    steps += [f"l\t{rel}\t{target}\n" for rel, target in links]
     done = await transport.run(
         "input_tree", [run_dir, run_id], stdin="".join(steps).encode(), timeout=60
     )

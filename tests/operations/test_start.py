@@ -34,9 +34,10 @@ def test_start_ships_inputs_and_launches_detached(ops: Ops) -> None:
     run_dir = ops.far_run_dir(run_id)
     assert started.run.state == "running"
     assert started.run.remote_dir == str(run_dir)
-    # gpus=2 on a host with GPUs: the run's first step, the GPU gate, travels with the inputs.
-    gate = len(gate_file())
-    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size + gate
+    # gpus=2 on a host with GPUs: the run's first step, the GPU gate, travels with the inputs,
+    # but as rtrain's own file it is not counted among what the user shipped.
+    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size
+    assert (run_dir / "gpu_gate.sh").read_bytes() == gate_file()
 
     # The run dir is private, the inputs arrived intact under their names.
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700

@@ -681,8 +681,15 @@ is_sha256() {
 	[ "${#1}" = 64 ]
 }
 
-# place_input ENTRY RUN_DIR NAME: the cached ENTRY appears as RUN_DIR/NAME, a hard link
-# where the filesystem allows one, else a copy; `placed NAME linked|copied`.
+# An input this large (bytes) may stay shared with the cache instead of copied per run.
+SHARE_FROM=67108864
+
+# place_input ENTRY RUN_DIR NAME SIZE: the cached ENTRY (SIZE bytes) appears as RUN_DIR/NAME,
+# the run's own to rewrite, append to or delete without changing the cache or another run:
+# a reflink where the filesystem makes one (no bytes copied), else a private copy. Only an
+# input of SHARE_FROM bytes or more, for a user other than root, stays a hard link to the
+# read-only entry (the mode keeps the run from changing it; root ignores modes, so root
+# gets copies). `placed NAME copied|linked`.
 place_input() {
 	case /$3/ in
 	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
@@ -692,13 +699,23 @@ place_input() {
 	*/*) mkdir -p -- "${pi_dest%/*}" 2>/dev/null ;;
 	esac
 	pi_tmp=${pi_dest%/*}/.${3##*/}.placing-$$
-	pi_how=linked
-	if ! ln -f -- "$1" "$pi_tmp" 2>/dev/null; then
-		pi_how=copied
-		pi_msg=$(cp -- "$1" "$pi_tmp" 2>&1) || {
+	pi_how=copied
+	# Tried once a script: a filesystem that cannot reflink one input cannot reflink the next.
+	if [ "${PI_REFLINK-}" != no ] && cp --reflink=always -- "$1" "$pi_tmp" 2>/dev/null &&
+		chmod u+w -- "$pi_tmp" 2>/dev/null; then
+		:
+	else
+		[ "${PI_REFLINK-}" = no ] || rm -f -- "$pi_tmp"
+		PI_REFLINK=no
+		if [ "${4:-0}" -ge "$SHARE_FROM" ] && [ "${PI_UID:=$(id -u)}" != 0 ] &&
+			ln -f -- "$1" "$pi_tmp" 2>/dev/null; then
+			pi_how=linked
+		elif ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
+			# A new file, so it is writable (and private: umask 077).
+			pi_msg=$(cat -- "$1" 2>&1 >"$pi_tmp")
 			rm -f -- "$pi_tmp"
-			fail "$E_WRITE" write "$(flat "$pi_msg")"
-		}
+			fail "$E_WRITE" write "$(flat "${pi_msg:-copying $3 failed}")"
+		fi
 	fi
 	pi_msg=$(mv -f -- "$pi_tmp" "$pi_dest" 2>&1) || {
 		rm -f -- "$pi_tmp"
