@@ -15,6 +15,8 @@ import msgspec
 RunState = Literal["queued", "running", "completed", "failed", "stopped", "lost", "unknown"]
 # How a run is run: `process` (one detached process tree), `torchrun` (N ranks on one host).
 Launcher = Literal["process", "torchrun"]
+# How a run was run, as it records it: a launcher of the host's own, or a Slurm batch job.
+RunLauncher = Literal["process", "torchrun", "slurm"]
 Transport = Literal["exec", "console", "local"]
 ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
 # What a run's limits do when it stalls: flag it (`stalledSince`), or stop it as well.
@@ -271,6 +273,9 @@ class RunInfo(Result):
     cost: float | None = None
     # What happens once the run completes, and how far it got.
     after: AfterRun | None = None
+    # How it was launched; every later operation on it uses the same launcher, whatever
+    # config.toml says now (null: a run of an older rtrain, whose host's config decides).
+    launcher: RunLauncher | None = None
 
 
 class GpuInfo(Result):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rtrain.protocol.messages import RunLauncher
+
 from .process import ProcessLauncher
 
 # Each rank's error file (TORCHELASTIC_ERROR_FILE) lands under this folder of the run dir.
@@ -20,7 +22,7 @@ MODULE = "torch.distributed.run"
 
 
 class TorchrunLauncher(ProcessLauncher):
-    name = "torchrun"
+    name: RunLauncher = "torchrun"
     # torchrun's agent gives its ranks 30 s after SIGTERM before it kills them: wait for it.
     default_grace = 35.0
 

@@ -258,6 +258,8 @@ async def _claim_ship_launch(
         env=env,
         setup=setup_command,
         after=after,
+        # Recorded, so the run keeps its launcher whatever config.toml says later.
+        launcher=ops.launcher(p.host, command).name,
     )
     pending = limits.on_run(pending)
     ops.registry.upsert(pending)
@@ -333,7 +335,8 @@ async def _ship_and_launch(
         meta["secret_names"] = sorted(p.secrets)
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
-    launcher = ops.launcher(p.host, argv[3:])
+    meta["launcher"] = pending.launcher
+    launcher = ops.run_launcher(p.host, pending.launcher)
     secret_lines = contract.launch_stdin(
         p.secrets,
         pending.env,
