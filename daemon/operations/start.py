@@ -13,7 +13,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from rtrain.daemon.launchers.torchrun import TORCHRUN_LOGS, torchrun_words
+from rtrain.daemon.launchers.torchrun import (
+    FAILURE_FILE,
+    RANKS_FILE,
+    TORCHRUN_LOGS,
+    relay_source,
+    torchrun_words,
+    uses_relay,
+)
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
@@ -69,6 +76,8 @@ RESERVED = {
     "rtrain-run",
     "rtrain-steps",
     TORCHRUN_LOGS,
+    RANKS_FILE,
+    FAILURE_FILE,
     GATE_FILE,
     "queued",
     "status.tmp",
@@ -229,6 +238,7 @@ async def _claim_ship_launch(
         dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
+        relay=launcher.runs_on_host,
     )
     setup_command = (
         None
@@ -265,6 +275,9 @@ async def _claim_ship_launch(
     own = Inputs()
     if launcher.runs_on_host and limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
+    if uses_relay(command):
+        relay = relay_source()
+        own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
     wrapper = gate_prefix(p, run_dir, run_id, plan)
     argv = [run_dir, run_id, python, *wrapper, *command]
     try:
@@ -594,7 +607,13 @@ def _demo_command(dataset: str | None, launcher: str | None) -> list[str]:
 
 
 def _expand(
-    template: list[str], *, python: str, dataset: str | None, run_dir: str, gpus: int
+    template: list[str],
+    *,
+    python: str,
+    dataset: str | None,
+    run_dir: str,
+    gpus: int,
+    relay: bool = False,
 ) -> list[str]:
     values = {
         "{python}": python,
@@ -606,7 +625,7 @@ def _expand(
     words: list[str] = []
     for word in template:
         if word == TORCHRUN_WORD:
-            words += torchrun_words(python, gpus)
+            words += torchrun_words(python, gpus, run_dir if relay else None)
             continue
         for placeholder, value in values.items():
             word = word.replace(placeholder, value)
