@@ -527,11 +527,11 @@ last_words() {
 
 # A torchrun run that failed without rank_failure (its relay did not run): fr_text becomes
 # `rank N: FIRST ERROR LINE`. From this attempt's error files of the ranks
-# (TORCHELASTIC_ERROR_FILE, written by torch's @record), the earliest one; else from
+# (TORCHELASTIC_ERROR_FILE, written by torch's @record), the first written; else from
 # torchrun's own summary in the log (the root cause's rank and exit code) and that rank's
 # last exception line in the log.
 torchrun_failure() {
-	tf_best='' tf_when='' tf_rank='' tf_message='' tf_exit=''
+	tf_best='' tf_rank='' tf_message='' tf_exit=''
 	# The glob must expand even for a caller in `set -f` (watch.sh).
 	case $- in
 	*f*) tf_noglob=1 ;;
@@ -548,8 +548,9 @@ torchrun_failure() {
 		if is_uint "$tf_stamp" && is_uint "$META_STARTED" && [ "$tf_stamp" -lt "$META_STARTED" ]; then
 			continue
 		fi
-		if [ -z "$tf_best" ] || { [ -n "$tf_stamp" ] && [ "$tf_stamp" -lt "${tf_when:-0}" ]; }; then
-			tf_best=$tf_file tf_when=${tf_stamp:-0} tf_message=$tf_text
+		# The file written first: its time to the nanosecond (the stamp inside has seconds).
+		if [ -z "$tf_best" ] || [ "$tf_file" -ot "$tf_best" ]; then
+			tf_best=$tf_file tf_message=$tf_text
 			tf_rank=${tf_file%/error.json}
 			tf_rank=${tf_rank##*/}
 		fi
