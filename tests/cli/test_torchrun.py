@@ -32,8 +32,9 @@ SLOW = TORCHRUN_DEMO_CONFIG.replace("steps: 40", "steps: 100000") + "sleep_per_s
 DATASET = '{"prompt": "Q: up?\\nA:", "completion": " down"}\n' * 40
 # argv: DIR COMMAND...: run COMMAND in DIR (the first run's), in this process.
 RUN_IN_DIR = "import os, sys; os.chdir(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
-# Each rank's lines reach train.log whole, behind `[rankN]: ` (rtrain-ranks).
-STEP = re.compile(r"^\[rank0\]: step (\d+) \| loss (\d+\.\d+)", re.MULTILINE)
+# Each rank's lines reach train.log whole, behind `[rankN]: ` (rtrain-ranks; not on Slurm,
+# which runs torchrun without the relay).
+STEP = re.compile(r"^(?:\[rank0\]: )?step (\d+) \| loss (\d+\.\d+)", re.MULTILINE)
 # A trainer shaped like nanoGPT's (tests/trainers): `--key=value` settings, failure knobs.
 NANOGPT_SHAPED = (Path(__file__).parent.parent / "trainers" / "nanogpt_shaped.py").read_text()
 
