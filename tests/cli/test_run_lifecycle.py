@@ -88,7 +88,7 @@ def test_runs_and_hosts_list_what_happened(cli: Cli) -> None:
     cli.start(bad, "{python}", "-c", FAILING_TRAINER)
     cli.start(here, "{python}", "-c", "print('ok')", host="local")
     cli.wait_state("plain", good, "completed")
-    cli.wait_state("plain", bad, "failed (exit 3, out of patience)")
+    cli.wait_state("plain", bad, "failed (exit 3)")
     cli.wait_state("local", here, "completed")
 
     table = cli("runs")

@@ -48,10 +48,10 @@ def test_failing_trainer_fails_the_follow_and_says_how(cli: Cli) -> None:
     assert "step 1 | loss 1.0" in done.out_lines
     # The trainer's stderr is part of the run's log.
     assert "out of patience" in done.out_lines
-    assert done.err_lines[-1] == f"{run_id} on plain: failed (exit 3, out of patience)"
+    assert done.err_lines[-1] == f"{run_id} on plain: failed (exit 3)"
 
     status = cli("status", "plain", run_id)
-    assert (status.code, status.out) == (0, "failed (exit 3, out of patience)\n"), status
+    assert (status.code, status.out) == (0, "failed (exit 3)\n"), status
     as_json = cli("status", "plain", run_id, "--json").json()
     assert (as_json["runId"], as_json["state"], as_json["exitCode"]) == (run_id, "failed", 3)
 

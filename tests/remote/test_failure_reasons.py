@@ -51,12 +51,20 @@ def test_a_python_failure_reads_as_its_last_exception_line(remote: Remote) -> No
     assert row[5] == "ValueError: bad shape (3, 4) \U0001f525", row
 
 
-def test_without_a_traceback_the_last_line_says_why(remote: Remote) -> None:
-    launched = launch(
-        remote, "/bin/sh", "-c", "echo step 1; echo 'no kernel image for sm_90' >&2; exit 3"
-    )
+def test_without_a_traceback_a_last_line_that_reads_like_an_error_says_why(
+    remote: Remote,
+) -> None:
+    message = "CUDA error: no kernel image is available for execution on the device"
+    launched = launch(remote, "/bin/sh", "-c", f"echo step 1; echo '{message}' >&2; exit 3")
     row = ended(remote, launched)
-    assert row[1:3] == ["failed", "3"] and row[5] == "no kernel image for sm_90", row
+    assert row[1:3] == ["failed", "3"] and row[5] == message, row
+
+
+def test_a_last_line_of_progress_is_not_taken_for_the_reason(remote: Remote) -> None:
+    """stdout and stderr share train.log: a run that exits 3 right after a progress line
+    has no reason, rather than `step 1 | loss 1.0` as one."""
+    row = python_run(remote, "import sys; print('step 1 | loss 1.0'); sys.exit(3)")
+    assert row[1:3] == ["failed", "3"] and row[5] == "-", row
 
 
 def test_a_rank_prefixed_traceback_names_its_rank(remote: Remote) -> None:

@@ -422,14 +422,32 @@ failure_reason() {
 		signal_words "$(($2 - 128))" "$1" -
 	else
 		fr_found=$(last_words "$1/train.log")
-		if [ -n "$fr_found" ]; then
-			fr_rank=${fr_found#*"$TAB"}
-			fr_rank=${fr_rank%%"$TAB"*}
-			fr_text=${fr_found#*"$TAB"*"$TAB"}
-			[ "$fr_rank" != - ] && fr_text="rank $fr_rank: $fr_text"
-		fi
+		fr_rank=${fr_found#*"$TAB"}
+		fr_rank=${fr_rank%%"$TAB"*}
+		fr_text=${fr_found#*"$TAB"*"$TAB"}
+		case $fr_found in
+		"exception$TAB"* | "rtrain$TAB"*) ;;
+		# train.log holds stdout too: a last line is a reason only when it reads like one
+		# (`step 9 | loss 0.1` is not why a run failed).
+		"line$TAB"*) reads_like_why "$fr_text" || fr_text= ;;
+		*) fr_text= ;;
+		esac
+		[ -n "$fr_text" ] && [ "$fr_rank" != - ] && fr_text="rank $fr_rank: $fr_text"
 	fi
 	set_detail "$fr_text"
+}
+
+# True when a line of a log reads like an error message (what a failed program says last on
+# stderr, where stdout and stderr share one log).
+reads_like_why() {
+	rw_text=$(printf '%s' "$1" | tr 'A-Z' 'a-z')
+	case $rw_text in
+	*error* | *fail* | *fatal* | *exception* | *abort* | *denied* | *"not found"* | *"no such"* | \
+		*cannot* | *"can't"* | *"could not"* | *unable* | *invalid* | *refused* | *killed* | \
+		*terminated* | *"out of memory"* | *segmentation* | *"not enough"* | *"timed out"* | \
+		*panic* | *usage:* | *"no space"* | *missing*) return 0 ;;
+	esac
+	return 1
 }
 
 # RS_DETAIL <- TEXT as one line of at most 300 bytes; nothing for an empty TEXT.
@@ -493,7 +511,8 @@ RF_EOF
 
 # last_words LOG [RANK]: what a failed program said last, from the end of LOG: `exception
 # RANK LINE` for the final line of its last Python traceback, else `line RANK LINE` for its
-# last non-empty line; nothing for an empty log. A `[rankN]: ` prefix (torch's own, or
+# last non-empty line (`rtrain RANK LINE` when that is rtrain's own message, such as the GPU
+# gate's refusal); nothing for an empty log. A `[rankN]: ` prefix (torch's own, or
 # rtrain-ranks') is read through: RANK is N, else `-`; with RANK given, other ranks' lines
 # are skipped. rtrain's own `rtrain: ` before a message goes.
 last_words() {
@@ -516,12 +535,12 @@ last_words() {
 				next
 			}
 			if (line ~ /^==> rtrain: attempt /) next
-			sub(/^rtrain: /, "", line)
+			lkind = sub(/^rtrain: /, "", line) ? "rtrain" : "line"
 			last = line; lrank = rank
 		}
 		END {
 			if (exc != "") printf "exception\t%s\t%s\n", erank, exc
-			else if (last != "") printf "line\t%s\t%s\n", lrank, last
+			else if (last != "") printf "%s\t%s\t%s\n", lkind, lrank, last
 		}'
 }
 
