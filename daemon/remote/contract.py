@@ -1000,7 +1000,7 @@ async def slurm_submit(
 
 
 class JobReport(msgspec.Struct, frozen=True):
-    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP`: how a run's job
+    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP WHY`: how a run's job
     stands. `source` says who answered: squeue, sacct, none (nobody knows the job; `reason`
     says why) or missing (no run directory, or a run never submitted)."""
 
@@ -1014,6 +1014,7 @@ class JobReport(msgspec.Struct, frozen=True):
     status_file: int | None  # the run's own exit status
     stop_requested: bool = False  # rtrain's stop asked the run to end
     setup_failed: bool = False  # the run's setup step failed; its trainer never started
+    why: str | None = None  # why a workload with a non-zero status failed (as status.sh says)
 
 
 JOB_SOURCES = ("squeue", "sacct", "none", "missing")
@@ -1036,6 +1037,7 @@ def job_report(values: list[str]) -> JobReport | None:
         status_file=_int(status_field),
         stop_requested=len(values) > 7 and values[7] == "1",
         setup_failed=len(values) > 8 and values[8] == "1",
+        why=values[9] if len(values) > 9 and values[9] not in ("", "-") else None,
     )
 
 
