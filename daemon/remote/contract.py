@@ -127,7 +127,8 @@ class RunRow(msgspec.Struct, frozen=True):
         return self.state in FAR_STATES
 
 
-def _run_row(values: list[str]) -> RunRow:
+def run_row(values: list[str]) -> RunRow:
+    """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
     run_id, state, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
     return RunRow(
         run_id=run_id,
@@ -135,7 +136,8 @@ def _run_row(values: list[str]) -> RunRow:
         exit_code=_int(exit_code),
         signal=_int(signal),
         started_at=_float(started),
-        detail=None if detail in ("-", "") else detail,
+        # The far side cuts a reason at 300 bytes, maybe inside a character.
+        detail=None if detail in ("-", "") else detail.rstrip("\ufffd"),
         stalled_for=_int(stalled),
     )
 
@@ -147,7 +149,7 @@ class StatusReport(Answer, frozen=True, kw_only=True):
 async def status(transport: Transport, workdir: str, run_ids: Sequence[str]) -> StatusReport:
     """status.sh: one row per run id asked about (a missing run is a `missing` row)."""
     done = await transport.run("status", [workdir, *run_ids], timeout=60)
-    rows = [_run_row(values) for values in Lines(done.stdout).rows("run")]
+    rows = [run_row(values) for values in Lines(done.stdout).rows("run")]
     return StatusReport(
         runs={row.run_id: row for row in rows}, exit=done.returncode, error_text=done.error_text
     )
@@ -744,7 +746,7 @@ async def stop(
         reason=lines.value("reason"),
         survivors=_pids(lines.value("survivors")),
         killed=_pids(lines.value("killed")),
-        run=_run_row(rows[0]) if rows else None,
+        run=run_row(rows[0]) if rows else None,
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -858,7 +860,7 @@ def decode_watch(stdout: bytes, exit: int = 0, error_text: str = "") -> WatchRep
         elif slices:
             break  # nothing but slices may follow a slice
         elif key == "run":
-            rows.append(_run_row(fields))
+            rows.append(run_row(fields))
         elif key == "gpu" and fields:
             gpu_lines.append(fields[0])
         elif key == "app" and len(fields) >= 2:
