@@ -12,7 +12,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from rtrain.daemon.launchers.torchrun import TORCHRUN_LOGS
+from rtrain.daemon.launchers.torchrun import (
+    FAILURE_FILE,
+    RANKS_FILE,
+    TORCHRUN_LOGS,
+    relay_source,
+    uses_relay,
+)
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
@@ -75,6 +81,8 @@ RESERVED = {
     ".rtrain-run",
     "rtrain-steps",
     TORCHRUN_LOGS,
+    RANKS_FILE,
+    FAILURE_FILE,
     GATE_FILE,
     "queued",
     "status.tmp",
@@ -236,6 +244,7 @@ async def _claim_ship_launch(
         dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
+        relay=launcher.runs_on_host,
     )
     setup_command = (
         None
@@ -274,6 +283,9 @@ async def _claim_ship_launch(
         own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
     if launcher.runs_on_host and limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
+    if uses_relay(command):
+        relay = relay_source()
+        own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
     wrapper = gate_prefix(p, run_dir, run_id, plan)
     argv = [run_dir, run_id, python, *wrapper, *command]
     try:
