@@ -25,6 +25,10 @@ OnStall = Literal["flag", "stop"]
 StoppedBy = Literal["max_duration", "stall"]
 # A limit in whole seconds: 0 turns it off; at most a year (protocol/durations.py).
 LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
+# GPUs a run asks for per node (0: none), and the nodes of a batch job: a bad count is
+# refused as invalid params before anything reaches a host.
+GpuCount = Annotated[int, msgspec.Meta(ge=0, le=4096)]
+NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -457,7 +461,7 @@ class StartParams(Params):
     # A directory whose contents land in the run directory (.rtrainignore, else .gitignore).
     code: str | None = None
     run_id: str | None = None
-    gpus: int = 1
+    gpus: GpuCount = 1
     python: str | None = None
     workdir: str | None = None
     # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in,
@@ -479,7 +483,7 @@ class StartParams(Params):
     # Slurm hosts only: they override the host's config.toml defaults.
     partition: str | None = None
     time: str | None = None
-    nodes: int = 1
+    nodes: NodeCount = 1
     # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
     signal_before_timeout: int | None = None
     requeue: bool = False

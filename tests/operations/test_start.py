@@ -153,6 +153,21 @@ def test_bad_start_params_are_refused_before_any_ssh(ops: Ops, change: dict, kin
     assert not plain or plain[0].connection == "disconnected"
 
 
+@pytest.mark.parametrize("change", [{"gpus": -3}, {"gpus": 100000}, {"nodes": 0}])
+def test_a_count_out_of_range_is_invalid_params_and_starts_nothing(ops: Ops, change: dict) -> None:
+    """The fault: a raw run/start with `gpus: -3` was accepted and the run started."""
+    params = {
+        "host": "plain",
+        "runId": ops.new_run_id(),
+        "workdir": ops.workdir,
+        "command": ["{python}", "-c", "print(1)"],
+        **change,
+    }
+    error = ops.error("run/start", params)
+    assert (error.code, error.kind) == (-32602, None), error
+    assert not ops.far_workdir.exists()
+
+
 def test_start_reports_upload_progress(ops: Ops) -> None:
     run_id = ops.new_run_id()
     dataset = ops.tmp / "big.bin"
