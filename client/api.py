@@ -99,10 +99,16 @@ class RemoteRunner:
         inputs: Sequence[str | Path] = (),
         hf_models: Sequence[str] = (),
         secrets: Mapping[str, str] | None = None,
+        config_path: str | Path | None = None,
+        code_dir: str | Path | None = None,
+        include: Sequence[str] = (),
+        follow_links: bool = False,
     ) -> RemotePreflight:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
-        paths start would ship (checked against the disk); `hf_models`: Hub models the host
-        must download, with `secrets={"HF_TOKEN": ...}` as the token to try."""
+        paths start would ship (checked against the disk), and `config_path` and `code_dir`
+        (with `include` and `follow_links`) counted as start ships them; `hf_models`: Hub
+        models the host must download, with `secrets={"HF_TOKEN": ...}` as the token to
+        try."""
         result = self._call(
             requests.host_preflight(
                 host=self.host.alias,
@@ -111,6 +117,10 @@ class RemoteRunner:
                 workdir=self.host.workdir,
                 requires=list(requires) or None,
                 inputs=[str(Path(path).resolve()) for path in inputs] or None,
+                config=str(Path(config_path).resolve()) if config_path is not None else None,
+                code=str(Path(code_dir).resolve()) if code_dir is not None else None,
+                include=list(include) or None,
+                follow_links=follow_links or None,
                 hf_models=list(hf_models) or None,
                 secrets=dict(secrets) if secrets else None,
             )
@@ -145,13 +155,17 @@ class RemoteRunner:
         then_fetch: str | None = None,
         then_fetch_into: str | Path = ".",
         then_terminate: bool = False,
+        include: Sequence[str] = (),
+        follow_links: bool = False,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
         `code_dir`'s files land in the run directory (its .rtrainignore, else .gitignore, is
-        honoured); each of `dataset_path` and `datasets` (files or directories) lands under
-        its own name; `env` is for the setup step and the trainer (recorded: not for
-        secrets); `setup` is a shell command run in the run directory first.
+        honoured; `include` patterns, gitignore syntax, ship what they match anyway; its
+        links that leave it ship as links unless `follow_links`); each of `dataset_path`
+        and `datasets` (files or directories) lands under its own name; `env` is for the
+        setup step and the trainer (recorded: not for secrets); `setup` is a shell command
+        run in the run directory first.
         `max_duration` and `stall_after` are durations (`6h`, `30m`, `off`), kept by the host
         (docs/cost-safety.md); a bad one raises ValueError before anything is sent.
         `then_fetch` (into `then_fetch_into`) and `then_terminate`: what the daemon does once
@@ -170,6 +184,8 @@ class RemoteRunner:
             dataset=str(Path(dataset_path).resolve()) if dataset_path is not None else None,
             datasets=[str(Path(d).resolve()) for d in datasets] or None,
             code=str(Path(code_dir).resolve()) if code_dir is not None else None,
+            include=list(include) or None,
+            follow_links=follow_links or None,
             env=dict(env) if env else None,
             setup=setup,
             run_id=run_id,

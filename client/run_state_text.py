@@ -9,10 +9,11 @@ from rtrain.protocol.durations import human_duration
 
 
 def state_text(run: Any) -> str:
-    """`running`, `completed`, `failed (exit 3)`, `unknown (host unreachable: ...)`, and for
-    a scheduler's job its own word where it says more: `failed (TIMEOUT)`, `stopped
-    (CANCELLED)`, `queued (waiting for ...)`; a run's limits say their part: `running
-    (stalled 12m)`, `stopped (max duration 6h)`."""
+    """`running`, `completed`, `failed (exit 3)`, `failed (exit 1, ValueError: bad)`,
+    `failed (exit 1, rank 1: ...)`, `failed (exit 137, killed by SIGKILL)`, `unknown (host
+    unreachable: ...)`, and for a scheduler's job its own word where it says more: `failed
+    (TIMEOUT)`, `stopped (CANCELLED)`, `queued (waiting for ...)`; a run's limits say their
+    part: `running (stalled 12m)`, `stopped (max duration 6h)`."""
     stalled_since = getattr(run, "stalled_since", None)
     if run.state == "running" and stalled_since is not None:
         return f"running (stalled {human_duration(time.time() - stalled_since)})"
@@ -24,11 +25,14 @@ def state_text(run: Any) -> str:
     if run.state == "failed":
         if run.reason in ("setup", "program not found"):
             return f"failed ({run.reason}, exit {run.exit_code})"
-        if run.signal:
-            return f"failed (exit {run.exit_code}, signal {run.signal})"
-        if run.reason and run.reason.startswith("rank "):  # which rank of a torchrun run, and why
-            return f"failed (exit {run.exit_code}, {run.reason})"
-        return f"failed (exit {run.exit_code})"
+        # Why, as the far side read it: the rank that failed first, the signal that killed
+        # the run, the last exception line or last line of the log.
+        said = [f"exit {run.exit_code}"] if run.exit_code is not None else []
+        if run.reason:
+            said.append(run.reason)
+        elif run.signal:
+            said.append(f"signal {run.signal}")
+        return f"failed ({', '.join(said)})" if said else "failed"
     if run.state in ("unknown", "lost", "queued") and run.reason:
         return f"{run.state} ({run.reason})"
     return str(run.state)

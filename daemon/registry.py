@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS runs (
     on_stall TEXT,
     stalled_since REAL,
     stopped_by TEXT,
+    launcher TEXT,
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
@@ -94,6 +95,7 @@ _COLUMNS = (
     "on_stall",
     "stalled_since",
     "stopped_by",
+    "launcher",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
@@ -114,6 +116,7 @@ _ADDED_COLUMNS = {
     "on_stall": "TEXT",
     "stalled_since": "REAL",
     "stopped_by": "TEXT",
+    "launcher": "TEXT",
 }
 ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.

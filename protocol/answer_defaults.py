@@ -12,6 +12,7 @@ from typing import Any
 
 # camelCase field name -> its default (a mutable one is copied before it is handed out)
 ANSWER_DEFAULTS: dict[str, Any] = {
+    "atLeast": False,
     "attempt": 0,
     "attempts": [],
     "command": [],
@@ -27,11 +28,16 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "idleSeconds": 0.0,
     "ignoreSessions": False,
     "inUseByOther": False,
+    "leftHome": [],
+    "leftHomeBytes": 0,
+    "leftHomeFiles": 0,
     "level": "ok",
     "limits": [],
+    "links": [],
     "logOffset": 0,
     "notices": [],
     "output": [],
+    "outside": False,
     "packages": [],
     "partitions": [],
     "processes": [],
@@ -41,6 +47,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "rotated": False,
     "running": 0,
     "runs": 0,
+    "secrets": [],
     "sentBytes": 0,
     "settings": {},
     "shipped": [],

@@ -15,6 +15,8 @@ import msgspec
 RunState = Literal["queued", "running", "completed", "failed", "stopped", "lost", "unknown"]
 # How a run is run: `process` (one detached process tree), `torchrun` (N ranks on one host).
 Launcher = Literal["process", "torchrun"]
+# How a run was run, as it records it: a launcher of the host's own, or a Slurm batch job.
+RunLauncher = Literal["process", "torchrun", "slurm"]
 Transport = Literal["exec", "console", "local"]
 ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
 # What a run's limits do when it stalls: flag it (`stalledSince`), or stop it as well.
@@ -23,6 +25,10 @@ OnStall = Literal["flag", "stop"]
 StoppedBy = Literal["max_duration", "stall"]
 # A limit in whole seconds: 0 turns it off; at most a year (protocol/durations.py).
 LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
+# GPUs a run asks for per node (0: none), and the nodes of a batch job: a bad count is
+# refused as invalid params before anything reaches a host.
+GpuCount = Annotated[int, msgspec.Meta(ge=0, le=4096)]
+NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -271,6 +277,9 @@ class RunInfo(Result):
     cost: float | None = None
     # What happens once the run completes, and how far it got.
     after: AfterRun | None = None
+    # How it was launched; every later operation on it uses the same launcher, whatever
+    # config.toml says now (null: a run of an older rtrain, whose host's config decides).
+    launcher: RunLauncher | None = None
 
 
 class GpuInfo(Result):
@@ -299,6 +308,12 @@ class PreflightParams(Params):
     requires: list[str] = []
     # Local files or directories `start` would ship; their size is checked against the disk.
     inputs: list[str] = []
+    # The config and the code directory as start takes them (the code with its ignore rules,
+    # `include` and `followLinks`), so that what preflight counts is what start ships.
+    config: str | None = None
+    code: str | None = None
+    include: list[str] = []
+    follow_links: bool = False
     # Hugging Face model ids (`ORG/NAME`) the host must be able to download.
     hf_models: list[str] = []
     # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
@@ -446,7 +461,7 @@ class StartParams(Params):
     # A directory whose contents land in the run directory (.rtrainignore, else .gitignore).
     code: str | None = None
     run_id: str | None = None
-    gpus: int = 1
+    gpus: GpuCount = 1
     python: str | None = None
     workdir: str | None = None
     # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in,
@@ -468,7 +483,7 @@ class StartParams(Params):
     # Slurm hosts only: they override the host's config.toml defaults.
     partition: str | None = None
     time: str | None = None
-    nodes: int = 1
+    nodes: NodeCount = 1
     # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
     signal_before_timeout: int | None = None
     requeue: bool = False
@@ -485,6 +500,11 @@ class StartParams(Params):
     then_fetch: str | None = None
     then_fetch_into: str | None = None
     then_terminate: bool = False
+    # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
+    # leave them home; and whether links that leave the code directory ship what they point
+    # to (else they ship as links).
+    include: list[str] = []
+    follow_links: bool = False
 
 
 class ShippedFile(Result):
@@ -499,12 +519,47 @@ class ShippedFile(Result):
     how: Literal["sent", "linked", "copied"] = "sent"
 
 
+class LeftHomePath(Result):
+    """A path of the code directory that its ignore rules kept home (a directory's ends in
+    `/`): the rule that matched, as written, and the files and bytes under it (`atLeast`: a
+    big directory was counted in part)."""
+
+    path: str
+    rule: str
+    files: int
+    size: int
+    at_least: bool = False
+
+
+class ShippedLink(Result):
+    """A symbolic link of the code directory shipped as a link; `outside`: its target is
+    not in the code directory (what it points to stayed home)."""
+
+    path: str
+    target: str
+    outside: bool = False
+
+
+class CodeReport(Result):
+    """What `code` left home and why (`rules`: the ignore file read; `leftHome` lists the
+    first paths, the totals count all), the links shipped as links, and the shipped files
+    whose names look like secrets that no ignore or include rule names."""
+
+    rules: str | None = None
+    left_home: list[LeftHomePath] = []
+    left_home_files: int = 0
+    left_home_bytes: int = 0
+    links: list[ShippedLink] = []
+    secrets: list[str] = []
+
+
 class StartResult(Result):
     run: RunInfo
     pid: int | None = None
     # Bytes that went over the wire (an input the host already held costs none).
     uploaded_bytes: int = 0
     shipped: list[ShippedFile] = []
+    code: CodeReport | None = None
 
 
 class RunRef(Params):

@@ -132,6 +132,10 @@ def host_preflight(
     workdir: str | None = None,
     requires: list[str] | None = None,
     inputs: list[str] | None = None,
+    config: str | None = None,
+    code: str | None = None,
+    include: list[str] | None = None,
+    follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
 ) -> Call:
@@ -146,6 +150,10 @@ def host_preflight(
             workdir=workdir,
             requires=requires,
             inputs=inputs,
+            config=config,
+            code=code,
+            include=include,
+            followLinks=follow_links,
             hfModels=hf_models,
             secrets=secrets,
         ),
@@ -243,6 +251,8 @@ def run_start(
     then_fetch: str | None = None,
     then_fetch_into: str | None = None,
     then_terminate: bool | None = None,
+    include: list[str] | None = None,
+    follow_links: bool | None = None,
 ) -> Call:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -276,6 +286,8 @@ def run_start(
             thenFetch=then_fetch,
             thenFetchInto=then_fetch_into,
             thenTerminate=then_terminate,
+            include=include,
+            followLinks=follow_links,
         ),
     )
 

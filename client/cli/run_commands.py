@@ -35,6 +35,7 @@ from .metrics_view import (
 )
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar
+from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 from .status_view import show_status
 from .usage import PlainUsage
 
@@ -167,6 +168,8 @@ def register(app: typer.Typer) -> None:
         code: Path | None = typer.Option(
             None, "--code", help="The code directory start would ship."
         ),
+        include: list[str] = IncludeOpt,
+        follow_links: bool = FollowLinksOpt,
         inputs: list[Path] = typer.Option(
             [], "--inputs", "--input", help="Any other local file or directory to be shipped."
         ),
@@ -200,6 +203,7 @@ def register(app: typer.Typer) -> None:
         except RpcError as error:
             fail(error.message, kind=error.kind or ClientKind.USAGE)
         shipped = [p for p in (config, code, *dataset, *inputs) if p is not None]
+        others = [*dataset, *inputs]
         for path in shipped:
             if not path.exists():
                 fail(f"Path {str(path)!r} does not exist.", kind=Kind.LOCAL_FILE_MISSING)
@@ -210,7 +214,11 @@ def register(app: typer.Typer) -> None:
             python=python,
             workdir=workdir,
             requires=requires or None,
-            inputs=[str(path.resolve()) for path in shipped] or None,
+            inputs=[str(path.resolve()) for path in others] or None,
+            config=str(config.resolve()) if config is not None else None,
+            code=str(code.resolve()) if code is not None else None,
+            include=list(include) or None,
+            follow_links=follow_links or None,
             hf_models=list(hf_model) or None,
             secrets=secrets or None,
         )
@@ -254,6 +262,11 @@ def register(app: typer.Typer) -> None:
             callback=_existing,
             help="Directory whose contents land in the run directory (.rtrainignore, else "
             ".gitignore, is honoured; .git/ never ships).",
+        ),
+        include: list[str] = IncludeOpt,
+        follow_links: bool = FollowLinksOpt,
+        verbose: bool = typer.Option(
+            False, "--verbose", "-v", help="List every file shipped, and how it got there."
         ),
         gpus: int = typer.Option(
             1, "--gpus", min=0, help="GPUs the run expects (torchrun: one rank per GPU)."
@@ -384,6 +397,8 @@ def register(app: typer.Typer) -> None:
             workdir=workdir,
             datasets=[str(path.resolve()) for path in dataset] or None,
             code=str(code.resolve()) if code is not None else None,
+            include=list(include) or None,
+            follow_links=follow_links or None,
             env=_env_pairs(env) if env else None,
             setup=setup,
             run_id=run_id,
@@ -437,14 +452,7 @@ def register(app: typer.Typer) -> None:
                 print(f"  tail:  rtrain tail {host} {run.run_id}")
                 print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
             else:
-                for shipped in result.shipped:
-                    if shipped.how != "sent":
-                        note(f"{shipped.path}: already on {host}, 0 B sent")
-                files = len(result.shipped)
-                note(
-                    f"shipped {files} file{'s' if files != 1 else ''}, "
-                    f"{human_bytes(result.uploaded_bytes)}, every sha256 checked on {host}"
-                )
+                print_ship_summary(result, host, verbose=verbose)
                 if run.state == "queued":
                     print(f"✓ queued {run.run_id} on {host}: {run.reason}")
                 else:

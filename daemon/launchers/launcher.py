@@ -13,12 +13,13 @@ from collections.abc import Sequence
 
 from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
 from rtrain.daemon.ssh.transport import Transport
-from rtrain.protocol.messages import StartParams
+from rtrain.protocol.messages import RunLauncher, StartParams
 
 
 class Launcher(ABC):
-    # The name a run records, so every later operation on it uses the same launcher.
-    name: str
+    # The name a run records (RunInfo.launcher), so every later operation on it uses the
+    # same launcher (Ops.run_launcher).
+    name: RunLauncher
     # Whether a run's processes live on the host rtrain reaches, so that the monitor's
     # watch.sh (which reads states from the processes themselves) tells how the run stands.
     # A scheduler's runs live elsewhere: their states come from `status`.

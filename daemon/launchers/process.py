@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
 from rtrain.daemon.ssh.transport import Transport
-from rtrain.protocol.messages import StartParams
+from rtrain.protocol.messages import RunLauncher, StartParams
 
 from .launcher import Launcher
 
 
 class ProcessLauncher(Launcher):
-    name = "process"
+    name: RunLauncher = "process"
 
     async def launch(
         self,

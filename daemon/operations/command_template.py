@@ -59,8 +59,16 @@ def check_words(template: list[str], has_dataset: bool, has_config: bool) -> Non
 
 
 def expand(
-    template: list[str], *, python: str, dataset: str | None, run_dir: str, gpus: int
+    template: list[str],
+    *,
+    python: str,
+    dataset: str | None,
+    run_dir: str,
+    gpus: int,
+    relay: bool = False,
 ) -> list[str]:
+    """The template's words with the placeholders filled. `relay`: `{torchrun}` runs under
+    rtrain's relay of the ranks' lines (a run on the host itself, not a batch job's)."""
     values = {
         "{python}": python,
         "{config}": CONFIG_NAME,
@@ -71,7 +79,7 @@ def expand(
     words: list[str] = []
     for word in template:
         if word == TORCHRUN_WORD:
-            words += torchrun_words(python, gpus)
+            words += torchrun_words(python, gpus, run_dir if relay else None)
             continue
         for placeholder, value in values.items():
             word = word.replace(placeholder, value)

@@ -112,21 +112,41 @@ class Ops:
         chosen = workdir if workdir is not None else self.hosts.config.host(host).workdir
         return validation.workdir(chosen if chosen is not None else DEFAULT_WORKDIR)
 
+    def run_launcher(
+        self, host: str, recorded: str | None, command: Sequence[str] | None = None
+    ) -> Launcher:
+        """The launcher a run recorded (RunInfo.launcher): a run keeps how it was launched
+        when config.toml changes. A run that recorded none (an older rtrain's, or one known
+        only by host and run id) is run as the host's config says now."""
+        if recorded == "slurm":
+            return self._slurm(host)
+        if recorded == "torchrun":
+            return TORCHRUN
+        if recorded == "process":
+            return PROCESS
+        return self.launcher(host, command)
+
     def launcher(self, host: str, command: Sequence[str] | None = None) -> Launcher:
-        """How runs are run on `host`: batch jobs where config.toml names a scheduler (the
-        job itself runs torchrun where the command asks), else the detached process, or
+        """How a new run is run on `host`: batch jobs where config.toml names a scheduler
+        (the job itself runs torchrun where the command asks), else the detached process, or
         torchrun when the run's command (as recorded, expanded) runs it."""
         settings = self.hosts.config.host(host)
         if settings.scheduler == "slurm":
-            return slurm_launcher(
-                settings.partition,
-                settings.account,
-                settings.qos,
-                settings.time,
-                settings.gres_type,
-                settings.sbatch_args,
-            )
+            return self._slurm(host)
         return TORCHRUN if is_torchrun(command) else PROCESS
+
+    def _slurm(self, host: str) -> Launcher:
+        """Slurm with the host's configured defaults (none, once the config lost them: a
+        recorded job is watched and stopped by its id, restarted with its recorded options)."""
+        settings = self.hosts.config.host(host)
+        return slurm_launcher(
+            settings.partition,
+            settings.account,
+            settings.qos,
+            settings.time,
+            settings.gres_type,
+            settings.sbatch_args,
+        )
 
     def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:
         """The host cannot be asked: the run's state is unknown, and here is why."""

@@ -6,6 +6,8 @@ topic each: the python and torch, the GPUs, packages, the disk, Hugging Face acc
 
 from __future__ import annotations
 
+import asyncio
+
 from rtrain.daemon.launchers.slurm import SlurmLauncher
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import host_did_not_answer
@@ -23,7 +25,7 @@ from rtrain.protocol.messages import (
 
 from .cluster_preflight import cluster_findings
 from .context import Ops, chosen
-from .preflight_disk import judge_disk, ship_bytes
+from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
 from .preflight_packages import judge_packages, probe_names
@@ -58,7 +60,16 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     interpreter = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
     workdir = validation.workdir(chosen(p.workdir, settings.workdir, DEFAULT_WORKDIR))
     # Local paths are read before anything reaches the host.
-    shipped = ship_bytes(p.inputs) if p.inputs else None
+    # What start would ship, to the byte: the same walk, rules and links.
+    gathered = await asyncio.to_thread(
+        would_ship,
+        p.inputs,
+        config=p.config,
+        code=p.code,
+        include=p.include,
+        follow_links=p.follow_links,
+    )
+    shipped = gathered.total_bytes if gathered is not None else None
     try:
         transport = await ops.transport(p.host)
         # The token travels on stdin only: never an argument, never in a file.
@@ -127,6 +138,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         findings.append(Finding("workdir", text))
     if disk_reason:
         problem("disk", disk_reason)
+    if gathered is not None:
+        findings.append(Finding("inputs", inputs_text(gathered)))
 
     hub = judge_hub(report, p.hf_models)
     for access in hub:

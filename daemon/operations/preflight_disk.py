@@ -9,33 +9,62 @@ from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DiskCheck
 
+from .run_inputs import Inputs, gather
+
 # Room beyond the inputs for what a run writes beside them (logs, checkpoints to come):
 # a tenth of the inputs, and never less than this.
 MIN_MARGIN = 64 * 1024 * 1024
 
 
-def ship_bytes(inputs: list[str]) -> int:
-    """The bytes of these local files and directory trees; a sentence for one that is missing."""
-    total = 0
-    for text in inputs:
-        path = Path(text)
-        try:
-            if path.is_dir():
-                for folder, _dirs, files in os.walk(path):
-                    for name in files:
-                        total += (Path(folder) / name).stat().st_size
-            else:
-                total += path.stat().st_size
-        except FileNotFoundError:
+def would_ship(
+    inputs: list[str],
+    *,
+    config: str | None = None,
+    code: str | None = None,
+    include: list[str] | None = None,
+    follow_links: bool = False,
+) -> Inputs | None:
+    """What start would ship: the very files start gathers (the code directory with its
+    rules), or a sentence for a missing or clashing input; None without inputs. `inputs`
+    (datasets, other files) land under their base names."""
+    if not inputs and config is None and code is None:
+        return None
+    from .command_template import CONFIG_NAME
+    from .start import DEMO_TRAINER, RESERVED
+
+    for text in [*inputs, *([config] if config else []), *([code] if code else [])]:
+        if not os.path.exists(text):
             raise app_error(
                 Kind.LOCAL_FILE_MISSING, f"input {text!r} does not exist on this machine."
-            ) from None
-        except OSError as error:
-            raise app_error(
-                Kind.LOCAL_FILE_MISSING,
-                f"input {text!r} cannot be read on this machine: {error.strerror or error}.",
-            ) from None
-    return total
+            )
+    return gather(
+        config=Path(config) if config else None,
+        config_name=CONFIG_NAME,
+        datasets=[Path(text) for text in inputs],
+        code=Path(code) if code else None,
+        extra={},
+        reserved=RESERVED - {DEMO_TRAINER},
+        include=include,
+        follow_links=follow_links,
+    )
+
+
+def inputs_text(inputs: Inputs) -> str:
+    """`start would ship N files (SIZE)`, and what the code's ignore rules leave home."""
+    count = len(inputs.files)
+    size = human_bytes(inputs.total_bytes)
+    text = f"start would ship {count} file{'s' if count != 1 else ''} ({size})"
+    tree = inputs.code
+    if tree is not None and tree.left_home:
+        files = sum(h.files for h in tree.left_home)
+        left = human_bytes(sum(h.size for h in tree.left_home))
+        first = ", ".join(f"{h.path} ({h.rule})" for h in tree.left_home[:3])
+        more = len(tree.left_home) - 3
+        text += (
+            f"; {tree.rules} leaves home {files} file{'s' if files != 1 else ''} "
+            f"({left}): {first}{f' and {more} more' if more > 0 else ''}"
+        )
+    return text
 
 
 def margin_for(shipped: int) -> int:

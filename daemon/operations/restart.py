@@ -14,6 +14,8 @@ from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.launchers.launcher import Launcher
+from rtrain.daemon.launchers.torchrun import is_torchrun
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -51,6 +53,10 @@ class RecordedLaunch(msgspec.Struct):
     # What the start filled `{gpus}` and `{dataset}` with (older runs did not record them).
     gpus: int | None = None
     dataset: str | None = None
+    # How it was launched (older runs did not record it).
+    launcher: str | None = None
+    # rtrain's own files of the run (the gate, the watcher): the input cache's gc keeps them.
+    rtrain_inputs: dict[str, str] = {}
     # A batch job's sbatch options, asked again as they were.
     sbatch: list[str] = []
     # The run's limits: every attempt keeps them.
@@ -114,13 +120,20 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         meta["wrapper_words"] = recorded.wrapper_words
     if recorded.secret_names:
         meta["secret_names"] = recorded.secret_names
+    if recorded.rtrain_inputs:
+        meta["rtrain_inputs"] = recorded.rtrain_inputs
+    if recorded.gpus is not None:
+        meta["gpus"] = recorded.gpus
+    if recorded.dataset is not None:
+        meta["dataset"] = recorded.dataset
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
     if recorded.sbatch:
         meta["sbatch"] = recorded.sbatch
     limits = recorded.limits or Limits()
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
-    launcher = ops.launcher(p.host, command)
+    launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
+    meta["launcher"] = launcher.name
     stdin = contract.launch_stdin(
         p.secrets,
         recorded.env,
@@ -154,6 +167,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
             base,
             state=state,
             command=trainer,
+            launcher=launcher.name,
             started_at=started_at,
             last_seen=now(),
             exit_code=None,
@@ -183,6 +197,15 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         attempt=number,
         setup=recorded.setup,
     )
+
+
+def _launcher(ops: Ops, host: str, recorded: str | None, command: list[str]) -> Launcher:
+    """The launcher of the new attempt: a batch job stays one; a run of the host's own runs
+    torchrun or not as its (perhaps new) command says; a run that recorded none, as the
+    host's config says now."""
+    if recorded in ("process", "torchrun"):
+        return ops.run_launcher(host, "torchrun" if is_torchrun(command) else "process")
+    return ops.run_launcher(host, recorded, command)
 
 
 def _trainer_command(p: RestartParams, recorded: RecordedLaunch, run_dir: str) -> list[str]:

@@ -14,9 +14,13 @@ from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.shipping import Input, ship
 from rtrain.protocol.errors import Kind, app_error
-from rtrain.protocol.messages import ShippedFile
+from rtrain.protocol.messages import CodeReport, LeftHomePath, ShippedFile, ShippedLink
 
+from .code_tree import Link
 from .run_inputs import Inputs
+
+# A start's answer names this many of the paths left home (its totals count them all).
+LEFT_HOME_LISTED = 100
 
 
 class ShipProgress:
@@ -50,7 +54,7 @@ async def ship_files(
     """Put every file of `inputs` at its place under `run_dir`; what landed, in input order.
     Raises the first failure (the others are stopped)."""
     if inputs.dirs:
-        await _tree(transport, run_dir, run_id, inputs.dirs, [])
+        await _tree(transport, run_dir, run_id, inputs.dirs, [], [])
     # The run directory's parent is the work directory, whose input cache the engine uses.
     shipped = await ship(
         transport,
@@ -62,19 +66,47 @@ async def ship_files(
         landed=lambda _file: progress.file_landed(),
     )
     runnable = [f.rel for f in inputs.files if f.executable]
-    if runnable:
+    # Links come last, so that no file is ever placed through one.
+    links = inputs.code.links if inputs.code is not None else []
+    if runnable or links:
         # Uploads land private and not executable; a script of the code keeps its x bit.
-        await _tree(transport, run_dir, run_id, [], runnable)
+        await _tree(transport, run_dir, run_id, [], runnable, links)
     return [
         ShippedFile(path=f.name, size=f.size, sha256=f.sha256, sent_bytes=f.sent, how=f.how)  # type: ignore[arg-type]
         for f in shipped
     ]
 
 
+def code_report(inputs: Inputs) -> CodeReport | None:
+    """What the code directory's rules left home, its links and its secret-looking files,
+    as a start's answer carries them (the first paths left home, all of them counted)."""
+    tree = inputs.code
+    if tree is None:
+        return None
+    return CodeReport(
+        rules=tree.rules,
+        left_home=[
+            LeftHomePath(path=h.path, rule=h.rule, files=h.files, size=h.size, at_least=h.more)
+            for h in tree.left_home[:LEFT_HOME_LISTED]
+        ],
+        left_home_files=sum(h.files for h in tree.left_home),
+        left_home_bytes=sum(h.size for h in tree.left_home),
+        links=[ShippedLink(path=k.path, target=k.target, outside=k.outside) for k in tree.links],
+        secrets=tree.secrets,
+    )
+
+
 async def _tree(
-    transport: Transport, run_dir: str, run_id: str, dirs: list[str], executables: list[str]
+    transport: Transport,
+    run_dir: str,
+    run_id: str,
+    dirs: list[str],
+    executables: list[str],
+    links: list[Link],
 ) -> None:
-    done = await contract.input_tree(transport, run_dir, run_id, dirs, executables)
+    done = await contract.input_tree(
+        transport, run_dir, run_id, dirs, executables, [(k.path, k.target) for k in links]
+    )
     if not done.ok:
         why = " ".join(done.error or []) or done.error_text
         raise app_error(

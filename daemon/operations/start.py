@@ -12,7 +12,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from rtrain.daemon.launchers.torchrun import TORCHRUN_LOGS
+from rtrain.daemon.launchers.torchrun import (
+    FAILURE_FILE,
+    RANKS_FILE,
+    TORCHRUN_LOGS,
+    relay_source,
+    uses_relay,
+)
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
@@ -55,7 +61,7 @@ from .run_limits import (
     watcher_files,
 )
 from .scheduler_options import check_scheduler_options
-from .shipping import ShipProgress, ship_files
+from .shipping import ShipProgress, code_report, ship_files
 from .status import refresh
 from .then_options import after_run_plan
 
@@ -75,6 +81,8 @@ RESERVED = {
     ".rtrain-run",
     "rtrain-steps",
     TORCHRUN_LOGS,
+    RANKS_FILE,
+    FAILURE_FILE,
     GATE_FILE,
     "queued",
     "status.tmp",
@@ -145,6 +153,8 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
         code=code_dir,
         extra=extra,
         reserved=reserved,
+        include=p.include,
+        follow_links=p.follow_links,
     )
     limits = chosen_limits(p, settings)
     launcher = ops.launcher(p.host)
@@ -168,7 +178,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
     # The host's guard counts it busy from the claim to the launch: in between, the far side
     # sees a run directory that was never launched.
     async with ops.leases.hold(p.host, transport, workdir):
-        return await _claim_ship_launch(
+        started = await _claim_ship_launch(
             ops,
             transport,
             p,
@@ -184,6 +194,7 @@ async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
             limits,
             after,
         )
+    return msgspec.structs.replace(started, code=code_report(inputs))
 
 
 async def _claim_ship_launch(
@@ -233,6 +244,7 @@ async def _claim_ship_launch(
         dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
+        relay=launcher.runs_on_host,
     )
     setup_command = (
         None
@@ -255,20 +267,25 @@ async def _claim_ship_launch(
         env=env,
         setup=setup_command,
         after=after,
+        # Recorded, so the run keeps its launcher whatever config.toml says later.
+        launcher=ops.launcher(p.host, command).name,
     )
     pending = limits.on_run(pending)
     ops.registry.upsert(pending)
     if after is not None:
         ops.registry.set_after_run(p.host, run_id, after)
     ops.starting.add((p.host, run_id))
+    # rtrain's own files (the demo trainer, the GPU gate, the watcher of the limits): shipped
+    # beside the inputs, but, like every far-side script, not counted as what the user shipped.
+    own = Inputs(files=list(inputs.own))
     if plan.gate:
         gate = gate_file()
-        inputs.files.append(LocalFile(GATE_FILE, gate, len(gate)))
-    # rtrain's own scripts for the watcher of the limits: shipped beside the inputs, but,
-    # like every far-side script, not counted as what the user shipped.
-    own = Inputs()
+        own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
     if launcher.runs_on_host and limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
+    if uses_relay(command):
+        relay = relay_source()
+        own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
     wrapper = gate_prefix(p, run_dir, run_id, plan)
     argv = [run_dir, run_id, python, *wrapper, *command]
     try:
@@ -298,7 +315,7 @@ async def _ship_and_launch(
     channels = ops.hosts.config.host(p.host).channels
     users, own = inputs
     try:
-        shipped = await _ship_side_by_side(
+        shipped, own_shipped = await _ship_side_by_side(
             _ship(transport, run_dir, run_id, users, p, ctx, channels),
             _ship_own(transport, run_dir, run_id, own, channels),
         )
@@ -316,6 +333,9 @@ async def _ship_and_launch(
     first_dataset = p.dataset or next(iter(p.datasets), None)
     if first_dataset is not None:
         meta["dataset"] = Path(first_dataset).name
+    if own_shipped:
+        # Runs hold copies of their inputs, not links: the cache's gc reads what they use here.
+        meta["rtrain_inputs"] = {f.path: f.sha256 for f in own_shipped}
     if pending.env:
         meta["env"] = pending.env
     if pending.setup is not None:
@@ -327,7 +347,8 @@ async def _ship_and_launch(
         meta["secret_names"] = sorted(p.secrets)
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
-    launcher = ops.launcher(p.host, argv[3:])
+    meta["launcher"] = pending.launcher
+    launcher = ops.run_launcher(p.host, pending.launcher)
     secret_lines = contract.launch_stdin(
         p.secrets,
         pending.env,
@@ -575,15 +596,15 @@ def _demo_command(dataset: str | None, launcher: str | None) -> list[str]:
 
 async def _ship_side_by_side(
     users: Coroutine[Any, Any, list[ShippedFile]], own: Coroutine[Any, Any, list[ShippedFile]]
-) -> list[ShippedFile]:
-    """What `users` shipped, once `own` has shipped too; the first failure of either stops
+) -> tuple[list[ShippedFile], list[ShippedFile]]:
+    """What `users` and `own` shipped, once both have; the first failure of either stops
     the other, so a start that failed leaves nothing moving into its run directory."""
     tasks = [asyncio.ensure_future(users), asyncio.ensure_future(own)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
             task.result()  # raises the first failure
-        return tasks[0].result()
+        return tasks[0].result(), tasks[1].result()
     finally:
         for task in tasks:
             task.cancel()

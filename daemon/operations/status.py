@@ -81,15 +81,19 @@ def _settle(ops: Ops, p: RunRef, run_dir: str, fresh: RunInfo | None) -> RunInfo
 
 
 async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | None]:
-    """Ask the host about `runs` in one command per workdir; None for a run that is gone."""
+    """Ask the host about `runs` in one command per workdir (and per kind of launcher the
+    runs recorded: the host's own processes, or a scheduler's jobs); None for a run that is
+    gone."""
     transport = await ops.transport(host)
-    by_workdir: dict[str, list[RunInfo]] = defaultdict(list)
+    groups: dict[tuple[str, bool], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
-        by_workdir[posixpath.dirname(remote_dir)].append(run)
+        on_host = ops.run_launcher(host, run.launcher, run.command).runs_on_host
+        groups[(posixpath.dirname(remote_dir), on_host)].append(run)
     found: dict[str, RunRow] = {}
-    for workdir, members in by_workdir.items():
-        report = await ops.launcher(host).status(transport, workdir, [r.run_id for r in members])
+    for (workdir, _), members in groups.items():
+        launcher = ops.run_launcher(host, members[0].launcher, members[0].command)
+        report = await launcher.status(transport, workdir, [r.run_id for r in members])
         if report.exit != Exit.OK and not report.runs:
             raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
         found.update(report.runs)

@@ -44,7 +44,9 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     loop = asyncio.get_running_loop()
     # A scheduler's job does not run on the host rtrain reaches: read_log cannot see it run.
     # Its state is the registry's, which the monitor keeps fresh (one squeue per poll).
-    scheduled = not ops.launcher(p.host).runs_on_host
+    known = ops.known(p.host, p.run_id)
+    recorded = known.launcher if known is not None else None
+    scheduled = not ops.run_launcher(p.host, recorded).runs_on_host
     told = ""  # the waiting reason last told to the client
     if scheduled:
         await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))

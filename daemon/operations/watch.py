@@ -27,28 +27,37 @@ async def watch_host(
 ) -> tuple[list[RunInfo | None], set[str]]:
     """Each run as the host says it stands (None: gone), and the run ids whose metrics moved."""
     transport = await ops.transport(host)
-    launcher = ops.launcher(host)
-    by_workdir: dict[str, list[RunInfo]] = defaultdict(list)
+    # Runs keep the launcher they recorded: the host's own processes (watch.sh reads their
+    # states) and a scheduler's jobs (its status does) are asked apart.
+    groups: dict[tuple[str, bool], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
-        by_workdir[posixpath.dirname(remote_dir)].append(run)
-    if not by_workdir:
+        on_host = ops.run_launcher(host, run.launcher, run.command).runs_on_host
+        groups[(posixpath.dirname(remote_dir), on_host)].append(run)
+    if not groups:
         # No run to ask about: the host's GPUs, and whether it answers at all.
-        by_workdir[ops.hosts.config.host(host).workdir or DEFAULT_WORKDIR] = []
+        workdir = ops.hosts.config.host(host).workdir or DEFAULT_WORKDIR
+        groups[(workdir, ops.launcher(host).runs_on_host)] = []
     found: dict[str, contract.RunRow] = {}
     moved: set[str] = set()
-    for number, (workdir, members) in enumerate(by_workdir.items()):
+    sampled = False  # the host's GPUs, asked once a poll
+    for (workdir, on_host), members in groups.items():
+        first = members[0] if members else None
+        launcher = (
+            ops.run_launcher(host, first.launcher, first.command)
+            if first is not None
+            else ops.launcher(host)
+        )
         asked: dict[tuple[str, str], int] = {}
         triples = []
         for run in members:
             for source in ("log", "jsonl"):
                 asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
             triples.append((run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")]))
-        on_host = launcher.runs_on_host
         # A cluster's login node has no GPUs of its jobs to sample.
-        out = await contract.watch(
-            transport, workdir, on_host and gpus and number == 0, max_slice, triples
-        )
+        sample = on_host and gpus and not sampled
+        sampled = sampled or sample
+        out = await contract.watch(transport, workdir, sample, max_slice, triples)
         if on_host:
             if out.exit != contract.Exit.OK and not out.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")

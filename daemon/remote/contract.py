@@ -128,7 +128,8 @@ class RunRow(msgspec.Struct, frozen=True):
         return self.state in FAR_STATES
 
 
-def _run_row(values: list[str]) -> RunRow:
+def run_row(values: list[str]) -> RunRow:
+    """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
     run_id, state, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
     return RunRow(
         run_id=run_id,
@@ -136,7 +137,8 @@ def _run_row(values: list[str]) -> RunRow:
         exit_code=_int(exit_code),
         signal=_int(signal),
         started_at=_float(started),
-        detail=None if detail in ("-", "") else detail,
+        # The far side cuts a reason at 300 bytes, maybe inside a character.
+        detail=None if detail in ("-", "") else detail.rstrip("\ufffd"),
         stalled_for=_int(stalled),
     )
 
@@ -148,7 +150,7 @@ class StatusReport(Answer, frozen=True, kw_only=True):
 async def status(transport: Transport, workdir: str, run_ids: Sequence[str]) -> StatusReport:
     """status.sh: one row per run id asked about (a missing run is a `missing` row)."""
     done = await transport.run("status", [workdir, *run_ids], timeout=60)
-    rows = [_run_row(values) for values in Lines(done.stdout).rows("run")]
+    rows = [run_row(values) for values in Lines(done.stdout).rows("run")]
     return StatusReport(
         runs={row.run_id: row for row in rows}, exit=done.returncode, error_text=done.error_text
     )
@@ -623,11 +625,18 @@ class Shaped(Answer, frozen=True, kw_only=True):
 
 
 async def input_tree(
-    transport: Transport, run_dir: str, run_id: str, dirs: Sequence[str], executables: Sequence[str]
+    transport: Transport,
+    run_dir: str,
+    run_id: str,
+    dirs: Sequence[str],
+    executables: Sequence[str],
+    links: Sequence[tuple[str, str]] = (),
 ) -> Shaped:
-    """Make `dirs` (relative, parents first) in the run dir, and give `executables` their
-    owner's x bit; the paths travel on stdin, one a line."""
+    """Make `dirs` (relative, parents first) in the run dir, give `executables` their
+    owner's x bit, and make each (path, target) of `links` a symbolic link; the paths travel
+    on stdin, one a line."""
     steps = [f"d\t{rel}\n" for rel in dirs] + [f"x\t{rel}\n" for rel in executables]
+    steps += [f"l\t{rel}\t{target}\n" for rel, target in links]
     done = await transport.run(
         "input_tree", [run_dir, run_id], stdin="".join(steps).encode(), timeout=60
     )
@@ -745,7 +754,7 @@ async def stop(
         reason=lines.value("reason"),
         survivors=_pids(lines.value("survivors")),
         killed=_pids(lines.value("killed")),
-        run=_run_row(rows[0]) if rows else None,
+        run=run_row(rows[0]) if rows else None,
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -859,7 +868,7 @@ def decode_watch(stdout: bytes, exit: int = 0, error_text: str = "") -> WatchRep
         elif slices:
             break  # nothing but slices may follow a slice
         elif key == "run":
-            rows.append(_run_row(fields))
+            rows.append(run_row(fields))
         elif key == "gpu" and fields:
             gpu_lines.append(fields[0])
         elif key == "app" and len(fields) >= 2:
@@ -1001,7 +1010,7 @@ async def slurm_submit(
 
 
 class JobReport(msgspec.Struct, frozen=True):
-    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP`: how a run's job
+    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP WHY`: how a run's job
     stands. `source` says who answered: squeue, sacct, none (nobody knows the job; `reason`
     says why) or missing (no run directory, or a run never submitted)."""
 
@@ -1015,6 +1024,7 @@ class JobReport(msgspec.Struct, frozen=True):
     status_file: int | None  # the run's own exit status
     stop_requested: bool = False  # rtrain's stop asked the run to end
     setup_failed: bool = False  # the run's setup step failed; its trainer never started
+    why: str | None = None  # why a workload with a non-zero status failed (as status.sh says)
 
 
 JOB_SOURCES = ("squeue", "sacct", "none", "missing")
@@ -1037,6 +1047,7 @@ def job_report(values: list[str]) -> JobReport | None:
         status_file=_int(status_field),
         stop_requested=len(values) > 7 and values[7] == "1",
         setup_failed=len(values) > 8 and values[8] == "1",
+        why=values[9] if len(values) > 9 and values[9] not in ("", "-") else None,
     )
 
 

@@ -127,8 +127,8 @@ def _from_status_file(job: JobReport) -> JobVerdict:
     if code == 0:
         return JobVerdict(state="completed", exit_code=0)
     signal = code - 128 if code > 128 else None
-    # `setup` reads as `failed (setup, exit N)`, as on any host.
-    reason = "setup" if job.setup_failed else None
+    # `setup` reads as `failed (setup, exit N)`, as on any host; else why, as on any host.
+    reason = "setup" if job.setup_failed else job.why
     return JobVerdict(state="failed", exit_code=code, signal=signal, reason=reason)
 
 

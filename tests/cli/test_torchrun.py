@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 import socket
 import time
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +32,11 @@ SLOW = TORCHRUN_DEMO_CONFIG.replace("steps: 40", "steps: 100000") + "sleep_per_s
 DATASET = '{"prompt": "Q: up?\\nA:", "completion": " down"}\n' * 40
 # argv: DIR COMMAND...: run COMMAND in DIR (the first run's), in this process.
 RUN_IN_DIR = "import os, sys; os.chdir(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
-STEP = re.compile(r"^step (\d+) \| loss (\d+\.\d+)", re.MULTILINE)
+# Each rank's lines reach train.log whole, behind `[rankN]: ` (rtrain-ranks; not on Slurm,
+# which runs torchrun without the relay).
+STEP = re.compile(r"^(?:\[rank0\]: )?step (\d+) \| loss (\d+\.\d+)", re.MULTILINE)
+# A trainer shaped like nanoGPT's (tests/trainers): `--key=value` settings, failure knobs.
+NANOGPT_SHAPED = (Path(__file__).parent.parent / "trainers" / "nanogpt_shaped.py").read_text()
 
 # Rank 1 raises; rank 0 waits to be taken down by torchrun. With `@record` (torch's own
 # error file) or without (torchrun's summary and the log).
@@ -87,7 +93,7 @@ def test_demo_trainer_under_torchrun_on_local_trains_checkpoints_and_resumes(
         "--python", torch_python,
     )  # fmt: skip
     assert done.code == 0, done
-    header = next(line for line in done.out_lines if line.startswith("rtrain demo trainer"))
+    header = next(line for line in done.out_lines if line.startswith("[rank0]: rtrain demo"))
     assert "ranks 2" in header and "backend torch" in header, header
     # rank 0 alone prints: one line per logged step, not one per rank
     assert [int(step) for step, _ in STEP.findall(done.out)] == [10, 20, 30, 40], done
@@ -112,9 +118,9 @@ def test_demo_trainer_under_torchrun_on_local_trains_checkpoints_and_resumes(
         "--steps", "60",
     )  # fmt: skip
     assert again.code == 0, again
-    assert "resuming from step 40" in again.out_lines, again
+    assert "[rank0]: resuming from step 40" in again.out_lines, again
     assert [int(step) for step, _ in STEP.findall(again.out)] == [50, 60], again
-    assert again.out_lines[-1].startswith("done: 60 steps"), again
+    assert again.out_lines[-1].startswith("[rank0]: done: 60 steps"), again
 
 
 def test_stopping_a_torchrun_run_over_ssh_leaves_no_rank(cli: Cli, torch_python: str) -> None:
@@ -152,7 +158,7 @@ def test_rtrain_restart_resumes_every_rank_of_a_stopped_torchrun_run(
     done = cli("restart", "plain", run_id)
     assert done.code == 0, done
     # Both ranks start from the checkpoint (the trainer checks they agree), rank 0 says so.
-    assert f"resuming from step {step}" in done.out_lines, done
+    assert f"[rank0]: resuming from step {step}" in done.out_lines, done
     steps = [int(s) for s, _ in STEP.findall(done.out)]
     assert steps and steps[0] > step and steps[-1] == 70, done
     assert done.err_lines[-1] == f"{run_id} on plain: completed", done
@@ -227,3 +233,85 @@ def test_a_torchrun_run_gets_35_s_of_grace_by_default(cli: Cli, torch_python: st
     assert (stopped.code, stopped.out) == (0, f"stopped {run_id} on plain\n"), stopped
     assert (run_dir / "rank-0-done").exists() and (run_dir / "rank-1-done").exists()
     assert marked_pids(lambda marker: marker == run_id) == []
+
+
+def start_nanogpt_shaped(cli: Cli, torch_python: str, run_id: str, *settings: str) -> None:
+    """Two ranks of the nanoGPT-shaped trainer on the plain host, not followed."""
+    cli.file("nano.py", NANOGPT_SHAPED)
+    cli.start(
+        run_id,
+        "{torchrun}",
+        "config.yaml",
+        *settings,
+        gpus="2",
+        python=torch_python,
+        config="nano.py",
+    )
+
+
+@pytest.mark.parametrize("record", ["0", "1"], ids=["summary", "error-files"])
+def test_the_rank_that_failed_first_is_blamed_not_its_peer_that_lost_the_connection(
+    cli: Cli, torch_python: str, record: str
+) -> None:
+    """Rank 1 raises at iteration 5 while rank 0 waits in all_reduce and then fails too
+    (gloo: connection closed by peer). torch prefixes both tracebacks with `[rankN]: `, and
+    with @record both ranks write error files stamped in the same whole second."""
+    run_id = cli.new_run_id("blame")
+    start_nanogpt_shaped(
+        cli, torch_python, run_id, "--fail_rank=1", "--fail_iter=5", f"--record={record}"
+    )
+    expected = "failed (exit 1, rank 1: RuntimeError: rank 1 hit a bad batch at iter 5 \U0001f525)"
+    cli.wait_state("plain", run_id, expected)  # as the monitor saw it end (watch.sh)
+    as_json = cli("status", "plain", run_id, "--json").json()
+    assert as_json["reason"] == expected.removeprefix("failed (exit 1, ").removesuffix(")")
+    runs = cli("runs", "--host", "plain")
+    assert expected in runs.out, runs
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    assert "[rank0]: iter 5: loss" in log, log
+    assert "[rank1]: RuntimeError: rank 1 hit a bad batch" in log, log
+
+
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        ("exit3", "rank 1 (exit 3): rank 1: giving up at iter 3"),
+        ("kill", "rank 1: killed by SIGKILL"),
+    ],
+)
+def test_a_rank_that_exits_with_a_code_or_dies_by_a_signal_says_so(
+    cli: Cli, torch_python: str, how: str, why: str
+) -> None:
+    run_id = cli.new_run_id(how)
+    start_nanogpt_shaped(
+        cli, torch_python, run_id, "--fail_rank=1", "--fail_iter=3", f"--fail_how={how}"
+    )
+    cli.wait_state("plain", run_id, f"failed (exit 1, {why})")
+
+
+def test_eight_ranks_printing_at_once_keep_every_line_whole(cli: Cli, torch_python: str) -> None:
+    """8 ranks x 10,000 lines into one train.log: every line arrives whole, once, in its
+    rank's order, behind its rank's prefix (with PYTHONUNBUFFERED=1 each print is two
+    writes, which merged lines of ranks writing at once)."""
+    run_id = cli.new_run_id("lines")
+    cli.file("nano.py", NANOGPT_SHAPED)
+    cli.start(
+        run_id, "{torchrun}", "config.yaml", "--lines=10000",
+        host="local", gpus="8", launcher="torchrun", python=torch_python, config="nano.py",
+    )  # fmt: skip
+    cli.wait_state("local", run_id, "completed")
+    log = (cli.local_workdir / run_id / "train.log").read_text()
+    whole = re.compile(r"^\[rank(\d)\]: rank (\d) line (\d+) x{64}$")
+    numbers: dict[int, list[int]] = {rank: [] for rank in range(8)}
+    broken = []
+    for line in log.splitlines():
+        if " line " not in line and "xxxx" not in line:
+            continue  # torchrun's own lines
+        match = whole.match(line)
+        if match is None or match[1] != match[2]:
+            broken.append(line)
+        else:
+            numbers[int(match[1])].append(int(match[3]))
+    assert broken[:5] == [], f"{len(broken)} broken lines"
+    assert all(found == list(range(10000)) for found in numbers.values()), Counter(
+        {rank: len(found) for rank, found in numbers.items()}
+    )

@@ -34,9 +34,10 @@ def test_start_ships_inputs_and_launches_detached(ops: Ops) -> None:
     run_dir = ops.far_run_dir(run_id)
     assert started.run.state == "running"
     assert started.run.remote_dir == str(run_dir)
-    # gpus=2 on a host with GPUs: the run's first step, the GPU gate, travels with the inputs.
-    gate = len(gate_file())
-    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size + gate
+    # gpus=2 on a host with GPUs: the run's first step, the GPU gate, travels with the inputs,
+    # but as rtrain's own file it is not counted among what the user shipped.
+    assert started.uploaded_bytes == config.stat().st_size + dataset.stat().st_size
+    assert (run_dir / "gpu_gate.sh").read_bytes() == gate_file()
 
     # The run dir is private, the inputs arrived intact under their names.
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
@@ -150,6 +151,21 @@ def test_bad_start_params_are_refused_before_any_ssh(ops: Ops, change: dict, kin
     assert not ops.far_workdir.exists()
     plain = [h for h in ops.request("hosts/list").hosts if h.alias == "plain"]
     assert not plain or plain[0].connection == "disconnected"
+
+
+@pytest.mark.parametrize("change", [{"gpus": -3}, {"gpus": 100000}, {"nodes": 0}])
+def test_a_count_out_of_range_is_invalid_params_and_starts_nothing(ops: Ops, change: dict) -> None:
+    """The fault: a raw run/start with `gpus: -3` was accepted and the run started."""
+    params = {
+        "host": "plain",
+        "runId": ops.new_run_id(),
+        "workdir": ops.workdir,
+        "command": ["{python}", "-c", "print(1)"],
+        **change,
+    }
+    error = ops.error("run/start", params)
+    assert (error.code, error.kind) == (-32602, None), error
+    assert not ops.far_workdir.exists()
 
 
 def test_start_reports_upload_progress(ops: Ops) -> None:

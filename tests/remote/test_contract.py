@@ -53,9 +53,9 @@ def test_lines_keep_every_row_and_the_last_of_a_key() -> None:
 
 
 def test_a_status_row_with_dashes_reads_as_nothing_known() -> None:
-    [row] = [contract._run_row(["r1", "missing", "-", "-", "-", "invalid run id"])]
+    [row] = [contract.run_row(["r1", "missing", "-", "-", "-", "invalid run id"])]
     assert row == contract.RunRow("r1", "missing", None, None, None, "invalid run id")
     assert not row.exists
-    assert contract._run_row(["r2", "failed", "137", "9", "17.5", "-"]) == contract.RunRow(
+    assert contract.run_row(["r2", "failed", "137", "9", "17.5", "-"]) == contract.RunRow(
         "r2", "failed", 137, 9, 17.5, None
     )

@@ -1,13 +1,18 @@
 # gc_cache.sh WORKDIR: removes the cache entries no run directory uses (no hard link to them
-# left: a run that got a copy does not use the entry) and partial uploads untouched for an
-# hour; `freed BYTES ENTRIES PARTIALS`.
+# left, and no run's meta.json naming its sha256: runs hold their own copies of most inputs)
+# and partial uploads untouched for an hour; `freed BYTES ENTRIES PARTIALS`.
 need_args "$#" 1
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 freed=0 entries=0 partials=0
 if [ -d "$workdir/.cache" ]; then
 	cache_dirs "$workdir"
+	# Every sha256 a run directory's meta.json names (its inputs, rtrain's own files).
+	used=$NL$(cat "$workdir"/*/meta.json 2>/dev/null | grep -o '[0-9a-f]\{64\}' | sort -u)$NL
 	for entry in "$CACHE_INPUTS"/*; do
 		[ -f "$entry" ] || continue
+		case $used in
+		*"$NL${entry##*/}$NL"*) continue ;;
+		esac
 		links=$(ls -ld -- "$entry" | awk '{print $2}')
 		[ "$links" = 1 ] || continue
 		bytes=$(size_of "$entry") || continue

@@ -43,6 +43,30 @@ forward() {
 trap "forward TERM" TERM
 trap "forward INT" INT
 trap "forward HUP" HUP
+# The OOM kills the kernel counted in this cgroup (v2 memory.events, v1 memory.oom_control;
+# 0 where neither is readable): one more at the end says the OOM killer took a process of
+# the run, and the status scripts say "out of memory?" for a death by SIGKILL.
+oom_kills() {
+	ok_v2= ok_v1=
+	if [ -r /proc/self/cgroup ]; then
+		while IFS= read -r ok_line; do
+			case $ok_line in
+			0::*) ok_v2=${ok_line#0::} ;;
+			*:memory:*) ok_v1=${ok_line#*:memory:} ;;
+			esac
+		done </proc/self/cgroup
+	fi
+	ok_count=0
+	for ok_file in "/sys/fs/cgroup${ok_v2%/}/memory.events" "/sys/fs/cgroup/memory${ok_v1%/}/memory.oom_control" /sys/fs/cgroup/memory/memory.oom_control; do
+		[ -r "$ok_file" ] || continue
+		while read -r ok_key ok_value; do
+			[ "$ok_key" = oom_kill ] && ok_count=$ok_value
+		done <"$ok_file"
+		break
+	done
+	printf "%s\n" "$ok_count"
+}
+oom_before=$(oom_kills)
 printf "%s\n" "$$" >train.pid.tmp && "$mv_bin" -f train.pid.tmp train.pid || exit 125
 # status.tmp holds a block from the start, so the exit status still lands when the trainer
 # filled the disk: rewriting the file reuses the block its truncation frees.
@@ -68,6 +92,11 @@ while :; do
 	[ "$again" = 127 ] || code=$again
 	break
 done
+oom_after=$(oom_kills)
+case $oom_before$oom_after in
+*[!0-9]*) ;;
+*) [ "$oom_after" -gt "$oom_before" ] && : >oom_killed ;;
+esac
 tries=0
 until printf "%s\n" "$code" >status.tmp; do
 	# A journaling file system hands a freed block out again only once it commits.
@@ -280,7 +309,7 @@ else
 	fi
 	rm -f -- "$RUN_DIR/status" "$RUN_DIR/status.tmp" "$RUN_DIR/train.pid" \
 		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
-		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop"
+		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed"
 fi
 started_at=$(date +%s)
 {

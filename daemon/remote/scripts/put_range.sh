@@ -38,7 +38,7 @@ if [ "$whole" = 1 ] && [ "$TH_DIGEST" = "$expected" ] && [ "$expected" = "$sha" 
 	rm -f -- "$part"
 	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
 	emit piece "$offset" "$length"
-	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
+	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8" "$size"
 	exit 0
 fi
 if [ "$TH_OK" != 2 ] || [ -z "$TH_DIGEST" ]; then
@@ -67,6 +67,6 @@ if [ "$whole" = 1 ]; then
 	chmod a-w -- "$part"
 	msg=$(mv -f -- "$part" "$CACHE_INPUTS/$sha" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
 	rm -rf -- "$pieces"
-	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
+	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8" "$size"
 fi
 exit 0

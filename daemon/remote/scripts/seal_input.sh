@@ -9,7 +9,7 @@ cache_dirs "$workdir"
 part=$CACHE_PARTIAL/$2
 if in_cache "$2" "$3"; then
 	rm -rf -- "$part" "$part.pieces"
-	place_input "$CACHE_INPUTS/$2" "$run_dir" "$5"
+	place_input "$CACHE_INPUTS/$2" "$run_dir" "$5" "$3"
 	exit 0
 fi
 digest=$(sha256_of "$part") || fail "$E_IO" unreadable partial
@@ -22,5 +22,5 @@ fi
 chmod a-w -- "$part"
 msg=$(mv -f -- "$part" "$CACHE_INPUTS/$2" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
 rm -rf -- "$part.pieces"
-place_input "$CACHE_INPUTS/$2" "$run_dir" "$5"
+place_input "$CACHE_INPUTS/$2" "$run_dir" "$5" "$3"
 exit 0

@@ -1,11 +1,12 @@
 # slurm_poll.sh WORKDIR RUN_ID [RUN_ID ...]: how each run's job stands, in one squeue for all
 # of them, then one sacct for those squeue no longer knows. Job ids come from the runs' own
 # train.jobid files, so a run is found again from its id alone. One line per run:
-#   slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP
+#   slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP WHY
 # SOURCE is squeue, sacct or none (neither knows the job; REASON then says why) or missing
 # (no such run, or it was never submitted); EXIT is sacct's ExitCode (`N:SIGNAL`) or -;
 # STATUS_FILE is the run's own exit status or -; STOP is 1 when rtrain's stop asked the run to
-# end; SETUP is 1 when the run's setup step failed (its trainer never started).
+# end; SETUP is 1 when the run's setup step failed (its trainer never started); WHY is why a
+# workload with a non-zero status failed, as status.sh says it (failure_reason), or -.
 need_args "$#" 2
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 shift
@@ -55,6 +56,13 @@ status_of() {
 		{ IFS= read -r sf <"$workdir/$1/status"; } 2>/dev/null
 		is_uint "$sf" || sf=-
 	fi
+	why=-
+	if [ "$sf" != - ] && [ "${#sf}" -le 3 ] && [ "$sf" -gt 0 ] && [ "$setup" != 1 ]; then
+		RS_DETAIL=-
+		read_meta "$workdir/$1"
+		failure_reason "$workdir/$1" "$sf"
+		why=$RS_DETAIL
+	fi
 }
 
 from_queue() {
@@ -64,7 +72,7 @@ from_queue() {
 		state=${rest%%|*}
 		reason=${rest#*|}
 		status_of "$1"
-		emit slurm "$1" "$2" squeue "$state" "$(flat "$reason")" - "$sf" "$stop" "$setup"
+		emit slurm "$1" "$2" squeue "$state" "$(flat "$reason")" - "$sf" "$stop" "$setup" "$why"
 	else
 		missing="$missing $1 $2"
 	fi
@@ -102,11 +110,11 @@ from_accounting() {
 		rest=${rest#*|}
 		exit_code=${rest%%|*}
 		reason=${rest#*|}
-		emit slurm "$1" "$2" sacct "$state" "$(flat "$reason")" "$exit_code" "$sf" "$stop" "$setup"
+		emit slurm "$1" "$2" sacct "$state" "$(flat "$reason")" "$exit_code" "$sf" "$stop" "$setup" "$why"
 	elif [ "$accounting_code" = 0 ]; then
-		emit slurm "$1" "$2" none - 'neither squeue nor sacct knows the job' - "$sf" "$stop" "$setup"
+		emit slurm "$1" "$2" none - 'neither squeue nor sacct knows the job' - "$sf" "$stop" "$setup" "$why"
 	else
-		emit slurm "$1" "$2" none - "$(flat "accounting unavailable: $accounting")" - "$sf" "$stop" "$setup"
+		emit slurm "$1" "$2" none - "$(flat "accounting unavailable: $accounting")" - "$sf" "$stop" "$setup" "$why"
 	fi
 }
 poll_step=from_accounting

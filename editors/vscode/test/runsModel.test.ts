@@ -86,6 +86,9 @@ describe("presentation", () => {
     assert.equal(stateText(waiting), "queued (waiting for 1 GPU(s) of 2: GPU 0 is held by b)");
     const rank = run("a", "failed", 1, { exitCode: 1, reason: "rank 1: ValueError: no" });
     assert.equal(stateText(rank), "failed (exit 1, rank 1: ValueError: no)");
+    // A plain run's last exception line, a death by signal: every launcher says why.
+    const plain = run("a", "failed", 1, { exitCode: 1, reason: "ValueError: bad shape" });
+    assert.equal(stateText(plain), "failed (exit 1, ValueError: bad shape)");
     // A Slurm job keeps Slurm's own name for how it ended.
     const timedOut = run("a", "failed", 1, { exitCode: 143, schedulerState: "TIMEOUT" });
     assert.equal(stateText(timedOut), "failed (TIMEOUT)");

@@ -50,8 +50,9 @@ export function stateText(run: RunInfo, now: Date = new Date()): string {
     if (run.reason === "setup" || run.reason === "program not found")
       return `failed (${run.reason}, exit ${run.exitCode})`;
     if (run.exitCode !== undefined && run.exitCode !== null) {
-      // A torchrun run says which rank failed first, and why.
-      if (run.reason?.startsWith("rank ")) return `failed (exit ${run.exitCode}, ${run.reason})`;
+      // Why, as the far side read it: the rank that failed first, the signal, the last
+      // exception line or last line of the log.
+      if (run.reason) return `failed (exit ${run.exitCode}, ${run.reason})`;
       return `failed (exit ${run.exitCode})`;
     }
     if (run.signal !== undefined && run.signal !== null) return `failed (signal ${run.signal})`;

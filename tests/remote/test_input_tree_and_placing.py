@@ -1,0 +1,52 @@
+"""input_tree.sh's links and cache_place.sh's placing, run as the daemon runs them, under
+dash and bash: a link is made literally and never through another link; a placed input is
+the run's own writable copy while the cache entry stays read-only and unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from tests.remote.conftest import Remote
+
+
+def test_a_link_is_made_literally_and_never_through_a_link(remote: Remote, tmp_path: Path) -> None:
+    run_id, run_dir = remote.prepare()
+    hostile = "$(touch pwned)`touch pwned2`; rm -rf ~"
+    steps = f"d\tsub\nl\tsub/creds\t/etc/passwd\nl\todd\t{hostile}\nl\tout\t{tmp_path}\n"
+    done = remote.run("input_tree", str(run_dir), run_id, stdin=steps.encode())
+    assert done.returncode == 0, done
+    assert os.readlink(run_dir / "sub" / "creds") == "/etc/passwd"
+    assert os.readlink(run_dir / "odd") == hostile
+    assert not (remote.home / "pwned").exists() and not (run_dir / "pwned").exists()
+    # `out` leads out of the run: nothing is made through it, nor through `..`.
+    for rel in ("out/x", "../x", "sub/../x"):
+        done = remote.run("input_tree", str(run_dir), run_id, stdin=f"l\t{rel}\tt\n".encode())
+        assert done.returncode == 7 and "path_outside_run" in done.stdout.decode(), (rel, done)
+    assert not (tmp_path / "x").is_symlink() and not (run_dir.parent / "x").is_symlink()
+
+
+def test_a_placed_input_is_the_runs_own_and_the_entry_stays_read_only(remote: Remote) -> None:
+    data = b"the config\n"
+    digest = hashlib.sha256(data).hexdigest()
+    workdir = remote.home / ".rtrain"
+    first_id, first = remote.prepare()
+    second_id, second = remote.prepare()
+    entry = workdir / ".cache" / "inputs" / digest
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes(data)
+    entry.chmod(0o400)
+    for run_dir in (first, second):
+        args = [str(workdir), str(run_dir), digest, str(len(data)), "conf/config.yaml"]
+        done = remote.run("cache_place", *args)
+        assert done.returncode == 0, done
+        assert done.values("placed") == [["conf/config.yaml", "copied"]]
+    mine = first / "conf" / "config.yaml"
+    assert stat.S_IMODE(mine.stat().st_mode) & 0o200, "the run may write its copy"
+    assert not mine.samefile(entry)
+    with open(mine, "ab") as f:
+        f.write(b"appended\n")
+    assert entry.read_bytes() == data and (second / "conf" / "config.yaml").read_bytes() == data
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o400
