@@ -41,6 +41,8 @@ _PAIR = re.compile(
     # ... and its number ends a field (`:` too, as in `iter 10:`, but not `12:30`).
     r"""(?=[\s,;|)\]}"'│┃]|:(?!\d)|$)"""
 )
+# `done: 40 steps`, `after 3 epochs`: a count of steps (or epochs) says where the line stands.
+_COUNT_OF = re.compile(r"[ \t]+(step|iter|iteration|epoch)s?\b", re.IGNORECASE)
 # `[640/60000]`, `(3/10)`, `200/ 2983 batches`, a line's leading `100/100`.
 _FRACTION = re.compile(r"(?:^|(?<=[\[(\s]))(\d+)[ \t]*/[ \t]*(\d+)(?=[\])\s,]|$)")
 # A row of a boxed table (Lightning's metrics after validate/test): `│ val_loss │ 0.23 │`.
@@ -81,6 +83,9 @@ def read_free_text(text: str) -> dict[str, float] | None:
             continue
         value = float(match[2].replace("Infinity", "inf"))
         taken.append(match.span())
+        count = _COUNT_OF.match(text, match.end())
+        if count is not None and match[3] is None and math.isfinite(value):
+            name = count[1].lower()  # `done: 40 steps` is step 40, not a `done` of 40
         if match[3] is not None and name not in ("step", "epoch", "iter", "iteration"):
             if name == "batch" and fraction is None:
                 fraction = value, float(match[3])  # `[Batch 200/937]`: within the epoch

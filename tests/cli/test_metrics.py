@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from typing import Any
 
+import pytest
+
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
 from tests.cli.rtrain_command import rtrain_executable
+from tests.cli.test_torchrun import DATASET, TORCHRUN_DEMO_CONFIG
 from tests.cli.tmux_terminal import Tmux
 from tests.hosts import GPULOAD_USER
 from tests.torch_python import far_torch_python
@@ -332,3 +336,26 @@ def test_metrics_of_torchruns_rank_tagged_lines_are_rank_0s(cli: Cli) -> None:
     done = cli("metrics", "plain", run_id, "--json")
     assert done.code == 0, done
     assert [(row["step"], row["loss"]) for row in done.json()] == [(1, 3.0), (2, 2.0), (3, 1.0)]
+
+
+def test_metrics_of_the_torchrun_launchers_rank_lines(cli: Cli) -> None:
+    # rtrain's own relay tags each rank's whole lines with `[rankN]: ` in train.log.
+    cli.file("cfg.yaml", TORCHRUN_DEMO_CONFIG)
+    cli.file("data.jsonl", DATASET)
+    run_id = cli.new_run_id("ranks")
+    cli.start(
+        run_id, dataset="data.jsonl", launcher="torchrun", gpus="2", python=far_torch_python()
+    )
+    cli.wait_state("plain", run_id, "completed")
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    printed = [
+        (int(s), float(v))
+        for s, v in re.findall(r"^\[rank0\]: step (\d+) \| loss ([\d.]+)", log, re.M)
+    ]
+    assert [s for s, _ in printed] == [10, 20, 30, 40], log
+    done = cli("metrics", "plain", run_id, "--json")
+    assert done.code == 0, done
+    # (metrics.jsonl holds the same losses, to more digits)
+    rows = [row for row in done.json() if "loss" in row]
+    assert [row["step"] for row in rows] == [step for step, _ in printed], done.json()
+    assert [row["loss"] for row in rows] == pytest.approx([v for _, v in printed], abs=1e-4)

@@ -130,6 +130,9 @@ CASES: list[tuple[str, dict[str, float]]] = [
     ("Iteration 1500, loss = 0.0312", {"step": 1500, "loss": 0.0312}),
     ("global step 42 | train/loss 1.5", {"step": 42, "train/loss": 1.5}),
     ("Test set: Average loss: 0.1000, Accuracy: 9800/10000 (98%)", {"average_loss": 0.1}),
+    # A count of steps says where the line stands.
+    ("done: 40 steps, final loss 0.0124, saved lora_model/", {"step": 40, "final_loss": 0.0124}),
+    ("loss 0.52 after 3 epochs", {"step": 3, "loss": 0.52}),
     ("\x1b[32mstep 3\x1b[0m loss \x1b[1m0.75\x1b[0m", {"step": 3, "loss": 0.75}),
 ]
 
