@@ -227,15 +227,50 @@ def test_status_of_an_active_run_shows_the_latest_values_as_of_now(cli: Cli) -> 
     cli.wait_state("plain", run_id, "completed")
 
 
-def test_the_last_metrics_of_a_run_seen_ended_by_status_are_read(cli: Cli) -> None:
+def test_the_last_metrics_of_a_run_status_sees_end_are_read_with_its_end(cli: Cli) -> None:
     slow_monitor(cli)
     run_id = start_stepping(cli)
     # A tail reads the log while the run runs, so the daemon has read some of it already.
-    shown = wait_for(cli, ["tail", "plain", run_id, "--no-follow"], lambda d: "step 2" in d.out)
-    assert shown
+    wait_for(cli, ["tail", "plain", run_id, "--no-follow"], lambda d: "step 2" in d.out)
     cli.finish(run_id)
-    # `status` sees the run end; the monitor, polling seldom, has not looked since.
+    # `status` sees the run end (the monitor, polling seldom, has not looked): the same
+    # command read the files after the state, so the record written last is there.
     cli.wait_state("plain", run_id, "completed")
+    [run] = [r for r in cli("runs", "--json").json() if r["runId"] == run_id]
+    assert run["latest"] == {"loss": 0.125, "eval_loss": 0.25}
+
+
+# Prints two steps; stopped (SIGTERM), writes its last metrics.jsonl record and log line.
+STOPPING_TRAINER = r"""
+import json, signal, sys, time
+def last(signum, frame):
+    with open("metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 3, "eval_loss": 0.25}) + "\n")
+    print("step 3 | loss 0.125", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, last)
+print("step 1 | loss 1.0", flush=True)
+print("step 2 | loss 0.5", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def stop_after_its_last_words(cli: Cli) -> str:
+    """A STOPPING_TRAINER run the daemon read while it ran, then stopped: `stop` sees it
+    end and reads none of its files."""
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", STOPPING_TRAINER)
+    wait_for(cli, ["tail", "plain", run_id, "--no-follow"], lambda d: "step 2" in d.out)
+    stopped = cli("stop", "plain", run_id)
+    assert stopped.code == 0, stopped
+    assert "step 3 | loss 0.125" in (cli.far_run_dir(run_id) / "train.log").read_text()
+    return run_id
+
+
+def test_the_monitor_reads_the_last_metrics_of_a_run_that_ended_unread(cli: Cli) -> None:
+    slow_monitor(cli)
+    run_id = stop_after_its_last_words(cli)
 
     # A start pokes the monitor: its poll reads the ended run's files once more.
     other = cli.new_run_id()
@@ -255,12 +290,9 @@ def test_the_last_metrics_of_a_run_seen_ended_by_status_are_read(cli: Cli) -> No
     ]
 
 
-def test_metrics_of_a_run_seen_ended_read_its_last_bytes_when_asked(cli: Cli) -> None:
+def test_metrics_of_a_run_that_ended_unread_read_its_last_bytes_when_asked(cli: Cli) -> None:
     slow_monitor(cli)
-    run_id = start_stepping(cli)
-    wait_for(cli, ["tail", "plain", run_id, "--no-follow"], lambda d: "step 2" in d.out)
-    cli.finish(run_id)
-    cli.wait_state("plain", run_id, "completed")
+    run_id = stop_after_its_last_words(cli)
     done = cli("metrics", "plain", run_id, "--json")
     assert done.code == 0, done
     assert done.json()[-1] == {"step": 3, "loss": 0.125, "eval_loss": 0.25}
