@@ -391,3 +391,5 @@ def test_metrics_of_the_torchrun_launchers_rank_lines(cli: Cli) -> None:
     rows = [row for row in done.json() if "loss" in row]
     assert [row["step"] for row in rows] == [step for step, _ in printed], done.json()
     assert [row["loss"] for row in rows] == pytest.approx([v for _, v in printed], abs=1e-4)
+    # `[rank0]: done: 40 steps, final loss 0.0124, ...` is in the log alone.
+    assert rows[-1]["final_loss"] == pytest.approx(printed[-1][1], abs=1e-4)
