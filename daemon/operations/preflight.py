@@ -98,8 +98,11 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
             problem("slurm", reason)
     local_gpus = 0 if slurm is not None else p.gpus
 
-    # The login node's own rows are labelled: a run does not use its python or its GPUs.
-    here = (lambda rows: rows) if slurm is None else login_node
+    def here(rows: list[Finding]) -> list[Finding]:
+        """The host's own rows; a Slurm host's are its login node's, and labelled so (a run
+        does not use that python or those GPUs)."""
+        return rows if slurm is None else login_node(rows)
+
     python = judge_python(interpreter, local_gpus, report)
     findings += here(python.findings)
     for reason in python.reasons:
