@@ -31,8 +31,8 @@ class ClusterVerdict:
 
 
 def login_node(findings: list[Finding]) -> list[Finding]:
-    """The login node's own findings, labelled as such: a run does not use its python's
-    GPUs, so nothing there is a warning about the run's GPUs."""
+    """The login node's own findings, labelled as such. A job runs on the partition's nodes,
+    so the login node's GPUs being in use is no warning about the run's."""
     return [
         Finding(
             f"{finding.topic} ({LOGIN_NODE})",
