@@ -227,7 +227,7 @@ def register(app: typer.Typer) -> None:
         if json:
             print_json(verdict)
         else:
-            print(f"{host} is ready to train." if verdict.ok else f"✗ {host} cannot train")
+            print(_verdict_line(host, verdict))
             for finding in verdict.findings:
                 print(f"  {_FINDING_MARKS.get(finding.level, '')}{finding.topic}: {finding.text}")
             # An older daemon sends reasons without findings.
@@ -748,6 +748,17 @@ def register(app: typer.Typer) -> None:
             if h.last_error:
                 row[1] = _cut(f"{h.connection} ({h.last_error})", max(room, len(h.connection)))
         print(table(headers, rows))
+
+
+def _verdict_line(host: str, verdict: Any) -> str:
+    """`HOST is ready to train.`, or `✗ HOST cannot train`. A ready host whose python lacks
+    torch says so here too: a trainer that imports torch fails at its first line."""
+    if not verdict.ok:
+        return f"✗ {host} cannot train"
+    caveats = [f.text for f in verdict.findings if f.topic == "torch" and f.level == "warning"]
+    if caveats:
+        return f"{host} is ready to train, but {'; '.join(caveats)}."
+    return f"{host} is ready to train."
 
 
 def _set_price(host: str, rate: str, json: bool) -> None:

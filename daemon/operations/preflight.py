@@ -23,7 +23,7 @@ from rtrain.protocol.messages import (
     PreflightResult,
 )
 
-from .cluster_preflight import cluster_findings
+from .cluster_preflight import LOGIN_NODE, cluster_findings, login_node
 from .context import Ops, chosen
 from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
@@ -98,23 +98,30 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         findings.append(Finding(topic, reason, "problem"))
 
     # On a cluster's login node the GPUs are Slurm's to count, not nvidia-smi's, and the
-    # python there need not see any.
+    # python there need not see any: the partition leads, the login node's own are labelled.
     launcher = ops.launcher(p.host)
     slurm = None
     if isinstance(launcher, SlurmLauncher):
-        slurm, slurm_reasons = await cluster_findings(ops, launcher, transport, p, workdir)
-        for reason in slurm_reasons:
+        cluster = await cluster_findings(ops, launcher, transport, p, workdir)
+        slurm = cluster.slurm
+        findings += cluster.findings
+        for reason in cluster.reasons:
             problem("slurm", reason)
     local_gpus = 0 if slurm is not None else p.gpus
 
+    def here(rows: list[Finding]) -> list[Finding]:
+        """The host's own rows; a Slurm host's are its login node's, and labelled so (a run
+        does not use that python or those GPUs)."""
+        return rows if slurm is None else login_node(rows)
+
     python = judge_python(interpreter, local_gpus, report)
-    findings += python.findings
+    findings += here(python.findings)
     for reason in python.reasons:
-        problem("python", reason)
+        problem("python" if slurm is None else f"python ({LOGIN_NODE})", reason)
 
     gpus = gpu_list(report)
     driver = driver_info(report)
-    findings += gpu_findings(gpus, driver)
+    findings += here(gpu_findings(gpus, driver))
     short = count_reason(local_gpus, gpus, report)
     if short is not None:
         problem("gpu", short)
@@ -162,6 +169,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
 
     gpus_free = None
+    if slurm is not None:
+        gpus = []  # the login node's are not the run's: they are only in its labelled rows
     if gpus:
         held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
         gpus_free = sum(1 for gpu in gpus if not gpu.in_use_by_other and gpu.index not in held)

@@ -77,6 +77,13 @@ def _newer(built: str, supported: str) -> bool:
         return False
 
 
+def _nowhere(python: str, report: PreflightReport) -> str:
+    """`no python on the host has torch (looked at python3 and 2 others)`."""
+    others = len({c.path for c in report.candidates})
+    looked = f"{python} and {others} other{'' if others == 1 else 's'}" if others else python
+    return f"no python on the host has torch (looked at {looked})"
+
+
 def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> PythonVerdict:
     verdict = PythonVerdict()
     host_gpus = len(report.gpus)
@@ -116,15 +123,18 @@ def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> Pyth
         )
         return verdict
     if torch is None:
+        # The trainer may not need torch (the demo trainer does not), so its absence is never
+        # a reason by itself (`--require torch` makes it one); but it is what a GPU run most
+        # often trips on, so it is a warning the verdict line repeats.
         suggestion = use_best(0)
         if suggestion:
-            verdict.reasons.append(f"{python} has no torch{suggestion}")
-        else:
-            # The trainer may not need torch (the demo trainer does not): information only;
-            # `--require torch` makes it a reason.
             verdict.findings.append(
-                Finding("torch", f"no torch in {python} nor in any other python found", "info")
+                Finding("torch", f"{python} has no torch{suggestion}", "warning")
             )
+        elif gpus_wanted > 0 and host_gpus > 0:
+            verdict.findings.append(Finding("torch", _nowhere(python, report), "warning"))
+        else:
+            verdict.findings.append(Finding("torch", _nowhere(python, report), "info"))
         return verdict
 
     verdict.findings.append(Finding("torch", f"{python} has {describe_torch(torch)}"))

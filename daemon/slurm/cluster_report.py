@@ -63,6 +63,8 @@ class ClusterReport(msgspec.Struct, frozen=True):
     accounting_error: str | None
     limits: list[Limit]
     default_partition: str | None
+    # Every node of every partition, as sinfo listed them (a node may be in several).
+    nodes: list[NodeGpus] = []
 
 
 def gpu_count(gres: str) -> int:
@@ -121,6 +123,7 @@ def parse(rows: dict[str, list[list[str]]]) -> ClusterReport:
         accounting_error=accounting_error,
         limits=limits,
         default_partition=default,
+        nodes=nodes,
     )
 
 

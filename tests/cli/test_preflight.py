@@ -8,12 +8,13 @@ from pathlib import Path
 from rtrain.protocol.schema import protocol_schema
 from tests.cli.conftest import Cli
 from tests.hosts.pythons_host import PythonsHost
+from tests.torch_python import far_torch_python
 
 
 def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
-    done = cli("preflight", "plain", "--workdir", cli.workdir)
+    done = cli("preflight", "plain", "--gpus", "0", "--workdir", cli.workdir)
     assert done.code == 0, done
-    assert done.out_lines[0] == "plain is ready to train."
+    assert done.out_lines[0].startswith("plain is ready to train"), done
     findings = [line.strip() for line in done.out_lines[1:]]
     assert findings[0] == "transport: plain over exec"
     assert "driver: NVIDIA driver 550.54.15, CUDA 12.4 at most" in findings
@@ -24,7 +25,7 @@ def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
     ]
     assert any(line.startswith("workdir: ") and line.endswith(" free") for line in findings)
 
-    as_json = cli("preflight", "plain", "--workdir", cli.workdir, "--json")
+    as_json = cli("preflight", "plain", "--gpus", "0", "--workdir", cli.workdir, "--json")
     assert as_json.code == 0, as_json
     verdict = as_json.json()
     assert verdict["ok"] is True
@@ -34,6 +35,29 @@ def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
     assert verdict["gpusFree"] == 2
     assert verdict["driver"] == {"version": "550.54.15", "cudaVersion": "12.4"}
     assert [f["text"] for f in verdict["findings"]] == [line.split(": ", 1)[1] for line in findings]
+
+
+def test_the_verdict_line_names_a_python_without_torch(cli: Cli, notorch_host: str) -> None:
+    # plain's python3 has no torch, the suite's venv under /opt has: the line says which.
+    venv = far_torch_python()
+    done = cli("preflight", "plain", "--workdir", cli.workdir)
+    assert done.code == 0, done
+    verdict = done.out_lines[0]
+    assert verdict.startswith("plain is ready to train, but python3 has no torch; "), verdict
+    assert verdict.endswith(f" — use --python {venv}."), verdict
+    assert f"  ! torch: {verdict.split(', but ', 1)[1].removesuffix('.')}" in done.out_lines
+
+    # A GPU host where no python has torch at all.
+    done = cli("preflight", notorch_host)
+    assert done.code == 0, done
+    assert done.out_lines[0].startswith(
+        f"{notorch_host} is ready to train, but no python on the host has torch (looked at "
+    ), done
+
+    # A CPU run on it needs no torch: nothing to add.
+    assert cli("preflight", notorch_host, "--gpus", "0").out_lines[0] == (
+        f"{notorch_host} is ready to train."
+    )
 
 
 def test_requirements_from_a_file_name_what_to_install(

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.hosts.no_torch_host import missing_tools, no_torch_host
 from tests.hosts.pythons_host import PythonsHost, torch_available_here
 from tests.hosts.session import TestHosts, missing_requirements, start_test_hosts
 
@@ -29,7 +30,7 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestHosts]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Tests that use the hosts carry the `ssh` marker, so `-m "not ssh"` leaves them out.
     for item in items:
-        if {"ssh_hosts", "pythons_host"} & set(getattr(item, "fixturenames", ())):
+        if {"ssh_hosts", "pythons_host", "notorch_host"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.ssh)
 
 
@@ -47,3 +48,16 @@ def pythons_host(ssh_hosts: TestHosts) -> Iterator[PythonsHost]:
         yield host
     finally:
         host.close()
+
+
+@pytest.fixture(scope="session")
+def notorch_host(ssh_hosts: TestHosts) -> Iterator[str]:
+    """The alias of a GPU host on which no python has torch (see no_torch_host.py)."""
+    missing = missing_tools()
+    if missing:
+        reason = "a host without /opt needs: " + ", ".join(missing)
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI must provide them.", pytrace=False)
+        pytest.skip(reason)
+    with no_torch_host(ssh_hosts) as alias:
+        yield alias

@@ -26,8 +26,17 @@ class SshdStartError(RuntimeError):
 class Sshd:
     """An sshd with the shared base settings plus `settings` lines of its own."""
 
-    def __init__(self, name: str, base: Path, host_key: Path, settings: Sequence[str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        base: Path,
+        host_key: Path,
+        settings: Sequence[str],
+        launcher: Sequence[str] = (),
+    ) -> None:
         self.name = name
+        # A command sshd runs under (it must exec sshd in the end, so the pid stays sshd's).
+        self.launcher = list(launcher)
         self.config_path = base / f"{name}.sshd_config"
         self.log_path = base / f"{name}.log"
         self.pid_path = base / f"{name}.pid"
@@ -104,7 +113,15 @@ class Sshd:
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             process = subprocess.Popen(
-                [str(SSHD), "-D", "-f", str(self.config_path), "-E", str(self.log_path)],
+                [
+                    *self.launcher,
+                    str(SSHD),
+                    "-D",
+                    "-f",
+                    str(self.config_path),
+                    "-E",
+                    str(self.log_path),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 
 from tests.operations.harness import Ops
+from tests.torch_python import far_torch_python
 
 
 def preflight(ops: Ops, host: str = "plain", **params: object) -> object:
@@ -25,7 +26,7 @@ def test_plain_host_is_ready(ops: Ops) -> None:
     # The workdir was created, private, and the write probe left nothing behind.
     assert stat.S_IMODE(ops.far_workdir.stat().st_mode) == 0o700
     assert list(ops.far_workdir.iterdir()) == []
-    # torch is informational only: absent here, and still ok.
+    # No torch in python3 is not a reason (the trainer may not need it).
     assert result.torch_version is None
 
 
@@ -82,3 +83,39 @@ def test_a_program_that_is_not_python_never_shows_the_probe(ops: Ops) -> None:
     assert reason.startswith("ls not usable: it exited with status 2 without answering"), reason
     for text in [*result.reasons, *(f.text for f in result.findings)]:
         assert "import" not in text and "RTRAIN_PROBE" not in text and "exec(" not in text
+
+
+def test_a_torch_venv_under_opt_is_found_and_named(ops: Ops) -> None:
+    # The far user's python3 has no torch; the suite's torch venv lives under /opt, as an
+    # image's own venv often does (/opt/venv, /opt/conda, /opt/<app>).
+    venv_python = far_torch_python()
+    result = preflight(ops, gpus=2, workdir=ops.workdir)
+
+    assert result.ok, result.reasons
+    assert result.suggested_python == venv_python, result.python_candidates
+    [candidate] = [c for c in result.python_candidates if c.path == venv_python]
+    assert candidate.torch is not None and candidate.torch.version.startswith("2.")
+    [warning] = [f for f in result.findings if f.topic == "torch"]
+    assert warning.level == "warning"
+    assert warning.text == (
+        f"python3 has no torch; {venv_python} has torch {candidate.torch.version} "
+        f"(a CPU-only build) — use --python {venv_python}"
+    )
+
+
+def test_a_gpu_host_without_torch_anywhere_says_so(ops: Ops, notorch_host: str) -> None:
+    far_torch_python()  # there is one on this machine, out of the host's sight
+    result = preflight(ops, host=notorch_host, gpus=2)
+
+    assert result.ok, result.reasons
+    assert len(result.gpus) == 2
+    assert result.suggested_python is None
+    assert all(c.torch is None for c in result.python_candidates), result.python_candidates
+    [warning] = [f for f in result.findings if f.topic == "torch"]
+    assert warning.level == "warning", warning
+    assert warning.text.startswith("no python on the host has torch (looked at python3"), warning
+
+    # For a CPU run the same is information only.
+    cpu = preflight(ops, host=notorch_host, gpus=0)
+    [info] = [f for f in cpu.findings if f.topic == "torch"]
+    assert info.level == "info" and info.text == warning.text

@@ -23,12 +23,15 @@ def preflight(ops: Ops, host: str = "pythons", **params: object) -> object:
 def test_names_the_python_that_has_torch(ops: Ops, pythons_host: PythonsHost) -> None:
     result = preflight(ops, python=pythons_host.bare_python)
 
-    assert not result.ok
+    # No torch is not a reason by itself (the trainer may not need it): a warning that names
+    # the python to use instead.
+    assert result.ok, result.reasons
     bare, train = pythons_host.bare_python, pythons_host.train_python
-    [reason] = [r for r in result.reasons if "torch" in r]
-    assert reason.startswith(f"{bare} has no torch; ")
+    [warning] = [f for f in result.findings if f.topic == "torch"]
+    assert warning.level == "warning"
+    assert warning.text.startswith(f"{bare} has no torch; ")
     assert result.suggested_python is not None
-    assert reason.endswith(f"— use --python {result.suggested_python}")
+    assert warning.text.endswith(f"— use --python {result.suggested_python}")
     with_torch = {c.path: c for c in result.python_candidates if c.torch is not None}
     assert train in with_torch, result.python_candidates
     assert with_torch[train].torch.version.startswith("2.")
@@ -36,6 +39,13 @@ def test_names_the_python_that_has_torch(ops: Ops, pythons_host: PythonsHost) ->
     assert result.suggested_python in with_torch
     # The requested python is not offered as its own alternative.
     assert bare not in {c.path for c in result.python_candidates}
+
+    # A trainer that needs torch says so, and then it is a reason.
+    required = preflight(ops, python=bare, requires=["torch"])
+    assert not required.ok
+    assert any(r.startswith(f"torch is not installed in {bare}") for r in required.reasons), (
+        required.reasons
+    )
 
 
 def test_a_cpu_only_torch_on_a_gpu_host_is_a_reason(ops: Ops, pythons_host: PythonsHost) -> None:

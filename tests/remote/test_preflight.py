@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -161,3 +162,41 @@ def test_unusable_workdir_is_reported(remote: Remote, bare_python: str) -> None:
     assert result.returncode == 0
     assert result.value("workdir_ok") == "0"
     assert result.value("workdir_error") != ""
+
+
+def _venv(root: Path, torch_version: str | None = None) -> str:
+    """A venv as `python -m venv` lays one out (pyvenv.cfg, bin/python), optionally with a
+    stand-in torch package (a CPU build: the probe reads its version.py, imports nothing)."""
+    base = Path(os.path.realpath(PYTHON))
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = root / "lib" / version / "site-packages"
+    site.mkdir(parents=True)
+    (root / "bin").mkdir()
+    (root / "bin" / "python").symlink_to(base)
+    (root / "pyvenv.cfg").write_text(
+        f"home = {base.parent}\ninclude-system-site-packages = false\n"
+    )
+    if torch_version is not None:
+        (site / "torch").mkdir()
+        (site / "torch" / "__init__.py").write_text(f"__version__ = {torch_version!r}\n")
+        (site / "torch" / "version.py").write_text(
+            f"__version__ = {torch_version!r}\ncuda = None\n"
+        )
+    return str(root / "bin" / "python")
+
+
+def test_a_torch_venv_is_found_behind_more_pythons_than_are_probed(
+    remote: Remote, bare_python: str
+) -> None:
+    # More interpreters without torch than the probe limit (12), all sorted before the one
+    # with torch: the torch on disk puts it first, so the limit never hides it.
+    for number in range(14):
+        _venv(remote.home / f"a{number:02d}")
+    with_torch = _venv(remote.home / "zz-train", torch_version="2.7.0+cpu")
+
+    result = remote.run("preflight", bare_python, "~/x", timeout=120)
+
+    assert result.returncode == 0, result
+    found = {fields[0]: fields for fields in result.values("candidate")}
+    assert with_torch in found, sorted(found)
+    assert found[with_torch][2] == "2.7.0+cpu", found[with_torch]

@@ -437,25 +437,54 @@ case $NL$gpu_lines in
 *"${NL}gpu$TAB"*) [ "$torch_cpu" = 0 ] || search=1 ;;
 esac
 
-# The other interpreters of the host, each probed once with a timeout.
+# The other interpreters of the host, where images, conda and people put them: one level of
+# globbing each (no find), so the search costs a few directory reads.
 pf_candidates() {
 	for pc_name in python3 python python3.14 python3.13 python3.12 python3.11 python3.10 \
 		python3.9 python3.8; do
 		command -v "$pc_name" 2>/dev/null
 	done
 	for pc_path in /usr/local/bin/python3 /usr/local/bin/python3.[0-9] \
-		/usr/local/bin/python3.[0-9][0-9] /opt/conda/bin/python /opt/conda/envs/*/bin/python \
-		"${CONDA_EXE%/bin/conda}"/envs/*/bin/python "${MAMBA_ROOT_PREFIX:-/nonexistent}"/envs/*/bin/python \
+		/usr/local/bin/python3.[0-9][0-9] /opt/*/bin/python /opt/*/envs/*/bin/python \
+		/opt/*/.venv/bin/python "${CONDA_EXE%/bin/conda}"/envs/*/bin/python \
+		"${MAMBA_ROOT_PREFIX:-/nonexistent}"/envs/*/bin/python \
 		"$HOME"/*/bin/python "$HOME"/*/envs/*/bin/python "$HOME"/.conda/envs/*/bin/python \
-		"$HOME"/.venv*/bin/python "$HOME"/venvs/*/bin/python "$HOME"/.virtualenvs/*/bin/python; do
+		"$HOME"/.venv*/bin/python "$HOME"/*/.venv/bin/python "$HOME"/venvs/*/bin/python \
+		"$HOME"/.virtualenvs/*/bin/python /workspace/.venv/bin/python \
+		/workspace/*/bin/python /workspace/*/.venv/bin/python; do
 		[ -f "$pc_path" ] && [ -x "$pc_path" ] && printf '%s\n' "$pc_path"
 	done
+}
+
+# True when the prefix of PATH (PREFIX/bin/python) holds a torch package: no process, a few
+# stats, so the ones with torch are probed first and the probe limit never hides one.
+torch_on_disk() {
+	tod_prefix=${1%/bin/*}
+	for tod_dir in "$tod_prefix"/lib/python3*/site-packages/torch \
+		"$tod_prefix"/lib/python3*/dist-packages/torch \
+		"$tod_prefix"/local/lib/python3*/dist-packages/torch; do
+		[ -d "$tod_dir" ] && return 0
+	done
+	return 1
 }
 
 if [ "$search" = 1 ]; then
 	probed=0
 	paths_seen=$NL
-	cand_list=$(pf_candidates)
+	cand_first=
+	cand_rest=
+	while IFS= read -r cand; do
+		if [ -z "$cand" ]; then
+			continue
+		elif torch_on_disk "$cand"; then
+			cand_first="$cand_first$cand$NL"
+		else
+			cand_rest="$cand_rest$cand$NL"
+		fi
+	done <<EOF
+$(pf_candidates)
+EOF
+	cand_list=$cand_first$cand_rest
 	while IFS= read -r cand; do
 		[ -n "$cand" ] || continue
 		case $paths_seen in
