@@ -27,6 +27,7 @@ from rtrain.daemon.ssh.transport import Completed, ProcessTransport
 from rtrain.protocol.errors import Kind, RpcError
 from tests.hosts import GPU_USER, TestHosts
 from tests.hosts.sshd import Sshd
+from tests.run_mark import RUN_MARK
 
 T = TypeVar("T")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -372,6 +373,7 @@ def test_a_host_with_few_sessions_still_runs_everything(
     far_dir = home / name
     far_dir.mkdir()
     shutil.chown(far_dir, GPU_USER, GPU_USER)
+    (far_dir / RUN_MARK).write_text(f"{name}\n")  # a run dir, as prepare.sh makes one
     (far_dir / "model.bin").write_bytes(b"weights" * 1000)
     local = runtime / "data.bin"
     local.write_bytes(b"dataset" * 1000)
