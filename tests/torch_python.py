@@ -28,7 +28,11 @@ REQUIREMENTS = ["torch==2.13.0", "numpy"]
 # The current majors of the real trainers; `[torch]` brings accelerate, which Trainer needs.
 TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3"]
 TORCH_PROBE = "import torch.distributed.run, numpy"
-TRAINERS_PROBE = "import torch.distributed.run, numpy, transformers, accelerate, lightning"
+# Found, not imported: importing them all takes seconds per test on a busy machine.
+TRAINERS_PROBE = (
+    "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in "
+    "('torch', 'numpy', 'transformers', 'accelerate', 'lightning')))"
+)
 
 
 def _works(probe: str = TORCH_PROBE) -> bool:
@@ -53,9 +57,9 @@ def far_torch_python() -> str:
 def far_trainers_python() -> str:
     """The venv's python with transformers and Lightning too (installed in place when
     missing), or the test skips (fails in CI)."""
-    far_torch_python()
     if _works(TRAINERS_PROBE):
         return str(PYTHON)
+    far_torch_python()
     try:
         with open(f"{VENV}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
