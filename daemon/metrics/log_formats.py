@@ -53,6 +53,7 @@ _SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 _BAR_EPOCH = re.compile(r"\bEpoch[ \t]+(\d{1,9})\b", re.IGNORECASE)
 # rtrain's own line before a restart's output (launch.sh).
 _ATTEMPT = re.compile(r"==> rtrain: attempt (\d{1,6}) of ")
+_CURSOR_UP = "\x1b[A"
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,15 @@ class Progress:
 @dataclass
 class Reading:
     """What a line said: numeric fields by name (`step` among them when given), progress,
-    the rank whose tag it had, and the attempt it opens (rtrain's restart line)."""
+    the rank whose tag it had, and the attempt it opens (rtrain's restart line). Of a bar:
+    whether it is drawn below another (`nested`: tqdm's position 1 or more, as an
+    evaluation's or a checkpoint writer's bar)."""
 
     values: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     rank: int | None = None
     attempt: int | None = None
+    nested: bool = False
 
 
 def read_line(line: str) -> Reading | None:
@@ -83,18 +87,23 @@ def read_line(line: str) -> Reading | None:
     text = line.strip()
     if not text or len(text) > MAX_LINE:
         return None
+    nested = False
     if "\x1b" in text:
+        # tqdm draws a bar at position p below the first with p newlines before it and p
+        # cursor-ups after it: a line that ends going up is a bar under another.
+        nested = text.endswith(_CURSOR_UP)
         text = without_ansi(text).strip()
         if not text:
             return None
-    if text[0] != "[":
-        return _read(text)
-    rank, text = split_rank(text)
-    if not text:
-        return None
+    rank = None
+    if text[0] == "[":
+        rank, text = split_rank(text)
+        if not text:
+            return None
     reading = _read(text)
     if reading is not None:
         reading.rank = rank
+        reading.nested = nested and reading.progress is not None
     return reading
 
 

@@ -75,6 +75,15 @@ def test_tqdm_bars(line: str, progress: Progress, postfix: dict[str, float]) -> 
     assert reading.values == postfix
 
 
+def test_a_bar_drawn_under_another() -> None:
+    # tqdm draws a bar at position 1 (transformers' checkpoint writer, an evaluation) on the
+    # next line and moves the cursor back up.
+    shards = read_line("Writing model shards:  0%|          | 0/1 [00:00<?, ?it/s]\x1b[A")
+    assert shards is not None and shards.nested and shards.progress is not None
+    main = read_line(" 55%|█████▌    | 11/20 [00:06<00:04,  1.88it/s]")
+    assert main is not None and not main.nested
+
+
 def test_lines_that_say_nothing_and_lines_too_long_to_look_at() -> None:
     for line in ("", "loading the model", "| step | loss |", "{not a dict}", "100/s is fast"):
         reading = read_line(line)

@@ -156,3 +156,38 @@ def test_lightnings_bar_counts_steps_across_epochs() -> None:
     steps = [step for step, _ in points(run, "train_loss")]
     assert steps == [1, 2, 3, 4, 5, 6, 7, 8]
     assert "v_num" not in run.series
+
+
+def bar(n: int, total: int = 20, postfix: str = "") -> bytes:
+    return b"\r %3d%%|#   | %d/%d [00:01<00:09, 9.90it/s%s]" % (
+        100 * n // total,
+        n,
+        total,
+        postfix.encode(),
+    )
+
+
+CLEAR = b"\r" + b" " * 40 + b"\r"
+
+
+def test_a_record_under_a_bar_takes_the_bars_next_drawing() -> None:
+    run = RunSeries()
+    # tqdm skipped drawing steps 2 and 3 (quicker than 0.1 s); the dict is step 3's.
+    log = bar(1) + CLEAR + b"{'loss': '2.5'}\n"
+    run.feed("log", 0, log)
+    assert "loss" not in run.series, "not before the bar says where it stands"
+    more = bar(3) + CLEAR + b"{'loss': '2.25'}\n"
+    run.feed("log", len(log), more)
+    assert points(run, "loss") == [(3, 2.5)]
+    # A bar drawn under the main one (a checkpoint writer's) says nothing of the step.
+    rest = b"\n\rWriting model shards:   0%|   | 0/1 [00:00<?, ?it/s]\x1b[A" + bar(4)
+    run.feed("log", len(log) + len(more), rest)
+    assert points(run, "loss") == [(3, 2.5), (4, 2.25)]
+
+
+def test_a_record_left_waiting_when_the_run_ends_takes_the_bar_as_it_stands() -> None:
+    run = RunSeries()
+    run.feed("log", 0, bar(5) + CLEAR + b"{'loss': '2.5'}\n")
+    assert run.settle()
+    assert points(run, "loss") == [(5, 2.5)]
+    assert not run.settle()

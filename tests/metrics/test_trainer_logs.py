@@ -1,0 +1,50 @@
+"""A real trainer's log, byte for byte as it wrote it (tests/metrics/trainer_logs: a run of
+tests/projects/hf_trainer, restarted with `--append` and resumed from its checkpoint): every
+step the trainer recorded is a point at that step, with the value it printed, however the
+log is cut into reads."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from rtrain.daemon.metrics.run_series import RunSeries
+
+LOGS = Path(__file__).parent / "trainer_logs"
+# transformers prints 4 significant digits.
+PRINTED = 5e-3
+
+
+def recorded(name: str) -> dict[float, float]:
+    losses = json.loads((LOGS / f"{name}.losses.json").read_text())
+    return {float(step): loss for step, loss in losses.items()}
+
+
+def fed(log: bytes, size: int) -> RunSeries:
+    run = RunSeries()
+    for offset in range(0, len(log), size):
+        run.feed("log", offset, log[offset : offset + size])
+    run.settle()  # the run ended
+    return run
+
+
+def assert_series(run: RunSeries, name: str, want: dict[float, float]) -> None:
+    series = run.series[name]
+    got = dict(zip(series.steps, series.values, strict=True))
+    assert sorted(got) == sorted(want), f"steps: {sorted(got)}"
+    far = {s: (got[s], want[s]) for s in want if not math.isclose(got[s], want[s], rel_tol=PRINTED)}
+    assert not far, far
+    assert series.steps == sorted(series.steps), "one point a step, in order"
+
+
+# Reads of 1 byte and 7 bytes cut between every dict and the bar drawn after it.
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+def test_hf_trainer_dicts_are_at_the_step_of_the_bar_drawn_after_them(size: int) -> None:
+    # Steps quicker than tqdm's 0.1 s: the bar drawn before dict 8 still says 7 (and before
+    # dict 22 of the resumed attempt, 21); the Trainer redraws it right after the dict.
+    run = fed((LOGS / "hf_trainer.log").read_bytes(), size)
+    assert_series(run, "loss", recorded("hf_trainer"))
+    assert run.progress is not None and (run.progress.n, run.progress.total) == (30, 30)
