@@ -15,10 +15,13 @@ The series then tell the history of the model the latest attempt trains: at each
 first point of the new attempt, the earlier points at that step or later go (a trainer
 resumed from step 800 continues the curve from 800; one started afresh starts it over).
 
-Steps: a record's own step field first, a bar's postfix at the bar's n. A record with no
-step (HF Trainer's dicts) printed under a bar is held until the bar is drawn again, and
-takes that drawing's n: tqdm draws at most every 0.1 s, so the bar drawn before a dict may
-be steps behind, while the Trainer redraws it right after each dict, as it then stands.
+Steps: a record's own step field first. A bar's postfix is at the bar's step (counted on
+across epochs, epoch_steps.py); a bar at 0 shows the values of before its reset, so gives
+no point. A record with no step (HF Trainer's dicts) printed under a bar is held until the
+bar is drawn again, and takes that drawing's n: tqdm draws at most every 0.1 s, so the bar
+drawn before a dict may be steps behind, while the Trainer redraws it right after each dict,
+as it then stands. A point at the step of its series' last point replaces it (Lightning
+draws each step twice: first with the last step's values, then with its own).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .epoch_steps import EpochSteps
 from .log_formats import MAX_LINE, Progress, Reading, read_line
 
 MAX_PENDING = MAX_LINE
@@ -66,6 +70,9 @@ class Series:
         return True
 
     def add(self, seq: int, step: float, value: float) -> None:
+        if self.steps and self.steps[-1] == step:
+            self.seqs[-1], self.values[-1] = seq, value
+            return
         self.seqs.append(seq)
         self.steps.append(step)
         self.values.append(value)
@@ -105,6 +112,7 @@ class RunSeries:
         # Where that bar (not one drawn below it) last stood, in this attempt; None: no bar.
         self._bar_n: float | None = None
         self._held: list[tuple[int, dict[str, float]]] = []  # (rank, values) with no step
+        self._epochs = EpochSteps()
         self._sources: dict[str, _Source] = {}
 
     # ---- feeding ------------------------------------------------------------------------
@@ -209,7 +217,11 @@ class RunSeries:
         if step is None or not math.isfinite(step):
             step = None
             if bar is not None:
-                step = bar.n
+                if bar.n == 0:
+                    return  # a bar reset for a new epoch still shows the last one's values
+                step = self._epochs.step(reading.epoch, bar.n, bar.total)
+                if step is None:
+                    step = bar.n
             elif self._bar_n is not None:
                 self.records += 1
                 self._held.append((rank, values))

@@ -191,3 +191,11 @@ def test_a_record_left_waiting_when_the_run_ends_takes_the_bar_as_it_stands() ->
     assert run.settle()
     assert points(run, "loss") == [(5, 2.5)]
     assert not run.settle()
+
+
+def test_a_point_at_its_series_last_step_replaces_it() -> None:
+    run = RunSeries()
+    # Lightning draws each step twice: on the update (the last step's loss), then with its own.
+    log = bar(1, 10, ", loss=3.0") + bar(2, 10, ", loss=3.0") + bar(2, 10, ", loss=2.0")
+    run.feed("log", 0, log + b"\n")
+    assert points(run, "loss") == [(1, 3.0), (2, 2.0)]

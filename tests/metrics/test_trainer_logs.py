@@ -1,7 +1,7 @@
-"""A real trainer's log, byte for byte as it wrote it (tests/metrics/trainer_logs: a run of
-tests/projects/hf_trainer, restarted with `--append` and resumed from its checkpoint): every
-step the trainer recorded is a point at that step, with the value it printed, however the
-log is cut into reads."""
+"""Real trainers' logs, byte for byte as they wrote them (tests/metrics/trainer_logs: a run of
+tests/projects/hf_trainer and one of lightning_trainer, each restarted with `--append` and
+resumed from its checkpoint): every step the trainer recorded is a point at that step, with
+the value it printed, however the log is cut into reads."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from rtrain.daemon.metrics.run_series import RunSeries
 
 LOGS = Path(__file__).parent / "trainer_logs"
-# transformers prints 4 significant digits.
+# transformers prints 4 significant digits, Lightning's bar 3.
 PRINTED = 5e-3
 
 
@@ -48,3 +48,12 @@ def test_hf_trainer_dicts_are_at_the_step_of_the_bar_drawn_after_them(size: int)
     run = fed((LOGS / "hf_trainer.log").read_bytes(), size)
     assert_series(run, "loss", recorded("hf_trainer"))
     assert run.progress is not None and (run.progress.n, run.progress.total) == (30, 30)
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+def test_lightning_steps_count_on_across_epochs_max_steps_and_a_resume(size: int) -> None:
+    # Epoch 1 of attempt 1 is cut short by max_steps (`1/5` after epochs of 10); attempt 2
+    # resumes at step 15, in the middle of epoch 1, drawn as `Training: | 6/? [...]`; each
+    # bar reset for a new epoch (`0/10`) still shows the last epoch's loss.
+    run = fed((LOGS / "lightning_trainer.log").read_bytes(), size)
+    assert_series(run, "train_loss", recorded("lightning_trainer"))
