@@ -47,6 +47,7 @@ MAX_HELD = 64
 # A log line ends at a newline, or at a carriage return (a bar redrawn); a JSON line at "\n".
 _LOG_END = re.compile(rb"[\r\n]")
 _JSONL_END = re.compile(rb"\n")
+_ATTEMPT_LINE = b"==> rtrain: attempt "
 
 
 @dataclass
@@ -167,6 +168,12 @@ class RunSeries:
                 state.pending += rest
 
     def _line(self, raw: bytes) -> None:
+        cut = raw.find(_ATTEMPT_LINE, 1)
+        if cut > 0:
+            # A trainer that died drawing its bar left no newline: rtrain's line opening the
+            # next attempt follows the bar's last drawing on the same line.
+            self._line(raw[:cut])
+            raw = raw[cut:]
         reading = read_line(raw.decode(errors="replace"))
         if reading is not None:
             self._take(reading)

@@ -193,6 +193,17 @@ def test_a_record_left_waiting_when_the_run_ends_takes_the_bar_as_it_stands() ->
     assert not run.settle()
 
 
+def test_a_restart_after_a_bar_cut_off_mid_line_opens_the_attempt() -> None:
+    run = RunSeries()
+    first = b"".join(bar(n, 10, f", train_loss={9 - n}.0") for n in range(1, 5))
+    # The trainer died: no newline after its bar; rtrain's line follows on the same line.
+    restart = b"==> rtrain: attempt 2 of r started at 2026-01-01 00:00:00 UTC <==\n"
+    again = b"".join(bar(n, 10, f", train_loss={9 - n}.5") for n in range(3, 5)) + b"\n"
+    run.feed("log", 0, first + restart + again)
+    assert run.attempt == 2
+    assert points(run, "train_loss") == [(1, 8.0), (2, 7.0), (3, 6.5), (4, 5.5)]
+
+
 def test_a_point_at_its_series_last_step_replaces_it() -> None:
     run = RunSeries()
     # Lightning draws each step twice: on the update (the last step's loss), then with its own.
