@@ -235,7 +235,8 @@ class RunSeries:
                 if len(self._held) > MAX_HELD:
                     self._settle(self._bar_n, 1)
                 return
-        self._settle(self._bar_n)  # what was held came before this record
+        if self._held:
+            self._settle(self._bar_n)  # what was held came before this record
         self.records += 1
         self._add(rank, float(self.records) if step is None else step, values)
 
