@@ -181,7 +181,7 @@ class RunSeries:
     def _peek_progress(self, raw: bytes) -> None:
         reading = read_line(raw.decode(errors="replace"))
         if reading is not None and reading.progress is not None:
-            self._take_progress(reading)
+            self._take_progress(reading.progress, reading)
 
     def settle(self) -> bool:
         """Give the records still held for the bar's next drawing the bar as it stands (the
@@ -190,14 +190,13 @@ class RunSeries:
         self._settle(self._bar_n)
         return self.seq != before
 
-    def _take_progress(self, reading: Reading) -> None:
-        assert reading.progress is not None
+    def _take_progress(self, progress: Progress, reading: Reading) -> None:
         rank = reading.rank or 0
         if rank <= self._bar_rank or self.progress is None:
             self._bar_rank = rank
-            self.progress = reading.progress
+            self.progress = progress
             if not reading.nested:
-                self._bar_n = reading.progress.n
+                self._bar_n = progress.n
                 self._settle(self._bar_n)
 
     def _new_attempt(self, attempt: int) -> None:
@@ -216,7 +215,7 @@ class RunSeries:
         rank = reading.rank or 0
         bar = reading.progress
         if bar is not None:
-            self._take_progress(reading)
+            self._take_progress(bar, reading)
         values = dict(reading.values)
         step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
         if not values:
