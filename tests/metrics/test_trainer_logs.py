@@ -1,7 +1,8 @@
 """Real trainers' logs, byte for byte as they wrote them (tests/metrics/trainer_logs: a run of
 tests/projects/hf_trainer and one of lightning_trainer, each restarted with `--append` and
-resumed from its checkpoint): every step the trainer recorded is a point at that step, with
-the value it printed, however the log is cut into reads."""
+resumed from its checkpoint, and one of hf_trainer evaluating as it trains): every step the
+trainer recorded is a point at that step, with the value it printed, however the log is cut
+into reads."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ LOGS = Path(__file__).parent / "trainer_logs"
 PRINTED = 5e-3
 
 
-def recorded(name: str) -> dict[float, float]:
-    losses = json.loads((LOGS / f"{name}.losses.json").read_text())
+def recorded(name: str, what: str = "losses") -> dict[float, float]:
+    losses = json.loads((LOGS / f"{name}.{what}.json").read_text())
     return {float(step): loss for step, loss in losses.items()}
 
 
@@ -48,6 +49,16 @@ def test_hf_trainer_dicts_are_at_the_step_of_the_bar_drawn_after_them(size: int)
     run = fed((LOGS / "hf_trainer.log").read_bytes(), size)
     assert_series(run, "loss", recorded("hf_trainer"))
     assert run.progress is not None and (run.progress.n, run.progress.total) == (30, 30)
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+def test_hf_trainer_evaluating_and_saving_as_it_trains(size: int) -> None:
+    # tests/projects/hf_trainer with `eval_strategy="steps", eval_steps=5`, 12 steps, a
+    # checkpoint at 6 and 12: the evaluation's bar and the checkpoint writer's are drawn
+    # below the Trainer's (tqdm's position 1), each eval dict before the Trainer's bar again.
+    run = fed((LOGS / "hf_trainer_eval.log").read_bytes(), size)
+    assert_series(run, "loss", recorded("hf_trainer_eval"))
+    assert_series(run, "eval_loss", recorded("hf_trainer_eval", "eval_losses"))
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
