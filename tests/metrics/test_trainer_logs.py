@@ -1,8 +1,8 @@
-"""Real trainers' logs, byte for byte as they wrote them (tests/metrics/trainer_logs: a run of
-tests/projects/hf_trainer and one of lightning_trainer, each restarted with `--append` and
-resumed from its checkpoint, and one of hf_trainer evaluating as it trains): every step the
-trainer recorded is a point at that step, with the value it printed, however the log is cut
-into reads."""
+"""Real trainers' logs, byte for byte as they wrote them but for the paths of their python
+(tests/metrics/trainer_logs: a run of tests/projects/hf_trainer and one of lightning_trainer,
+each restarted with `--append` and resumed from its checkpoint, and one of each evaluating
+as it trains): every step the trainer recorded is a point at that step, with the value it
+printed, however the log is cut into reads."""
 
 from __future__ import annotations
 
@@ -68,3 +68,13 @@ def test_lightning_steps_count_on_across_epochs_max_steps_and_a_resume(size: int
     # bar reset for a new epoch (`0/10`) still shows the last epoch's loss.
     run = fed((LOGS / "lightning_trainer.log").read_bytes(), size)
     assert_series(run, "train_loss", recorded("lightning_trainer"))
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+def test_lightning_validating_after_each_epoch(size: int) -> None:
+    # lightning_trainer with a validation_step logging `val_loss` (prog_bar=True), 25 steps:
+    # the validation's bars are drawn under the training's, whose postfix then shows val_loss.
+    run = fed((LOGS / "lightning_trainer_val.log").read_bytes(), size)
+    assert_series(run, "train_loss", recorded("lightning_trainer_val"))
+    validated = dict(zip(run.series["val_loss"].steps, run.series["val_loss"].values, strict=True))
+    assert (validated[10], validated[20]) == (2.43, 1.69)
