@@ -3,7 +3,9 @@
 The far users' /usr/bin/python3 has no torch (a realistic image), so multi-rank tests run
 torchrun with `--python` naming this venv: the CPU build of torch 2.13.0, installed from this
 machine's wheel store once per machine (about a minute) and shared by every test session,
-outside any user's home so no fixture's reset removes it.
+outside any user's home so no fixture's reset removes it. The real trainers' tests
+(tests/trainers) need transformers and Lightning in it too: a venv built before they were
+added gets them installed in place (about a minute more), torch kept as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -22,11 +25,19 @@ VENV = Path("/opt/rtrain-test-torch")
 PYTHON = VENV / "bin" / "python"
 BASE_PYTHON = "/usr/bin/python3"
 REQUIREMENTS = ["torch==2.13.0", "numpy"]
+# The current majors of the real trainers; `[torch]` brings accelerate, which Trainer needs.
+TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3"]
+TORCH_PROBE = "import torch.distributed.run, numpy"
+# Found, not imported: importing them all takes seconds per test on a busy machine.
+TRAINERS_PROBE = (
+    "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in "
+    "('torch', 'numpy', 'transformers', 'accelerate', 'lightning')))"
+)
 
 
-def _works() -> bool:
-    probe = [str(PYTHON), "-c", "import torch.distributed.run, numpy"]
-    return PYTHON.exists() and subprocess.run(probe, capture_output=True).returncode == 0
+def _works(probe: str = TORCH_PROBE) -> bool:
+    command = [str(PYTHON), "-c", probe]
+    return PYTHON.exists() and subprocess.run(command, capture_output=True).returncode == 0
 
 
 def far_torch_python() -> str:
@@ -38,12 +49,32 @@ def far_torch_python() -> str:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one builder; the others wait and reuse it
             if not _works():
                 _build()
-    except (OSError, subprocess.CalledProcessError) as error:
-        message = f"cannot build a torch venv for the far users at {VENV}: {error}"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    except (OSError, subprocess.SubprocessError) as error:
+        _missing(f"cannot build a torch venv for the far users at {VENV}: {error}")
     return str(PYTHON)
+
+
+def far_trainers_python() -> str:
+    """The venv's python with transformers and Lightning too (installed in place when
+    missing), or the test skips (fails in CI)."""
+    if _works(TRAINERS_PROBE):
+        return str(PYTHON)
+    far_torch_python()
+    try:
+        with open(f"{VENV}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _works(TRAINERS_PROBE):
+                # Added beside what runs from it now: torch pinned, so pip never swaps it.
+                _pip(PYTHON, [*REQUIREMENTS, *TRAINERS])
+    except (OSError, subprocess.SubprocessError) as error:
+        _missing(f"cannot install transformers and lightning into {VENV}: {error}")
+    return str(PYTHON)
+
+
+def _missing(message: str) -> NoReturn:
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
 
 
 def _build() -> None:
@@ -51,6 +82,10 @@ def _build() -> None:
     shutil.rmtree(partial, ignore_errors=True)
     shutil.rmtree(VENV, ignore_errors=True)
     subprocess.run([BASE_PYTHON, "-m", "venv", str(partial)], check=True, capture_output=True)
-    pip = [str(partial / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS]
-    subprocess.run(pip, check=True, capture_output=True, timeout=900)
+    _pip(partial / "bin" / "python", [*REQUIREMENTS, *TRAINERS])
     partial.rename(VENV)  # a venv finds itself from its python's path: the move is safe
+
+
+def _pip(python: Path, requirements: list[str]) -> None:
+    pip = [str(python), "-m", "pip", "install", "-q", *requirements]
+    subprocess.run(pip, check=True, capture_output=True, timeout=900)

@@ -6,7 +6,8 @@ Formats (docs/metrics.md has them exactly):
   its numbers also as transformers 5 formats them (`'loss': '4.902'`) or as tensors;
 - a JSON object, `{"loss": 1.2, "step": 3}`: its numeric top-level fields;
 - a tqdm bar, `Epoch 1:  45%|####5     | 45/100 [00:12<00:15,  3.61it/s, loss=0.5]`:
-  the progress (n, total, rate, remaining time) and the postfix's numbers (Lightning's);
+  the progress (n, total, rate, remaining time), the epoch its description names and the
+  postfix's numbers (Lightning's); which step that is, is the run's to say (run_series.py);
 - rtrain's line opening a restart's attempt, `==> rtrain: attempt 2 of RUN started at ...`;
 - anything else by the general rule (free_text.py): nanoGPT, Megatron, Keras, people's own.
 A rank's tag before the line (`[rank1]: `, `[default0]:`) is taken off and kept.
@@ -41,7 +42,9 @@ _DICT_FIELD = re.compile(
 )
 _TQDM = re.compile(
     r"(?:(?P<pct>\d{1,3})%\|[^|]{0,120}\|\s*)?"
-    r"(?P<n>\d+(?:\.\d+)?)(?P<nsuffix>[kMG]?)(?:/(?P<total>\d+(?:\.\d+)?)(?P<tsuffix>[kMG]?))?"
+    # Lightning's bar format writes an unknown total as `?` (`Training: | 6/? [...]`).
+    r"(?P<n>\d+(?:\.\d+)?)(?P<nsuffix>[kMG]?)"
+    r"(?:/(?:(?P<total>\d+(?:\.\d+)?)(?P<tsuffix>[kMG]?)|\?))?"
     r"(?:\s*[A-Za-z]{0,10})?\s*"
     r"\[(?P<elapsed>[\d:]{1,12})(?:<(?P<remaining>[\d:?]{1,12}))?,\s*"
     r"(?P<rate>[\d.]+|\?)\s*(?P<unit>[A-Za-z]{0,10}/s|s/[A-Za-z]{0,10})"
@@ -53,6 +56,7 @@ _SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 _BAR_EPOCH = re.compile(r"\bEpoch[ \t]+(\d{1,9})\b", re.IGNORECASE)
 # rtrain's own line before a restart's output (launch.sh).
 _ATTEMPT = re.compile(r"==> rtrain: attempt (\d{1,6}) of ")
+_CURSOR_UP = "\x1b[A"
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,16 @@ class Progress:
 @dataclass
 class Reading:
     """What a line said: numeric fields by name (`step` among them when given), progress,
-    the rank whose tag it had, and the attempt it opens (rtrain's restart line)."""
+    the rank whose tag it had, and the attempt it opens (rtrain's restart line). Of a bar:
+    the epoch its description names (`Epoch 2:`), and whether it is drawn below another
+    (`nested`: tqdm's position 1 or more, as an evaluation's or a checkpoint writer's bar)."""
 
     values: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     rank: int | None = None
     attempt: int | None = None
+    epoch: int | None = None
+    nested: bool = False
 
 
 def read_line(line: str) -> Reading | None:
@@ -83,18 +91,23 @@ def read_line(line: str) -> Reading | None:
     text = line.strip()
     if not text or len(text) > MAX_LINE:
         return None
+    nested = False
     if "\x1b" in text:
+        # tqdm draws a bar at position p below the first with p newlines before it and p
+        # cursor-ups after it: a line that ends going up is a bar under another.
+        nested = text.endswith(_CURSOR_UP)
         text = without_ansi(text).strip()
         if not text:
             return None
-    if text[0] != "[":
-        return _read(text)
-    rank, text = split_rank(text)
-    if not text:
-        return None
+    rank = None
+    if text[0] == "[":
+        rank, text = split_rank(text)
+        if not text:
+            return None
     reading = _read(text)
     if reading is not None:
         reading.rank = rank
+        reading.nested = nested and reading.progress is not None
     return reading
 
 
@@ -178,12 +191,8 @@ def _tqdm(text: str) -> Reading | None:
         elapsed=_clock(match["elapsed"]),
     )
     values = _fields(_POSTFIX_FIELD.findall(match["postfix"].lstrip(",")))
-    if values and total and "step" not in values:
-        # Lightning's bar counts batches within its epoch: go on from the epochs before.
-        epoch = _BAR_EPOCH.search(text, 0, match.start())
-        if epoch is not None:
-            values["step"] = int(epoch[1]) * total + n
-    return Reading(values, progress)
+    epoch = _BAR_EPOCH.search(text, 0, match.start()) if match.start() else None
+    return Reading(values, progress, epoch=int(epoch[1]) if epoch else None)
 
 
 def _safe_float(text: str) -> float | None:

@@ -3,9 +3,9 @@
 Bytes come from two readers of the same log (a tail, the monitor's polls) and from
 metrics.jsonl; each source is consumed once by offset, so a byte read twice counts once. A
 line is parsed when it ends (`\\n`, or `\\r` for a redrawn bar); the line still being written
-is looked at only for the bar's progress. Every limit here holds whatever the log holds:
-MAX_PARSE bytes parsed per read, MAX_PENDING bytes of an unfinished line, MAX_SERIES series
-of MAX_POINTS points each.
+is looked at only for the bar's progress (and the records waiting for it). Every limit here
+holds whatever the log holds: MAX_PARSE bytes parsed per read, MAX_PENDING bytes of an
+unfinished line, MAX_SERIES series of MAX_POINTS points each.
 
 Ranks: a line with a rank's tag (`[rank1]: `) is that rank's, a line without one rank 0's. A
 series is the lowest rank's that printed it: when a lower rank prints a name a higher one
@@ -14,6 +14,14 @@ Attempts: a restart appends to the same log after rtrain's `==> rtrain: attempt 
 The series then tell the history of the model the latest attempt trains: at each series'
 first point of the new attempt, the earlier points at that step or later go (a trainer
 resumed from step 800 continues the curve from 800; one started afresh starts it over).
+
+Steps: a record's own step field first. A bar's postfix is at the bar's step (counted on
+across epochs, epoch_steps.py); a bar at 0 shows the values of before its reset, so gives
+no point. A record with no step (HF Trainer's dicts) printed under a bar is held until the
+bar is drawn again, and takes that drawing's n: tqdm draws at most every 0.1 s, so the bar
+drawn before a dict may be steps behind, while the Trainer redraws it right after each dict,
+as it then stands. A point at the step of its series' last point replaces it (Lightning
+draws each step twice: first with the last step's values, then with its own).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .epoch_steps import EpochSteps
 from .log_formats import MAX_LINE, Progress, Reading, read_line
 
 MAX_PENDING = MAX_LINE
@@ -32,9 +41,13 @@ MAX_SERIES = 32
 MAX_POINTS = 2048
 # Names of a step field, in the order they are believed.
 STEP_NAMES = ("step", "global_step", "iteration", "iter")
+# Records without a step held for the bar's next drawing; past that, the oldest take the
+# bar as it stands (a trainer printing many under a bar that is never drawn again).
+MAX_HELD = 64
 # A log line ends at a newline, or at a carriage return (a bar redrawn); a JSON line at "\n".
 _LOG_END = re.compile(rb"[\r\n]")
 _JSONL_END = re.compile(rb"\n")
+_ATTEMPT_LINE = b"==> rtrain: attempt "
 
 
 @dataclass
@@ -58,6 +71,9 @@ class Series:
         return True
 
     def add(self, seq: int, step: float, value: float) -> None:
+        if self.steps and self.steps[-1] == step:
+            self.seqs[-1], self.values[-1] = seq, value
+            return
         self.seqs.append(seq)
         self.steps.append(step)
         self.values.append(value)
@@ -94,6 +110,10 @@ class RunSeries:
         self.final_attempt: int | None = None
         self.final_tries = 0
         self._bar_rank = 0  # the lowest rank whose bar was seen: its progress is shown
+        # Where that bar (not one drawn below it) last stood, in this attempt; None: no bar.
+        self._bar_n: float | None = None
+        self._held: list[tuple[int, dict[str, float]]] = []  # (rank, values) with no step
+        self._epochs = EpochSteps()
         self._sources: dict[str, _Source] = {}
 
     # ---- feeding ------------------------------------------------------------------------
@@ -148,6 +168,12 @@ class RunSeries:
                 state.pending += rest
 
     def _line(self, raw: bytes) -> None:
+        cut = raw.find(_ATTEMPT_LINE, 1)
+        if cut > 0:
+            # A trainer that died drawing its bar left no newline: rtrain's line opening the
+            # next attempt follows the bar's last drawing on the same line.
+            self._line(raw[:cut])
+            raw = raw[cut:]
         reading = read_line(raw.decode(errors="replace"))
         if reading is not None:
             self._take(reading)
@@ -155,17 +181,30 @@ class RunSeries:
     def _peek_progress(self, raw: bytes) -> None:
         reading = read_line(raw.decode(errors="replace"))
         if reading is not None and reading.progress is not None:
-            self._take_progress(reading.progress, reading.rank or 0)
+            self._take_progress(reading.progress, reading)
 
-    def _take_progress(self, progress: Progress, rank: int) -> None:
+    def settle(self) -> bool:
+        """Give the records still held for the bar's next drawing the bar as it stands (the
+        run ended: it will not be drawn again); True when any were."""
+        before = self.seq
+        self._settle(self._bar_n)
+        return self.seq != before
+
+    def _take_progress(self, progress: Progress, reading: Reading) -> None:
+        rank = reading.rank or 0
         if rank <= self._bar_rank or self.progress is None:
             self._bar_rank = rank
             self.progress = progress
+            if not reading.nested:
+                self._bar_n = progress.n
+                self._settle(self._bar_n)
 
     def _new_attempt(self, attempt: int) -> None:
+        self._settle(self._bar_n)
         self.attempt = attempt
         self.progress = None  # the last attempt's bar says nothing of this one
         self._bar_rank = 0
+        self._bar_n = None
         for series in self.series.values():
             series.rewind = True
 
@@ -174,16 +213,42 @@ class RunSeries:
             self._new_attempt(reading.attempt)
             return
         rank = reading.rank or 0
-        if reading.progress is not None:
-            self._take_progress(reading.progress, rank)
+        bar = reading.progress
+        if bar is not None:
+            self._take_progress(bar, reading)
         values = dict(reading.values)
         step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
         if not values:
             return
-        self.records += 1
         if step is None or not math.isfinite(step):
-            # No step of its own (HF Trainer's dicts): where the bar stands, else its count.
-            step = self.progress.n if self.progress is not None else float(self.records)
+            step = None
+            if bar is not None:
+                if bar.n == 0:
+                    return  # a bar reset for a new epoch still shows the last one's values
+                step = self._epochs.step(reading.epoch, bar.n, bar.total)
+                if step is None:
+                    step = bar.n
+            elif self._bar_n is not None:
+                self.records += 1
+                self._held.append((rank, values))
+                if len(self._held) > MAX_HELD:
+                    self._settle(self._bar_n, 1)
+                return
+        if self._held:
+            self._settle(self._bar_n)  # what was held came before this record
+        self.records += 1
+        self._add(rank, float(self.records) if step is None else step, values)
+
+    def _settle(self, step: float | None, count: int | None = None) -> None:
+        """The first `count` held records (all: None) at `step`."""
+        if not self._held:
+            return
+        settled = self._held[:count] if count is not None else self._held
+        self._held = self._held[len(settled) :]
+        for rank, values in settled:
+            self._add(rank, float(self.records) if step is None else step, values)
+
+    def _add(self, rank: int, step: float, values: dict[str, float]) -> None:
         self.seq += 1
         for name, value in values.items():
             series = self.series.get(name)

@@ -60,6 +60,9 @@ class MetricsStore:
         run = self._series(host, run_id)
         run.final_attempt = attempt if ended else None
         run.final_tries = 0
+        # Nothing more will be drawn: what waited for the bar's next drawing is shown now.
+        if ended and run.settle():
+            self._wake()
 
     def final(self, host: str, run_id: str, attempt: int) -> bool:
         """Whether all that `attempt` of the run wrote has been read."""

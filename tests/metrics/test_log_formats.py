@@ -47,8 +47,8 @@ def test_json_objects_numeric_top_level_fields_only() -> None:
         (
             "Epoch 1:  45%|####5     | 45/100 [00:12<00:15,  3.61it/s, loss=0.5, v_num=0]",
             Progress(n=45, total=100, rate=3.61, remaining=15, elapsed=12),
-            # Lightning's logger version is no metric; its epochs count on the step.
-            {"loss": 0.5, "step": 145},
+            # Lightning's logger version is no metric.
+            {"loss": 0.5},
         ),
         (
             " 10%|█         | 10/100 [01:02:03<1:00:00,  9.85it/s]",
@@ -73,6 +73,20 @@ def test_tqdm_bars(line: str, progress: Progress, postfix: dict[str, float]) -> 
     assert reading is not None
     assert reading.progress == progress
     assert reading.values == postfix
+
+
+def test_a_bars_epoch_and_a_bar_drawn_under_another() -> None:
+    lightning = read_line("Epoch 3:  40%|████      | 4/10 [00:01<00:02,  2.50it/s, loss=2.3]")
+    resumed = read_line("Training: |          | 6/? [00:00<00:00, 76.27it/s, train_loss=1.260]")
+    assert lightning is not None and lightning.epoch == 3 and not lightning.nested
+    assert resumed is not None and resumed.epoch is None and resumed.values == {"train_loss": 1.26}
+    assert resumed.progress == Progress(n=6, rate=76.27, remaining=0, elapsed=0)
+    # tqdm draws a bar at position 1 (transformers' checkpoint writer, an evaluation) on the
+    # next line and moves the cursor back up.
+    shards = read_line("Writing model shards:  0%|          | 0/1 [00:00<?, ?it/s]\x1b[A")
+    assert shards is not None and shards.nested and shards.progress is not None
+    main = read_line(" 55%|█████▌    | 11/20 [00:06<00:04,  1.88it/s]")
+    assert main is not None and not main.nested
 
 
 def test_lines_that_say_nothing_and_lines_too_long_to_look_at() -> None:

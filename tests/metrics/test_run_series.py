@@ -156,3 +156,57 @@ def test_lightnings_bar_counts_steps_across_epochs() -> None:
     steps = [step for step, _ in points(run, "train_loss")]
     assert steps == [1, 2, 3, 4, 5, 6, 7, 8]
     assert "v_num" not in run.series
+
+
+def bar(n: int, total: int = 20, postfix: str = "") -> bytes:
+    return b"\r %3d%%|#   | %d/%d [00:01<00:09, 9.90it/s%s]" % (
+        100 * n // total,
+        n,
+        total,
+        postfix.encode(),
+    )
+
+
+CLEAR = b"\r" + b" " * 40 + b"\r"
+
+
+def test_a_record_under_a_bar_takes_the_bars_next_drawing() -> None:
+    run = RunSeries()
+    # tqdm skipped drawing steps 2 and 3 (quicker than 0.1 s); the dict is step 3's.
+    log = bar(1) + CLEAR + b"{'loss': '2.5'}\n"
+    run.feed("log", 0, log)
+    assert "loss" not in run.series, "not before the bar says where it stands"
+    more = bar(3) + CLEAR + b"{'loss': '2.25'}\n"
+    run.feed("log", len(log), more)
+    assert points(run, "loss") == [(3, 2.5)]
+    # A bar drawn under the main one (a checkpoint writer's) says nothing of the step.
+    rest = b"\n\rWriting model shards:   0%|   | 0/1 [00:00<?, ?it/s]\x1b[A" + bar(4)
+    run.feed("log", len(log) + len(more), rest)
+    assert points(run, "loss") == [(3, 2.5), (4, 2.25)]
+
+
+def test_a_record_left_waiting_when_the_run_ends_takes_the_bar_as_it_stands() -> None:
+    run = RunSeries()
+    run.feed("log", 0, bar(5) + CLEAR + b"{'loss': '2.5'}\n")
+    assert run.settle()
+    assert points(run, "loss") == [(5, 2.5)]
+    assert not run.settle()
+
+
+def test_a_restart_after_a_bar_cut_off_mid_line_opens_the_attempt() -> None:
+    run = RunSeries()
+    first = b"".join(bar(n, 10, f", train_loss={9 - n}.0") for n in range(1, 5))
+    # The trainer died: no newline after its bar; rtrain's line follows on the same line.
+    restart = b"==> rtrain: attempt 2 of r started at 2026-01-01 00:00:00 UTC <==\n"
+    again = b"".join(bar(n, 10, f", train_loss={9 - n}.5") for n in range(3, 5)) + b"\n"
+    run.feed("log", 0, first + restart + again)
+    assert run.attempt == 2
+    assert points(run, "train_loss") == [(1, 8.0), (2, 7.0), (3, 6.5), (4, 5.5)]
+
+
+def test_a_point_at_its_series_last_step_replaces_it() -> None:
+    run = RunSeries()
+    # Lightning draws each step twice: on the update (the last step's loss), then with its own.
+    log = bar(1, 10, ", loss=3.0") + bar(2, 10, ", loss=3.0") + bar(2, 10, ", loss=2.0")
+    run.feed("log", 0, log + b"\n")
+    assert points(run, "loss") == [(1, 3.0), (2, 2.0)]

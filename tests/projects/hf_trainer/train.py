@@ -1,0 +1,107 @@
+"""A real transformers Trainer on a tiny GPT-2, for the suite: two layers and a character
+vocabulary built from a config in code (nothing from the hub), trained on text.txt on CPU.
+
+    python train.py [--max_steps=20] [--save_steps=10] [--resume_from_checkpoint=True]
+
+`--resume_from_checkpoint` is passed on to `trainer.train()` (`True`: the last
+`out/checkpoint-N`, as docs/cli.md's restart recipe says). What the trainer itself recorded
+lands beside the log, for the tests to compare with what rtrain read from it:
+`trainer_log.json` (`trainer.state.log_history`, the whole history also after a resume) and
+`begin_steps.json` (the global step each attempt's training began at).
+"""
+
+import argparse
+import json
+import os
+
+# No hub access at all: the model is built from a config, and nothing may be looked up.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+from transformers import (  # noqa: E402
+    GPT2Config,
+    GPT2LMHeadModel,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
+
+BLOCK = 16
+
+
+def resume_value(text: str) -> bool | str:
+    return True if text == "True" else text
+
+
+class Windows(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Every BLOCK characters of the text, as token ids (GPT-2 shifts the labels itself)."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = torch.tensor(ids)
+
+    def __len__(self) -> int:
+        return len(self.ids) - BLOCK
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        window = self.ids[i : i + BLOCK]
+        return {"input_ids": window, "labels": window}
+
+
+class BeginSteps(TrainerCallback):
+    """Appends the step training begins at (0, or the resumed checkpoint's) to a file."""
+
+    def on_train_begin(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+        steps = []
+        if os.path.exists("begin_steps.json"):
+            with open("begin_steps.json") as f:
+                steps = json.load(f)
+        with open("begin_steps.json", "w") as f:
+            json.dump([*steps, state.global_step], f)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--max_steps", type=int, default=20)
+    parser.add_argument("--save_steps", type=int, default=10)
+    parser.add_argument("--resume_from_checkpoint", type=resume_value, default=None)
+    args = parser.parse_args()
+
+    with open("text.txt") as f:
+        text = f.read()
+    vocab = sorted(set(text))
+    ids = [vocab.index(c) for c in text]
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=BLOCK,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=None,  # GPT-2's own ids lie outside a character vocabulary
+        eos_token_id=None,
+    )
+    model = GPT2LMHeadModel(config)
+    training = TrainingArguments(
+        output_dir="out",
+        max_steps=args.max_steps,
+        per_device_train_batch_size=8,
+        learning_rate=3e-3,
+        lr_scheduler_type="constant",
+        logging_steps=1,
+        save_steps=args.save_steps,
+        report_to="none",
+        use_cpu=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    trainer = Trainer(
+        model=model, args=training, train_dataset=Windows(ids), callbacks=[BeginSteps()]
+    )
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    with open("trainer_log.json", "w") as f:
+        json.dump(trainer.state.log_history, f)
+
+
+if __name__ == "__main__":
+    main()
