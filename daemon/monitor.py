@@ -131,6 +131,12 @@ class Monitor:
             if run.run_id in moved and now_known is not None:
                 self.ops.publish(self.ops.annotate(now_known))  # its state stands; its metrics grew
         for old, new in zip(runs, fresh[: len(runs)], strict=True):
+            now_known = self.ops.known(host, old.run_id)
+            if now_known is not None and now_known.last_seen != old.last_seen:
+                # A fresher look (a status, a stop, a restart) recorded the run while this
+                # poll was under way: its verdict is older, and would undo that one's.
+                busy = busy or now_known.state in ("queued", "running")
+                continue
             if new is None:
                 new = msgspec.structs.replace(old, state="lost", reason="the run directory is gone")
             self.ops.record(new, metrics_changed=new.run_id in moved)

@@ -25,7 +25,7 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
         return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
     try:
-        if ops.launcher(p.host).runs_on_host:
+        if ops.run_launcher(p.host, base.launcher, base.command).runs_on_host:
             # watch.sh: the same one round trip also brings the log's new lines, so the
             # latest values shown are as of now, not of the last poll (docs/metrics.md).
             [fresh], _ = await watch_host(ops, p.host, [base], gpus=False)
