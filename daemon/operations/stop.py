@@ -19,10 +19,10 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     if p.grace is not None and not 0 <= p.grace <= 3600:
         raise app_error(Kind.INVALID_COMMAND, "grace must be between 0 and 3600 seconds.")
     known = ops.known(p.host, p.run_id)
-    launcher = (
-        ops.run_launcher(p.host, known.launcher, known.command)
-        if known is not None
-        else ops.launcher(p.host)
+    launcher = ops.run_launcher(
+        p.host,
+        known.launcher if known is not None else None,
+        known.command if known is not None else None,
     )
     grace = p.grace if p.grace is not None else launcher.default_grace
     retried = False

@@ -43,10 +43,8 @@ async def watch_host(
     sampled = False  # the host's GPUs, asked once a poll
     for (workdir, on_host), members in groups.items():
         first = members[0] if members else None
-        launcher = (
-            ops.run_launcher(host, first.launcher, first.command)
-            if first is not None
-            else ops.launcher(host)
+        launcher = ops.run_launcher(
+            host, first.launcher if first else None, first.command if first else None
         )
         asked: dict[tuple[str, str], int] = {}
         triples = []
