@@ -81,6 +81,9 @@ describe("the rtrain sidebar in code-server", () => {
     const failed = (t as TestContext & { passed?: boolean }).passed === false;
     if (failed && page && !page.isClosed()) {
       await page.screenshot({ path: join(OUTPUT, `failed-${t.name.replace(/\W+/g, "-")}.png`) }).catch(() => undefined);
+      // A quick input or dialog left open would cover the next step's clicks: close it, so
+      // one failure reads as one.
+      for (let i = 0; i < 3; i++) await page.keyboard.press("Escape").catch(() => undefined);
     }
   });
 
@@ -133,9 +136,19 @@ describe("the rtrain sidebar in code-server", () => {
     const input = page.locator(".quick-input-widget input.input");
     await assertValue(input, "lora_model");
     await input.press("Enter");
-    // VS Code's own folder dialog (a quick input in the browser): type the folder, accept.
-    await input.fill(`${dest}/`);
-    await page.locator(".quick-input-widget .monaco-button", { hasText: "Fetch Here" }).click();
+    // VS Code's own folder dialog (a quick input in the browser). It reuses the same widget
+    // and fills in its default folder once it has read it, which on a slow machine lands
+    // after a quick fill and overwrites it: wait for the dialog to be there with its own
+    // value, then type the folder until it holds, and accept.
+    const fetchHere = page.locator(".quick-input-widget .monaco-button", { hasText: "Fetch Here" });
+    await fetchHere.waitFor();
+    await waitUntil(async () => (await input.inputValue()).startsWith("/"), "the folder dialog shows its default folder");
+    await waitUntil(async () => {
+      if ((await input.inputValue()) !== `${dest}/`) await input.fill(`${dest}/`);
+      await page.waitForTimeout(200);
+      return (await input.inputValue()) === `${dest}/`;
+    }, `the folder dialog keeps ${dest}/`);
+    await fetchHere.click();
     const toast = page.locator(".notification-toast", { hasText: /rtrain: fetched \d+ files/ });
     await assertText(toast, /into .*fetched; all verified by sha256/);
     assert.ok(existsSync(join(dest, "lora_model", "adapter_config.json")), "the adapter is on disk");
@@ -222,6 +235,15 @@ async function clickUntil(target: Locator, effect: Locator): Promise<void> {
   }
 }
 
+/** Poll a condition a person would watch for, up to the UI timeout. */
+async function waitUntil(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + UI_TIMEOUT;
+  while (!(await condition())) {
+    assert.ok(Date.now() < deadline, `timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function widenSidebar(page: Page, pixels: number): Promise<void> {
   // Drag the sash on the sidebar's right edge.
   const box = await page.locator('[id="workbench.parts.sidebar"]').boundingBox();
@@ -242,8 +264,13 @@ async function sidebarTop(page: Page): Promise<{ x: number; y: number; width: nu
   return { x: 0, y: 0, width: Math.ceil(box.x + box.width), height: 200 };
 }
 
+/** The widget shows before its value is set: wait for the value, then say what it held. */
 async function assertValue(input: Locator, expected: string): Promise<void> {
   await input.waitFor();
+  const deadline = Date.now() + UI_TIMEOUT;
+  while ((await input.inputValue()) !== expected && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   assert.equal(await input.inputValue(), expected);
 }
 
