@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from rtrain.protocol.durations import human_duration
+from rtrain.protocol.run_states import is_ended, shows_reason
 
 
 def state_text(run: Any) -> str:
@@ -20,7 +21,7 @@ def state_text(run: Any) -> str:
     if run.state == "stopped" and getattr(run, "stopped_by", None) and run.reason:
         return f"stopped ({run.reason})"
     scheduler_state = getattr(run, "scheduler_state", None)
-    if scheduler_state and run.state in ("failed", "stopped", "lost"):
+    if scheduler_state and is_ended(run.state) and run.state != "completed":
         return f"{run.state} ({scheduler_state})"
     if run.state == "failed":
         if run.reason in ("setup", "program not found"):
@@ -33,6 +34,6 @@ def state_text(run: Any) -> str:
         elif run.signal:
             said.append(f"signal {run.signal}")
         return f"failed ({', '.join(said)})" if said else "failed"
-    if run.state in ("unknown", "lost", "queued") and run.reason:
+    if shows_reason(run.state) and run.reason:
         return f"{run.state} ({run.reason})"
     return str(run.state)

@@ -23,13 +23,13 @@ import msgspec
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import AfterRun, FetchParams, RunInfo, TerminateResult
+from rtrain.protocol.run_states import is_ended
 
 from .operations.context import Ops
 from .operations.fetch import fetch
 
 log = logging.getLogger(__name__)
 
-ENDED = ("completed", "failed", "stopped", "lost")
 # Runs the host's terminate command (operations/terminate.py); raises RpcError, `host_busy`
 # while a run or a transfer is live there.
 Terminate = Callable[[str], Awaitable[TerminateResult]]
@@ -65,7 +65,7 @@ class AfterRuns:
         their host's other runs look again."""
         self._changed.set()
         self._changed = asyncio.Event()
-        if run.state in ENDED and run.after is not None and run.after.stage == "waiting":
+        if is_ended(run.state) and run.after is not None and run.after.stage == "waiting":
             self._kick(run.host, run.run_id)
 
     async def close(self) -> None:
@@ -93,7 +93,7 @@ class AfterRuns:
             run = self.ops.registry.get(host, run_id)
             if run is None or run.after is None or run.after.stage in ("done", "failed"):
                 return  # removed meanwhile, or nothing (more) to do
-            if run.state not in ENDED:
+            if not is_ended(run.state):
                 return  # the monitor tells of its end (`seen`)
             try:
                 if not await self._step(run, run.after):

@@ -11,8 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from rtrain.protocol.messages import Attempt, HostInfo, RunInfo
-
-_ENDED = ("completed", "failed", "stopped", "lost")
+from rtrain.protocol.run_states import is_ended
 
 
 def billed_seconds(run: RunInfo, at: float) -> float:
@@ -25,7 +24,7 @@ def billed_seconds(run: RunInfo, at: float) -> float:
         start = attempt.running_at
         if start is None:
             continue  # still queued, or never seen leaving the queue
-        end = attempt.ended_at if attempt.state in _ENDED else None
+        end = attempt.ended_at if is_ended(attempt.state) else None
         total += max(0.0, (end if end is not None else at) - start)
     return total
 

@@ -20,8 +20,10 @@ import msgspec
 
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import RunInfo
+from rtrain.protocol.run_states import HostSilent, Vanished, is_ended, is_live, next_state
 
-from .operations.context import ENDED_STATES, Ops
+from .operations.context import Ops
+from .operations.status import refresh
 from .operations.watch import watch_host
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,7 @@ class Monitor:
             run = self.ops.known(host, run_id)
             if run is None:
                 self.ops.metrics.give_up(host, run_id)  # not a run of this registry
-            elif run.state in ENDED_STATES:
+            elif is_ended(run.state):
                 found.append(run)
         return found
 
@@ -112,6 +114,27 @@ class Monitor:
                 hosts.append(alias)
         return hosts
 
+    async def _look_again(self, host: str, vanished: list[RunInfo]) -> list[RunInfo]:
+        """Runs whose directory the poll found gone, asked about once more: a run is lost
+        only when the second look finds it gone too (protocol/run_states.py). Those still
+        there are recorded as that look says; a host that stops answering decides nothing
+        (the next poll looks again)."""
+        if not vanished:
+            return []
+        try:
+            again = await refresh(self.ops, host, vanished)
+        except RpcError:
+            return []
+        recorded = []
+        for old, new in zip(vanished, again, strict=True):
+            if new is None:
+                state = next_state(Vanished(looks=2))
+                if state is None:
+                    continue
+                new = msgspec.structs.replace(old, state=state, reason="the run directory is gone")
+            recorded.append(self.ops.record(new))
+        return recorded
+
     async def _poll_host(self, host: str, runs: list[RunInfo], ended: list[RunInfo]) -> None:
         self.polls += 1
         try:
@@ -119,26 +142,29 @@ class Monitor:
         except RpcError as error:
             for run in ended:
                 self.ops.metrics.final_read_failed(host, run.run_id)
+            state = next_state(HostSilent())
             for run in runs:
-                if run.state != "unknown" or run.reason != error.message:
-                    self.ops.record(
-                        msgspec.structs.replace(run, state="unknown", reason=error.message)
-                    )
+                if run.state != state or run.reason != error.message:
+                    self.ops.record(msgspec.structs.replace(run, state=state, reason=error.message))
             return
         busy = any(h == host for h, _ in self.ops.starting)
         for run in ended:
             now_known = self.ops.known(host, run.run_id)
             if run.run_id in moved and now_known is not None:
                 self.ops.publish(self.ops.annotate(now_known))  # its state stands; its metrics grew
+        vanished = []
         for old, new in zip(runs, fresh[: len(runs)], strict=True):
             now_known = self.ops.known(host, old.run_id)
             if now_known is not None and now_known.last_seen != old.last_seen:
                 # A fresher look (a status, a stop, a restart) recorded the run while this
                 # poll was under way: its verdict is older, and would undo that one's.
-                busy = busy or now_known.state in ("queued", "running")
+                busy = busy or is_live(now_known.state)
                 continue
             if new is None:
-                new = msgspec.structs.replace(old, state="lost", reason="the run directory is gone")
+                vanished.append(old)
+                continue
             self.ops.record(new, metrics_changed=new.run_id in moved)
-            busy = busy or new.state in ("queued", "running")
+            busy = busy or is_live(new.state)
+        for run in await self._look_again(host, vanished):
+            busy = busy or is_live(run.state)
         self.ops.registry.saw_host(host, time.time(), idle=not busy, gap=self.uptime_gap)

@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from rtrain.protocol.messages import AfterRun, Attempt, RunInfo, Transport
+from rtrain.protocol.run_states import ACTIVE_STATES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -118,7 +119,6 @@ _ADDED_COLUMNS = {
     "stopped_by": "TEXT",
     "launcher": "TEXT",
 }
-ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
 

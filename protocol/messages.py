@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
-# `queued`: waiting on the host for what it needs (free GPUs, a scheduler); `reason` says what.
-RunState = Literal["queued", "running", "completed", "failed", "stopped", "lost", "unknown"]
+from .run_states import RunState as RunState  # the wire type of a run's state
+
 # How a run is run: `process` (one detached process tree), `torchrun` (N ranks on one host).
 Launcher = Literal["process", "torchrun"]
 # How a run was run, as it records it: a launcher of the host's own, or a Slurm batch job.

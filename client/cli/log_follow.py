@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rtrain.client.run_state_text import state_text
 from rtrain.protocol import requests
+from rtrain.protocol.run_states import is_live
 
 from .after_run_view import follow_after_run
 from .describe import outcome_exit_code
@@ -110,7 +111,7 @@ def follow_log(
         print_json({"type": "end", "offset": result.offset, "run": run})
     else:
         note(f"{run_id} on {host}: {state_text(run)}")
-    if run.state not in ("queued", "running"):
+    if not is_live(run.state):
         code = outcome_exit_code(run)
         if follow and run.after is not None:
             after = follow_after_run(client, host, run_id, json)

@@ -16,6 +16,7 @@ from rtrain.daemon.slurm.batch_script import SlurmRequest, batch_script, sbatch_
 from rtrain.daemon.slurm.job_states import verdict
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.messages import StartParams
+from rtrain.protocol.run_states import is_live
 
 from .launcher import Launcher
 
@@ -104,7 +105,7 @@ class SlurmLauncher(Launcher):
     ) -> StopReport:
         workdir = run_dir.rpartition("/")[0]
         before = (await self.status(transport, workdir, [run_id])).runs.get(run_id)
-        if before is None or before.state not in ("queued", "running"):
+        if before is None or not is_live(before.state):
             # Nothing to cancel (or no such run: the operation says run_not_found).
             return _report("not_running", before, None)
         cancelled = await contract.slurm_cancel(transport, run_dir, run_id, grace)

@@ -22,6 +22,7 @@ from rtrain.daemon.transfer.lease import TransferLeases
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo
+from rtrain.protocol.run_states import HostSilent, is_billed, is_ended, next_state
 
 from .guard_book import GuardBook
 
@@ -151,14 +152,12 @@ class Ops:
     def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:
         """The host cannot be asked: the run's state is unknown, and here is why."""
         known = self.registry.get(host, run_id)
-        base = known or RunInfo(host=host, run_id=run_id, state="unknown")
-        run = _replace(base, state="unknown", reason=error.message)
+        state = next_state(HostSilent())
+        base = known or RunInfo(host=host, run_id=run_id, state=state)
+        run = _replace(base, state=state, reason=error.message)
         if known is not None:
             self.record(run)
         return run
-
-
-ENDED_STATES = ("completed", "failed", "stopped", "lost")
 
 
 def with_latest_attempt(run: RunInfo) -> RunInfo:
@@ -166,11 +165,11 @@ def with_latest_attempt(run: RunInfo) -> RunInfo:
     if not run.attempts:
         return run
     last = run.attempts[-1]
-    ended = run.state in ENDED_STATES
+    ended = is_ended(run.state)
     # Queued (again): billed from when it next runs. A run whose first step queues it for
     # GPUs may look running for the moment before it says it waits.
     running_at = None if run.state == "queued" else last.running_at
-    if running_at is None and run.state not in ("queued", "unknown"):
+    if running_at is None and is_billed(run.state):
         # Billed from when it left its queue; an end seen with no run between bills from
         # the launch (the daemon was away: more, rather than nothing).
         seen_leaving = last.state == "queued" and run.state == "running"

@@ -13,8 +13,9 @@ from __future__ import annotations
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import MetricsParams, MetricsResult, MetricsUpdate, RunInfo, RunRef
+from rtrain.protocol.run_states import is_active, is_ended
 
-from .context import ENDED_STATES, Ops
+from .context import Ops
 from .notifier import Notifier
 from .status import status as run_status
 from .watch import attempt_of, watch_host
@@ -22,7 +23,6 @@ from .watch import attempt_of, watch_host
 # How often a follower looks at the run's state when nothing else woke it.
 FOLLOW_CHECK = 1.0
 READ_ONCE = 1024 * 1024
-ACTIVE = ("running", "unknown")
 
 
 async def metrics(ops: Ops, p: MetricsParams, ctx: Notifier) -> MetricsResult:
@@ -54,10 +54,10 @@ async def _read_now(ops: Ops, ref: RunRef, run: RunInfo) -> RunInfo:
     except RpcError as error:
         if not host_did_not_answer(error):
             raise
-        if run.state in ENDED_STATES:
+        if is_ended(run.state):
             return run  # what was read before will do
         return ops.mark_unknown(ref.host, ref.run_id, error)
-    if run.state in ENDED_STATES:
+    if is_ended(run.state):
         if moved:
             ops.publish(ops.annotate(run))  # its state stands; its metrics grew
         return run
@@ -83,7 +83,7 @@ async def _follow(ops: Ops, p: MetricsParams, ctx: Notifier, run: RunInfo) -> Ru
             reset=True,
         ),
     )
-    while run.state in ACTIVE:
+    while is_active(run.state):
         await store.wait(FOLLOW_CHECK)
         now_seq, now_progress = store.seq(p.host, p.run_id), store.progress(p.host, p.run_id)
         now_gpu = store.latest_gpus(p.host)

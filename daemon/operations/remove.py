@@ -6,6 +6,7 @@ from rtrain.daemon.remote import contract
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RemovedRun, RemoveParams, RemoveResult, RunRef
+from rtrain.protocol.run_states import is_live
 
 from .context import Ops
 from .run_proof import refuse_unless_run
@@ -23,7 +24,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
         if (p.host, run_id) in ops.starting:
             raise _active(p.host, run_id, "is still being started")
         run = (await run_status(ops, RunRef(host=p.host, run_id=run_id, workdir=p.workdir))).run
-        if run.state in ("running", "queued"):
+        if is_live(run.state):
             raise _active(
                 p.host, run_id, f"is {run.state}; stop it first: rtrain stop {p.host} {run_id}"
             )

@@ -30,6 +30,7 @@ from rtrain.protocol.messages import (
     RunRef,
     RunState,
 )
+from rtrain.protocol.run_states import is_live
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
 from .context import Ops, now
@@ -81,7 +82,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
         raise _active(p, "is still being started")
     ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
     current = (await run_status(ops, ref)).run
-    if current.state in ("running", "queued"):
+    if is_live(current.state):
         raise _active(p, f"is {current.state}; stop it first (rtrain stop {p.host} {p.run_id})")
     if current.state == "unknown":
         raise app_error(

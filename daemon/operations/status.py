@@ -9,13 +9,11 @@ from rtrain.daemon.remote.contract import Exit, RunRow
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
+from rtrain.protocol.run_states import is_settled
 
 from .context import Ops
 from .run_state import apply_row
 from .watch import watch_host
-
-# A run that ended this way stays so: its answer needs no round trip to the host.
-FINAL_STATES = ("completed", "failed", "stopped")
 
 
 async def status(ops: Ops, p: RunRef) -> StatusResult:
@@ -50,7 +48,7 @@ def from_row(ops: Ops, p: RunRef, row: RunRow) -> RunInfo:
 def _settled(ops: Ops, p: RunRef) -> RunInfo | None:
     """The registry's answer where the far side's is not needed, or would mislead."""
     known = ops.known(p.host, p.run_id)
-    if known is not None and known.state in FINAL_STATES and p.workdir is None:
+    if known is not None and is_settled(known.state) and p.workdir is None:
         return known
     if known is not None and (p.host, p.run_id) in ops.starting:
         return known  # its start decides; the far side would say "lost"

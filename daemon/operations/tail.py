@@ -21,6 +21,7 @@ from rtrain.protocol.messages import (
     TailResult,
     Waiting,
 )
+from rtrain.protocol.run_states import is_live
 
 from .context import Ops
 from .notifier import Notifier
@@ -90,7 +91,7 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
                 if reason != told:
                     told = reason
                     ctx.notify("run/waiting", Waiting(host=p.host, run_id=p.run_id, reason=reason))
-        running = state in ("queued", "running")  # a queued run's log is still to come
+        running = is_live(state)  # a queued run's log is still to come
         keep = len(data)
         more_waiting = start_offset + len(data) < piece.size
         if (running and p.follow or more_waiting) and keep:

@@ -10,6 +10,7 @@ from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import TerminateResult
+from rtrain.protocol.run_states import is_active
 
 from .context import Ops
 
@@ -18,7 +19,6 @@ log = logging.getLogger(__name__)
 # How long the daemon waits for the command to end before it answers `running` (it goes on,
 # in a session of its own on the host, its output in the guard's log).
 TERMINATE_WAIT = 60
-ACTIVE = ("running", "queued")
 
 
 async def terminate_host(
@@ -59,7 +59,7 @@ async def terminate_host(
         others = {
             validation.workdir(run.workdir)
             for run in ops.registry.list(host=host)
-            if run.workdir and run.state in (*ACTIVE, "unknown")
+            if run.workdir and is_active(run.state)
         } - {chosen}
         looks = await asyncio.gather(
             *(contract.host_look(transport, other, True) for other in sorted(others))

@@ -14,8 +14,9 @@ from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
 from rtrain.daemon.remote import contract
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
+from rtrain.protocol.run_states import is_ended
 
-from .context import ENDED_STATES, Ops, now
+from .context import Ops, now
 from .run_state import apply_row
 
 # The most bytes of one file a poll brings; when more are new, the newest of them.
@@ -84,8 +85,8 @@ async def watch_host(
         # watch.sh reads a run's state before its files, so a run it saw over (or gone) has
         # sent its last bytes. A scheduler's state is read after the files: there, only a run
         # already over before this read is.
-        over = run.state in ENDED_STATES or new is None
-        over = over or (launcher.runs_on_host and new is not None and new.state in ENDED_STATES)
+        over = is_ended(run.state) or new is None
+        over = over or (launcher.runs_on_host and new is not None and is_ended(new.state))
         ops.metrics.saw_read(host, run.run_id, attempt_of(new or run), over)
     return fresh, moved
 

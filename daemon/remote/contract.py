@@ -11,16 +11,20 @@ sentence) stays with the operations.
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from rtrain.daemon.remote import script
+from rtrain.protocol.run_states import FarSide, RunState, next_state, state_word
 
 if TYPE_CHECKING:
     from rtrain.daemon.ssh.transport import Completed, Transport
+
+log = logging.getLogger(__name__)
 
 
 class Exit(IntEnum):
@@ -102,17 +106,14 @@ def _pids(value: str | None) -> list[int]:
 
 # ---- runs: status.sh rows, also printed by stop.sh -------------------------------------
 
-# `unknown` only from a scheduler: a job that no source (squeue, sacct, its status file)
-# accounts for.
-FAR_STATES = ("queued", "running", "completed", "failed", "stopped", "lost", "unknown")
-
 
 class RunRow(msgspec.Struct, frozen=True):
     """`run ID STATE EXIT SIGNAL STARTED DETAIL`: how the far side says a run stands.
-    `state` is one of FAR_STATES, or `missing` (no such run directory)."""
+    `state` is a RunState (`unknown` only from a scheduler: a job that no source, squeue,
+    sacct or its status file, accounts for), or `missing` (no such run directory)."""
 
     run_id: str
-    state: str
+    state: RunState | Literal["missing"]
     exit_code: int | None = None
     signal: int | None = None
     started_at: float | None = None
@@ -125,15 +126,23 @@ class RunRow(msgspec.Struct, frozen=True):
 
     @property
     def exists(self) -> bool:
-        return self.state in FAR_STATES
+        return self.state != "missing"
+
+
+def far_state(word: str) -> RunState:
+    """A state word a script printed, checked where it enters RunInfo's typed state: a word
+    this version does not know is `unknown` (never guessed as another), and logged."""
+    if state_word(word) is None:
+        log.warning("the far side said a run is %r, not a state this rtrain knows", word)
+    return next_state(FarSide(word))
 
 
 def run_row(values: list[str]) -> RunRow:
     """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
-    run_id, state, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
+    run_id, word, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
     return RunRow(
         run_id=run_id,
-        state=state,
+        state="missing" if word == "missing" else far_state(word),
         exit_code=_int(exit_code),
         signal=_int(signal),
         started_at=_float(started),

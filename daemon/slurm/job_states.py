@@ -10,21 +10,23 @@ from __future__ import annotations
 import msgspec
 
 from rtrain.daemon.remote.contract import JobReport
+from rtrain.protocol.run_states import RunState
 
 
 class JobVerdict(msgspec.Struct, frozen=True):
     """The run's state as rtrain shows it."""
 
-    state: str  # an rtrain RunState
+    state: RunState
     scheduler_state: str | None = None  # Slurm's name, shown in parentheses
     exit_code: int | None = None
     signal: int | None = None
     reason: str | None = None
 
 
-# Slurm states in which the job still holds (or waits for) the allocation.
-WAITING = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
-ACTIVE = {
+# Slurm's words, in three tables: waiting for an allocation, holding it, ended (and the run
+# state each ending means). A word in none of them is `unknown`, never guessed.
+SLURM_WAITING = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
+SLURM_HOLDING = {
     "CONFIGURING",
     "RUNNING",
     "COMPLETING",
@@ -35,7 +37,7 @@ ACTIVE = {
     "RESIZING",
 }
 # An ended job's Slurm state -> (rtrain state, whether Slurm's name is shown).
-ENDED: dict[str, tuple[str, bool]] = {
+SLURM_ENDED: dict[str, tuple[RunState, bool]] = {
     "COMPLETED": ("completed", False),
     "FAILED": ("failed", False),
     "TIMEOUT": ("failed", True),
@@ -91,14 +93,14 @@ def verdict(job: JobReport, partition: str | None = None) -> JobVerdict:
             return _from_status_file(job)
         return JobVerdict(state="unknown", reason=job.reason)
     name = job.state.split(" ")[0].rstrip("+")
-    if name in WAITING:
+    if name in SLURM_WAITING:
         return JobVerdict(
             state="queued", scheduler_state=name, reason=pending_sentence(job.reason, partition)
         )
-    if name in ACTIVE:
+    if name in SLURM_HOLDING:
         reason = "the job is completing (Slurm is cleaning up)" if name == "COMPLETING" else None
         return JobVerdict(state="running", scheduler_state=name, reason=reason)
-    mapped = ENDED.get(name)
+    mapped = SLURM_ENDED.get(name)
     if mapped is None:
         return JobVerdict(state="unknown", scheduler_state=name, reason=f"Slurm state {name}")
     state, show = mapped
