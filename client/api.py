@@ -157,6 +157,14 @@ class RemoteRunner:
         then_terminate: bool = False,
         include: Sequence[str] = (),
         follow_links: bool = False,
+        launcher: Literal["process", "torchrun"] | None = None,
+        wait: bool = False,
+        share_gpus: bool = False,
+        partition: str | None = None,
+        time: str | None = None,
+        nodes: int = 1,
+        requeue: bool = False,
+        signal_before_timeout: int | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
@@ -170,7 +178,13 @@ class RemoteRunner:
         (docs/cost-safety.md); a bad one raises ValueError before anything is sent.
         `then_fetch` (into `then_fetch_into`) and `then_terminate`: what the daemon does once
         the run completes, with this process gone or not (docs/cli.md, "Train → fetch →
-        terminate"); `status --json`'s `after` tells how far it got."""
+        terminate"); `status --json`'s `after` tells how far it got.
+        `launcher`: `process` or `torchrun` (default: torchrun when the command has
+        `{torchrun}`); `wait`: too few GPUs free queues the run instead of refusing it;
+        `share_gpus`: GPUs busy with processes that are not rtrain runs count as free.
+        Slurm hosts (docs/slurm.md): `partition`, `time` (the job's time limit, `2:00:00`),
+        `nodes`, `requeue`, and `signal_before_timeout` (seconds before the limit at which
+        the trainer gets SIGUSR2) override the host's defaults."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -200,6 +214,14 @@ class RemoteRunner:
             then_fetch=then_fetch,
             then_fetch_into=str(Path(then_fetch_into).resolve()) if then_fetch else None,
             then_terminate=then_terminate or None,
+            launcher=launcher,
+            wait=wait or None,
+            share_gpus=share_gpus or None,
+            partition=partition,
+            time=time,
+            nodes=nodes if nodes != 1 else None,
+            requeue=requeue or None,
+            signal_before_timeout=signal_before_timeout,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

@@ -29,6 +29,9 @@ LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
 # refused as invalid params before anything reaches a host.
 GpuCount = Annotated[int, msgspec.Meta(ge=0, le=4096)]
 NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
+# Seconds before a batch job's time limit at which its trainer is warned (Slurm's
+# --signal takes at most 65535).
+WarningSeconds = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -301,7 +304,7 @@ class PreflightParams(Params):
     host: str
     # Slurm hosts: the partition to check (default: the host's, else the cluster's).
     partition: str | None = None
-    gpus: int = 1
+    gpus: GpuCount = 1
     python: str | None = None
     workdir: str | None = None
     # Requirement strings (`transformers>=5`, `peft`) the chosen python must satisfy.
@@ -485,7 +488,7 @@ class StartParams(Params):
     time: str | None = None
     nodes: NodeCount = 1
     # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
-    signal_before_timeout: int | None = None
+    signal_before_timeout: WarningSeconds | None = None
     requeue: bool = False
     # Limits, in seconds; null: the host's (config.toml), else none for `maxDuration` and
     # 1800 for `stallAfter`; 0 turns one off. A run past `maxDuration` is stopped as
