@@ -22,6 +22,7 @@ from typing import Literal
 from rtrain.daemon.local_disk import refused
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Exit
+from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.fetching import fetch_file
 from rtrain.daemon.transfer.lanes import Lanes, first_error
@@ -85,31 +86,29 @@ async def _fetch_listed(
     round_trip = time.monotonic() - began
     refuse_unless_run(listing, p.host, p.run_id, run_dir, "nothing was fetched")
     if listing.error is not None:
-        kind, *rest = listing.error + [""]
-        if kind == "path_outside_run":
+        kind, named = listing.error.word, listing.error.arg
+        if kind == ErrorWord.PATH_OUTSIDE_RUN:
             raise app_error(
                 Kind.PATH_OUTSIDE_RUN,
-                f"{rest[0] or rel!r} points outside the run "
+                f"{named or rel!r} points outside the run "
                 "directory (a symlink?); rtrain fetches only the run's own files.",
             )
-        if kind == "not_found":
+        if kind == ErrorWord.NOT_FOUND:
             raise app_error(
                 Kind.REMOTE_FILE_MISSING, f"{rel} does not exist in run {p.run_id} on {p.host}."
             )
-        if kind in ("run_not_found", "no_run_dir"):
+        if kind in (ErrorWord.RUN_NOT_FOUND, ErrorWord.NO_RUN_DIR):
             raise app_error(
                 Kind.RUN_NOT_FOUND,
                 f"no run {p.run_id} on {p.host} (looked in {run_dir}); check the run id, or "
                 "pass --workdir if it was started with another one.",
             )
-        if kind == "bad_name":
+        if kind == ErrorWord.BAD_NAME:
             raise app_error(
                 Kind.INVALID_PATH,
-                f"{rest[0] or rel!r} has a tab or a newline in its name; rtrain cannot fetch it.",
+                f"{named or rel!r} has a tab or a newline in its name; rtrain cannot fetch it.",
             )
-        raise app_error(
-            Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {' '.join(listing.error)}"
-        )
+        raise app_error(Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {listing.error}")
     if listing.exit != Exit.OK:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")
     files = [(listed.size, listed.path) for listed in listing.files]

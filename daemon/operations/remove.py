@@ -42,7 +42,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
         if done.refused:
             raise _active(p.host, run_id, f"is {done.refused} (it started meanwhile)")
         if not done.ok:
-            why = " ".join(done.error or []) or done.error_text
+            why = str(done.error or "") or done.error_text
             raise app_error(Kind.REMOTE_FAILED, f"{p.host}: removing {run_id} failed: {why}")
         known = ops.known(p.host, run_id)
         ops.registry.delete(p.host, run_id)

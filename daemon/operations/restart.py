@@ -151,7 +151,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     if launched.already_launched:
         raise _active(p, f"is being restarted already (attempt {number} was claimed)")
     if launched.pid is None and launched.job_id is None:
-        why = " ".join(launched.error) or launched.error_text
+        why = str(launched.error or "") or launched.error_text
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: {p.run_id} did not restart: {why}")
     started_at = max(launched.started_at or now(), now() - 1)
     base = current if current.command else _from_record(current, recorded, run_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ExecParams, ExecResult
 
@@ -23,17 +24,17 @@ async def run_exec(ops: Ops, p: ExecParams) -> ExecResult:
     done = await contract.exec_in_run(transport, run_dir, p.run_id, p.command, p.timeout)
     if not done.started:
         refuse_unless_run(done, p.host, p.run_id, run_dir, "nothing was run")
-        error = done.error or []
-        if error[:1] == ["run_not_found"]:
+        word = done.error.word if done.error is not None else None
+        if word == ErrorWord.RUN_NOT_FOUND:
             raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host} ({run_dir}).")
-        if error[:1] == ["no_program"]:
+        if word == ErrorWord.NO_PROGRAM:
             raise app_error(
                 Kind.INVALID_COMMAND,
                 f"{p.command[0]} is not a program on {p.host} (not on PATH, nor an "
                 "executable file in the run directory).",
             )
         raise app_error(
-            Kind.REMOTE_FAILED, f"{p.host}: exec failed: {' '.join(error) or done.error_text}"
+            Kind.REMOTE_FAILED, f"{p.host}: exec failed: {done.error or done.error_text}"
         )
     return ExecResult(exit_code=done.exit, stdout=_text(done.stdout), stderr=_text(done.stderr))
 

@@ -108,7 +108,7 @@ async def _tree(
         transport, run_dir, run_id, dirs, executables, [(k.path, k.target) for k in links]
     )
     if not done.ok:
-        why = " ".join(done.error or []) or done.error_text
+        why = str(done.error or "") or done.error_text
         raise app_error(
             Kind.TRANSFER_FAILED, f"{transport.alias}: preparing the run directory failed: {why}"
         )

@@ -21,6 +21,7 @@ from rtrain.daemon.launchers.torchrun import (
 )
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
+from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
@@ -412,9 +413,9 @@ def _launched(
     if launched.pid is None and launched.job_id is None:
         ops.registry.delete(p.host, pending.run_id)
         # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
-        why = " ".join(launched.error) or launched.error_text
-        if launched.error[:1] == ["sbatch_refused"]:
-            why = f"the cluster refused the job: {' '.join(launched.error[1:])}"
+        why = str(launched.error or "") or launched.error_text
+        if launched.error is not None and launched.error.word == ErrorWord.SBATCH_REFUSED:
+            why = f"the cluster refused the job: {' '.join(launched.error.args)}"
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: the trainer did not start: {why}")
     started_at = launched.started_at or now()
     if launched.job_id is not None:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from rtrain.daemon.remote import script
+from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error
+from rtrain.protocol.messages import StoppedBy
 from rtrain.protocol.run_states import FarSide, RunState, next_state, state_word
 
 if TYPE_CHECKING:
@@ -77,6 +79,10 @@ class Lines:
     def __contains__(self, key: object) -> bool:
         return any(line[0] == key for line in self._lines)
 
+    def error(self) -> FarError | None:
+        """The last `error` line, its word decoded (daemon/remote/error_words.py)."""
+        return far_error(self.last("error"))
+
     def __bool__(self) -> bool:
         return bool(self._lines)
 
@@ -87,6 +93,12 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True):
     exit: int
     # The last line a script said for humans (stderr), or its exit status: for messages.
     error_text: str
+
+
+def _said(lines: Lines, word: ErrorWord) -> bool:
+    """The script's last `error` line is exactly `word`, with nothing after it."""
+    error = lines.error()
+    return error is not None and error.word == word and not error.args
 
 
 def _int(value: str | None) -> int | None:
@@ -123,6 +135,10 @@ class RunRow(msgspec.Struct, frozen=True):
     scheduler_state: str | None = None
     # Seconds a running run has been still (limits.sh's `stalled`); None when it is not.
     stalled_for: int | None = None
+    # A stop the run's own limits made (limits.sh): which limit, at how many seconds.
+    # status.sh says so in its detail (`limit: max_duration 21600`); read here, once.
+    stopped_by: StoppedBy | None = None
+    limit_seconds: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -140,16 +156,36 @@ def far_state(word: str) -> RunState:
 def run_row(values: list[str]) -> RunRow:
     """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
     run_id, word, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
+    state = "missing" if word == "missing" else far_state(word)
+    # The far side cuts a reason at 300 bytes, maybe inside a character.
+    said = None if detail in ("-", "") else detail.rstrip("\ufffd")
+    limit = _limit_stop(said) if state == "stopped" else None
     return RunRow(
         run_id=run_id,
-        state="missing" if word == "missing" else far_state(word),
+        state=state,
         exit_code=_int(exit_code),
         signal=_int(signal),
         started_at=_float(started),
-        # The far side cuts a reason at 300 bytes, maybe inside a character.
-        detail=None if detail in ("-", "") else detail.rstrip("\ufffd"),
+        detail=said,
         stalled_for=_int(stalled),
+        stopped_by=limit[0] if limit else None,
+        limit_seconds=limit[1] if limit else None,
     )
+
+
+# common.sh's limit_detail: `limit: WHY SECONDS`, WHY as limits.sh writes it.
+_LIMIT_PREFIX = "limit: "
+_LIMIT_STOPS: dict[str, StoppedBy] = {"max_duration": "max_duration", "stalled": "stall"}
+
+
+def _limit_stop(detail: str | None) -> tuple[StoppedBy, int] | None:
+    """Which limit stopped the run, and at how many seconds, as a stopped row's detail says."""
+    if detail is None or not detail.startswith(_LIMIT_PREFIX):
+        return None
+    why, _, seconds = detail.removeprefix(_LIMIT_PREFIX).partition(" ")
+    if why not in _LIMIT_STOPS or not seconds.isdigit():
+        return None
+    return _LIMIT_STOPS[why], int(seconds)
 
 
 class StatusReport(Answer, frozen=True, kw_only=True):
@@ -478,7 +514,7 @@ async def prepare(transport: Transport, workdir: str, run_id: str) -> Prepared:
     lines = Lines(done.stdout)
     return Prepared(
         run_dir=(lines.value("run_dir") or None) if done.returncode == Exit.OK else None,
-        exists=done.returncode == Exit.RUN_EXISTS or lines.last("error") == ["run_exists"],
+        exists=done.returncode == Exit.RUN_EXISTS or _said(lines, ErrorWord.RUN_EXISTS),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -489,7 +525,7 @@ class Discarded(Answer, frozen=True, kw_only=True):
     `already_launched`, `not_a_run`, `rm ...`)."""
 
     ok: bool
-    error: list[str] | None
+    error: FarError | None
 
 
 async def discard(transport: Transport, workdir: str, run_id: str) -> Discarded:
@@ -497,7 +533,7 @@ async def discard(transport: Transport, workdir: str, run_id: str) -> Discarded:
     lines = Lines(done.stdout)
     return Discarded(
         ok=done.returncode == Exit.OK and "discarded" in lines,
-        error=lines.last("error"),
+        error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -588,7 +624,7 @@ class Launched(Answer, frozen=True, kw_only=True):
 
     pid: int | None
     started_at: float | None
-    error: list[str]
+    error: FarError | None
     already_launched: bool
     # A restart of a run that is running, or of one that was never launched.
     running: bool = False
@@ -609,15 +645,14 @@ async def launch(
         "launch", [run_dir, run_id, python, *command], stdin=secrets, timeout=60
     )
     lines = Lines(done.stdout)
-    error = lines.last("error") or []
     pid = _int(lines.value("pid")) if done.returncode == Exit.OK else None
     return Launched(
         pid=pid,
         started_at=_float(lines.value("started_at")),
-        error=error,
-        already_launched=error == ["already_launched"],
-        running=error == ["running"],
-        never_launched=error == ["never_launched"],
+        error=lines.error(),
+        already_launched=_said(lines, ErrorWord.ALREADY_LAUNCHED),
+        running=_said(lines, ErrorWord.RUNNING),
+        never_launched=_said(lines, ErrorWord.NEVER_LAUNCHED),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -630,7 +665,7 @@ class Shaped(Answer, frozen=True, kw_only=True):
     """The run dir has the directories and modes asked for (`ok`), or why not (`error`)."""
 
     ok: bool
-    error: list[str] | None
+    error: FarError | None
 
 
 async def input_tree(
@@ -652,7 +687,7 @@ async def input_tree(
     lines = Lines(done.stdout)
     return Shaped(
         ok=done.returncode == Exit.OK and "ok" in lines,
-        error=lines.last("error"),
+        error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -668,18 +703,18 @@ class Removed(Answer, frozen=True, kw_only=True):
     ok: bool
     had_dir: bool
     refused: str | None
-    error: list[str] | None
+    error: FarError | None
 
 
 async def remove(transport: Transport, run_dir: str, run_id: str) -> Removed:
     done = await transport.run("remove", [run_dir, run_id], timeout=120)
     lines = Lines(done.stdout)
-    error = lines.last("error")
+    error = lines.error()
     removed = lines.value("removed")
     return Removed(
         ok=done.returncode == Exit.OK and removed is not None,
         had_dir=removed not in (None, "-"),
-        refused=error[0] if error and done.returncode == Exit.REFUSED else None,
+        refused=error.word.value if error and done.returncode == Exit.REFUSED else None,
         error=error,
         exit=done.returncode,
         error_text=done.error_text,
@@ -693,7 +728,7 @@ class Executed(Answer, frozen=True, kw_only=True):
     started: bool
     stdout: bytes
     stderr: bytes
-    error: list[str] | None
+    error: FarError | None
 
 
 EXEC_STARTED = b"exec\tstarted\n"
@@ -717,7 +752,7 @@ async def exec_in_run(
         started=False,
         stdout=b"",
         stderr=done.stderr,
-        error=Lines(head).last("error"),
+        error=Lines(head).error(),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -908,7 +943,7 @@ class Listing(Answer, frozen=True, kw_only=True):
 
     files: list[ListedFile]
     dirs: list[str]
-    error: list[str] | None
+    error: FarError | None
 
 
 async def list_files(transport: Transport, run_dir: str, rel: str, hashed: bool) -> Listing:
@@ -922,7 +957,7 @@ async def list_files(transport: Transport, run_dir: str, rel: str, hashed: bool)
             for size, sha, path in (row[:3] for row in lines.rows("file") if len(row) >= 3)
         ],
         dirs=[row[0] for row in lines.rows("dir") if row],
-        error=errors[0] if errors else None,
+        error=far_error(errors[0]) if errors else None,
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -938,7 +973,7 @@ class Received(msgspec.Struct, frozen=True):
     ok: bool
     written: int | None
     mismatch: bool
-    error: list[str] | None
+    error: FarError | None
 
 
 def received(done: Completed) -> Received:
@@ -947,7 +982,7 @@ def received(done: Completed) -> Received:
         ok="ok" in lines,
         written=_int(lines.value("written")),
         mismatch="mismatch" in lines,
-        error=lines.last("error"),
+        error=lines.error(),
     )
 
 
@@ -1005,14 +1040,13 @@ async def slurm_submit(
         timeout=60,
     )
     lines = Lines(done.stdout)
-    error = lines.last("error") or []
     job = lines.value("job") if done.returncode == Exit.OK else None
     return Launched(
         pid=None,
         job_id=job or None,
         started_at=_float(lines.value("started_at")),
-        error=error,
-        already_launched=error == ["already_launched"],
+        error=lines.error(),
+        already_launched=_said(lines, ErrorWord.ALREADY_LAUNCHED),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -1081,7 +1115,7 @@ class JobCancelled(Answer, frozen=True, kw_only=True):
 
     state: str
     over: bool
-    error: list[str] | None
+    error: FarError | None
 
 
 async def slurm_cancel(
@@ -1094,7 +1128,7 @@ async def slurm_cancel(
     return JobCancelled(
         state=lines.value("stop") or "",
         over=done.returncode == Exit.OK and "stop" in lines,
-        error=lines.last("error"),
+        error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -1127,7 +1161,7 @@ class Placed(msgspec.Struct, frozen=True, kw_only=True):
 
     placed: dict[str, str]
     pieces: dict[str, set[int]]
-    error: list[str] | None
+    error: FarError | None
     exit: int
     error_text: str
 
@@ -1153,7 +1187,7 @@ async def cache_place(
     return Placed(
         placed={row[0]: row[1] for row in lines.rows("placed") if len(row) >= 2},
         pieces=pieces,
-        error=lines.last("error"),
+        error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -1166,7 +1200,7 @@ class Stored(msgspec.Struct, frozen=True, kw_only=True):
     piece: bool
     placed: str | None
     mismatch: bool
-    error: list[str] | None
+    error: FarError | None
     exit: int
     error_text: str
 
@@ -1178,12 +1212,13 @@ class Stored(msgspec.Struct, frozen=True, kw_only=True):
 def stored(done: Completed) -> Stored:
     lines = Lines(done.stdout)
     placed = lines.last("placed")
-    error = lines.last("error")
+    error = lines.error()
+    said_mismatch = error is not None and error.word == ErrorWord.MISMATCH
     return Stored(
         piece="piece" in lines,
         placed=placed[1] if placed and len(placed) >= 2 else None,
-        mismatch="mismatch" in lines or (error is not None and error[:1] == ["mismatch"]),
-        error=None if error is not None and error[:1] == ["mismatch"] else error,
+        mismatch="mismatch" in lines or said_mismatch,
+        error=None if said_mismatch else error,
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -1206,7 +1241,7 @@ class FileState(msgspec.Struct, frozen=True, kw_only=True):
     state: str | None
     sha256: str | None
     changed: bool
-    error: list[str] | None
+    error: FarError | None
     exit: int
     error_text: str
 
@@ -1218,12 +1253,12 @@ async def file_state(
     done = await transport.run("file_state", args, timeout=timeout)
     lines = Lines(done.stdout)
     state = lines.last("state")
-    error = lines.last("error")
+    error = lines.error()
     return FileState(
         size=_int(state[0]) if state else None,
         state="\t".join(state[1:]) if state and len(state) > 1 else None,
         sha256=lines.value("sha256"),
-        changed=error is not None and error[:1] == ["changed"],
+        changed=error is not None and error.word == ErrorWord.CHANGED,
         error=error,
         exit=done.returncode,
         error_text=done.error_text,
@@ -1235,9 +1270,9 @@ def range_sent(done: Completed) -> Sent:
     return sent(done)
 
 
-def failed_read(done: Completed) -> list[str] | None:
+def failed_read(done: Completed) -> FarError | None:
     """The `error` line a script printed before sending any byte (a refused path)."""
-    return Lines(done.stdout).last("error") or Lines(done.stderr).last("error")
+    return far_error(Lines(done.stdout).last("error") or Lines(done.stderr).last("error"))
 
 
 class Collected(msgspec.Struct, frozen=True, kw_only=True):
@@ -1303,7 +1338,7 @@ class GuardShown(Answer, frozen=True, kw_only=True):
     seen: GuardSeen | None
     last: GuardFiring | None
     now: float | None
-    error: list[str] | None
+    error: FarError | None
 
     @property
     def ok(self) -> bool:
@@ -1341,7 +1376,7 @@ def _guard_shown(done: Completed) -> GuardShown:
         seen=seen_row,
         last=last_row,
         now=_float(lines.value("now")),
-        error=lines.last("error"),
+        error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -1412,7 +1447,7 @@ class Terminated(Answer, frozen=True, kw_only=True):
     exit_code: int | None
     output: list[str]
     running: bool
-    error: list[str] | None
+    error: FarError | None
 
 
 async def terminate(
@@ -1424,11 +1459,11 @@ async def terminate(
     args += ["given", command] if command is not None else ["armed"]
     done = await transport.run("guard_loop", args, timeout=wait + 60)
     lines = Lines(done.stdout)
-    error = lines.last("error")
+    error = lines.error()
     started = lines.value("started")
     return Terminated(
-        busy=error[1] if error and error[0] == "busy" and len(error) > 1 else None,
-        no_command=error == ["no_command"],
+        busy=error.arg or None if error and error.word == ErrorWord.BUSY else None,
+        no_command=_said(lines, ErrorWord.NO_COMMAND),
         started_at=_float(started),
         command=lines.value("command"),
         exit_code=_int(lines.value("exit")),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from rtrain.daemon.remote import contract, script
+from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
 from rtrain.protocol.messages import Transport as TransportKind
@@ -394,13 +395,13 @@ def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoRetur
             f"{alias}: {local.name} arrived damaged (sha256 mismatch); nothing was kept. "
             "Try again.",
         )
-    error = verdict.error or []
-    if "No space" in " ".join(error):
+    error = verdict.error
+    if error is not None and error.word == ErrorWord.DISK_FULL:
         raise app_error(
             Kind.DISK_FULL,
-            f"{alias}: the disk is full; {local.name} was not shipped ({' '.join(error[1:])}).",
+            f"{alias}: the disk is full; {local.name} was not shipped ({' '.join(error.args)}).",
         )
     raise app_error(
         Kind.TRANSFER_FAILED,
-        f"{alias}: shipping {local.name} failed: {' '.join(error) or done.error_text}",
+        f"{alias}: shipping {local.name} failed: {error or done.error_text}",
     )

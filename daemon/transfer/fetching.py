@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport, Unverified, fetch_unverified
 from rtrain.protocol.errors import Kind, app_error
 
@@ -186,17 +187,17 @@ async def _fetch_plainly(
     return sha, sent
 
 
-def _failed(transport: Transport, rel: str, error: list[str] | None, text: str) -> Exception:
-    kind = (error or [""])[0]
-    if kind == "path_outside_run":
+def _failed(transport: Transport, rel: str, error: FarError | None, text: str) -> Exception:
+    kind = error.word if error is not None else None
+    if kind == ErrorWord.PATH_OUTSIDE_RUN:
         return app_error(
             Kind.PATH_OUTSIDE_RUN,
             f"{rel!r} points outside the run directory (a symlink?); rtrain fetches only the "
             "run's own files.",
         )
-    if kind in ("not_found", "not_a_file"):
+    if kind in (ErrorWord.NOT_FOUND, ErrorWord.NOT_A_FILE):
         return app_error(Kind.REMOTE_FILE_MISSING, f"{rel} is gone from the run directory.")
-    why = " ".join(error or []) or text
+    why = str(error or "") or text
     return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: reading {rel} failed: {why}")
 
 

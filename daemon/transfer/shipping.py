@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.error_words import ErrorWord, FarError, says_disk_full
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
@@ -282,11 +283,12 @@ def _changed(f: _File) -> Exception:
     )
 
 
-def _failure(transport: Transport, error: list[str] | None, text: str, what: str) -> Exception:
-    words = " ".join(error or []) or text
-    if "No space" in words:
+def _failure(transport: Transport, error: FarError | None, text: str, what: str) -> Exception:
+    words = str(error or "") or text
+    word = error.word if error is not None else None
+    if word == ErrorWord.DISK_FULL or (error is None and says_disk_full(text)):
         return app_error(Kind.DISK_FULL, f"{transport.alias}: the disk is full; {what} failed.")
-    if "path_outside_run" in words:
+    if word == ErrorWord.PATH_OUTSIDE_RUN:
         return app_error(Kind.PATH_OUTSIDE_RUN, f"{transport.alias}: {what}: {words}")
     return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: {what} failed: {words}")
 

@@ -969,17 +969,45 @@ json_strings() {
 	}' "$@"
 }
 
-# Secrets on stdin (`NAME<TAB>BASE64VALUE` lines): validated and decoded now into
-# secret_count pairs, exported only by export_secrets in the subshell that starts the run.
-read_secrets() {
+# BASE64 -> B64_VALUE (trailing newlines kept), or fail naming line_no.
+decode_b64() {
+	# printf is a builtin: the value travels through a pipe, never through an argv.
+	# The trailing dot keeps trailing newlines of the value and proves base64 succeeded.
+	B64_VALUE=$(printf '%s' "$1" | base64 -d 2>/dev/null && printf .)
+	case $B64_VALUE in
+	*.) B64_VALUE=${B64_VALUE%.} ;;
+	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "value is not base64" ;;
+	esac
+}
+
+# The launch input on stdin, as the daemon writes it (contract.launch_stdin; launch.sh's
+# header says every line; tests/remote/test_launch_input.py keeps the two sides equal).
+# Secrets (`NAME<TAB>BASE64VALUE` lines) are validated and decoded now into secret_count
+# pairs, exported only by export_secrets in the subshell that starts the run. With
+# `options`, the `+` lines set env_count pairs, setup, attempt, wrapper, meta_extra and
+# limits; with `secrets`, a `+` line is refused.
+read_launch_input() {
 	secret_count=0
 	line_no=0
+	if [ "$1" = options ]; then
+		env_count=0
+		setup=
+		attempt=1
+		wrapper=0
+		meta_extra=
+		limits=
+	fi
 	while IFS= read -r secret_line || [ -n "$secret_line" ]; do
 		line_no=$((line_no + 1))
 		if [ -z "$secret_line" ]; then
 			continue
 		fi
 		case $secret_line in
+		'+'*)
+			[ "$1" = options ] || fail "$E_BAD_SECRET" bad_secret "$line_no" "unknown option line"
+			launch_option "$secret_line"
+			continue
+			;;
 		*"$TAB"*) ;;
 		*) fail "$E_BAD_SECRET" bad_secret "$line_no" "expected NAME<TAB>BASE64VALUE" ;;
 		esac
@@ -990,18 +1018,80 @@ read_secrets() {
 		'' | [!A-Za-z_]* | *[!A-Za-z0-9_]*) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad name" ;;
 		RTRAIN_*) fail "$E_BAD_SECRET" bad_secret "$line_no" "RTRAIN_ names are reserved" ;;
 		esac
-		# printf is a builtin: the value travels through a pipe, never through an argv.
-		# The trailing dot keeps trailing newlines of the value and proves base64 succeeded.
-		secret_value=$(printf '%s' "$secret_b64" | base64 -d 2>/dev/null && printf .)
-		case $secret_value in
-		*.) secret_value=${secret_value%.} ;;
-		*) fail "$E_BAD_SECRET" bad_secret "$line_no" "value is not base64" ;;
-		esac
+		decode_b64 "$secret_b64"
+		secret_value=$B64_VALUE
+		B64_VALUE=
 		secret_count=$((secret_count + 1))
 		eval "secret_name_$secret_count=\$secret_name secret_value_$secret_count=\$secret_value"
 		secret_value=
 		secret_b64=
 	done
+}
+
+# One `+` line of the launch input (read_launch_input options).
+launch_option() {
+	case $1 in
+	"+env$TAB"*"$TAB"*)
+		opt=${1#+env"$TAB"}
+		opt_name=${opt%%"$TAB"*}
+		case $opt_name in
+		'' | [!A-Za-z_]* | *[!A-Za-z0-9_]* | RTRAIN_RUN_ID) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad name" ;;
+		esac
+		decode_b64 "${opt#*"$TAB"}"
+		env_count=$((env_count + 1))
+		eval "env_name_$env_count=\$opt_name env_value_$env_count=\$B64_VALUE"
+		;;
+	"+setup$TAB"*)
+		decode_b64 "${1#+setup"$TAB"}"
+		setup=$B64_VALUE
+		;;
+	"+meta$TAB"*"$TAB"*)
+		opt=${1#+meta"$TAB"}
+		opt_name=${opt%%"$TAB"*}
+		case $opt_name in
+		'' | *[!a-z_]*) fail "$E_BAD_SECRET" bad_secret "$line_no" "bad meta key" ;;
+		esac
+		decode_b64 "${opt#*"$TAB"}"
+		case $B64_VALUE in
+		*"$NL"*) fail "$E_BAD_SECRET" bad_secret "$line_no" "meta value is not one line" ;;
+		esac
+		meta_extra="$meta_extra  \"$opt_name\": $B64_VALUE,$NL"
+		;;
+	"+attempt$TAB"*)
+		attempt=${1#+attempt"$TAB"}
+		is_uint "$attempt" && [ "${#attempt}" -le 6 ] && [ "$attempt" -ge 1 ] ||
+			fail "$E_USAGE" usage "bad attempt"
+		;;
+	"+limits$TAB"*"$TAB"*"$TAB"*"$TAB"*)
+		opt=${1#+limits"$TAB"}
+		IFS=$TAB read -r lim_max lim_stall lim_on lim_grace <<EOF
+$opt
+EOF
+		for lim_number in "$lim_max" "$lim_stall"; do
+			is_uint "$lim_number" && [ "${#lim_number}" -le 9 ] || fail "$E_USAGE" usage "bad limits"
+		done
+		case $lim_on in
+		flag | stop) ;;
+		*) fail "$E_USAGE" usage "bad limits" ;;
+		esac
+		case $lim_grace in
+		'' | . | *[!0-9.]* | *.*.*) fail "$E_USAGE" usage "bad limits" ;;
+		esac
+		if [ "$lim_max" != 0 ] || [ "$lim_stall" != 0 ]; then
+			limits="$lim_max $lim_stall $lim_on $lim_grace"
+		fi
+		;;
+	"+wrapper$TAB"*)
+		wrapper=${1#+wrapper"$TAB"}
+		is_uint "$wrapper" && [ "${#wrapper}" -le 3 ] || fail "$E_USAGE" usage "bad wrapper"
+		;;
+	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "unknown option line" ;;
+	esac
+}
+
+# Secrets only (a scheduler's submit: the daemon keeps the `+` lines for the batch script).
+read_secrets() {
+	read_launch_input secrets
 }
 
 # Export what read_secrets decoded; call it only in the subshell that starts the run.
