@@ -11,14 +11,30 @@ from typing import TYPE_CHECKING, Any
 from rtrain.protocol.version import RTRAIN_VERSION as __version__
 
 if TYPE_CHECKING:
-    from rtrain.client.api import RemoteError, RemoteHost, RemotePreflight, RemoteRun, RemoteRunner
+    from rtrain.client.api import (
+        DaemonUnavailable,
+        HostNotReady,
+        HostUnreachable,
+        RemoteError,
+        RemoteHost,
+        RemotePreflight,
+        RemoteRun,
+        RemoteRunner,
+        RtrainError,
+        RunRefused,
+    )
 
 __all__ = [
+    "DaemonUnavailable",
+    "HostNotReady",
+    "HostUnreachable",
     "RemoteError",
     "RemoteHost",
     "RemotePreflight",
     "RemoteRun",
     "RemoteRunner",
+    "RtrainError",
+    "RunRefused",
     "__version__",
 ]
 

@@ -18,6 +18,18 @@
 
 Every method opens its own short conversation with the daemon, so a runner rebuilt from
 just a host alias and a run id reattaches: `runner.run("run-1787667005")`.
+
+Errors (all RtrainError; a refusal or failure of the daemon's is a RemoteError, whose `kind`
+is the protocol's stable error kind, docs/protocol.md):
+
+- DaemonUnavailable: no daemon answered and none could be started.
+- HostUnreachable (a RemoteError): the host did not answer, timed out or refused the login;
+  ask again once it answers.
+- HostNotReady (a RemoteError): the host cannot take the run as asked, e.g. too few GPUs
+  free (`start(..., wait=True)` queues instead).
+- RunRefused (a RemoteError): the run cannot be acted on as asked (it is still running, its
+  id is taken, the directory is not a run of rtrain's); nothing was done.
+- RemoteError: any other kind (`invalid_*`, `run_not_found`, `transfer_failed`, ...).
 """
 
 from __future__ import annotations
@@ -33,10 +45,28 @@ from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.requests import Call
 
 from .daemon_client import DaemonClient
-from .errors import RemoteError
+from .errors import (
+    DaemonUnavailable,
+    HostNotReady,
+    HostUnreachable,
+    RemoteError,
+    RtrainError,
+    RunRefused,
+)
 from .run_state_text import state_text
 
-__all__ = ["RemoteError", "RemoteHost", "RemotePreflight", "RemoteRun", "RemoteRunner"]
+__all__ = [
+    "DaemonUnavailable",
+    "HostNotReady",
+    "HostUnreachable",
+    "RemoteError",
+    "RemoteHost",
+    "RemotePreflight",
+    "RemoteRun",
+    "RemoteRunner",
+    "RtrainError",
+    "RunRefused",
+]
 
 
 @dataclass(frozen=True)

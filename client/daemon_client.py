@@ -28,7 +28,7 @@ from rtrain.protocol.requests import Call
 from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
 from . import daemon_notices
-from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError
+from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError, remote_error
 
 NotificationHandler = Callable[[str, Any], None]
 SPAWN_WAIT = 5.0
@@ -260,4 +260,4 @@ def _dial(path: Path, timeout: float | None) -> socket.socket:
 def _remote_error(error: pe.RpcError) -> RemoteError:
     kind = (error.data or {}).get("kind")  # as sent: a newer daemon may know more kinds
     kind = kind if isinstance(kind, str) else None
-    return RemoteError(error.message, kind=kind, code=error.code, data=error.data)
+    return remote_error(error.message, kind, error.code, error.data)
