@@ -12,7 +12,6 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rtrain.protocol import daemon_process
 from rtrain.protocol import messages as m
@@ -67,7 +66,9 @@ class Service:
 
     # ---- lifecycle and daemon methods -----------------------------------------------
 
-    async def initialize(self, params: m.InitializeParams, ctx: RequestContext) -> Any:
+    async def initialize(
+        self, params: m.InitializeParams, ctx: RequestContext
+    ) -> m.InitializeResult:
         return m.InitializeResult(
             protocol_version=PROTOCOL_VERSION,
             server_info=m.ServerInfo(name="rtrain", version=RTRAIN_VERSION),

@@ -7,7 +7,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 
@@ -76,54 +75,54 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
     service.annotate = ops.annotate
 
-    async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> Any:
+    async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
         return await preflight(ops, p)
 
-    async def do_start(p: m.StartParams, ctx: RequestContext) -> Any:
+    async def do_start(p: m.StartParams, ctx: RequestContext) -> m.StartResult:
         result = await start(ops, p, ctx)
         monitor.poke()
         return result
 
-    async def do_status(p: m.RunRef, ctx: RequestContext) -> Any:
+    async def do_status(p: m.RunRef, ctx: RequestContext) -> m.StatusResult:
         result = await status(ops, p)
         return m.StatusResult(run=ops.annotate(result.run))
 
-    async def do_tail(p: m.TailParams, ctx: RequestContext) -> Any:
+    async def do_tail(p: m.TailParams, ctx: RequestContext) -> m.TailResult:
         return await tail(ops, p, ctx)
 
-    async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> Any:
+    async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> m.FetchResult:
         return await fetch(ops, p, ctx)
 
-    async def do_stop(p: m.StopParams, ctx: RequestContext) -> Any:
+    async def do_stop(p: m.StopParams, ctx: RequestContext) -> m.StopResult:
         return await stop(ops, p)
 
-    async def do_restart(p: m.RestartParams, ctx: RequestContext) -> Any:
+    async def do_restart(p: m.RestartParams, ctx: RequestContext) -> m.RestartResult:
         result = await restart(ops, p)
         monitor.poke()
         return result
 
-    async def do_remove(p: m.RemoveParams, ctx: RequestContext) -> Any:
+    async def do_remove(p: m.RemoveParams, ctx: RequestContext) -> m.RemoveResult:
         return await remove(ops, p)
 
-    async def do_exec(p: m.ExecParams, ctx: RequestContext) -> Any:
+    async def do_exec(p: m.ExecParams, ctx: RequestContext) -> m.ExecResult:
         return await run_exec(ops, p)
 
-    async def do_shell(p: m.RunRef, ctx: RequestContext) -> Any:
+    async def do_shell(p: m.RunRef, ctx: RequestContext) -> m.ShellResult:
         return await run_shell(ops, p)
 
-    async def do_metrics(p: m.MetricsParams, ctx: RequestContext) -> Any:
+    async def do_metrics(p: m.MetricsParams, ctx: RequestContext) -> m.MetricsResult:
         return await metrics(ops, p, ctx)
 
-    async def do_gc(p: m.GcParams, ctx: RequestContext) -> Any:
+    async def do_gc(p: m.GcParams, ctx: RequestContext) -> m.GcResult:
         return await gc(ops, p)
 
-    async def do_guard(p: m.GuardParams, ctx: RequestContext) -> Any:
+    async def do_guard(p: m.GuardParams, ctx: RequestContext) -> m.GuardResult:
         return await guard(ops, p)
 
-    async def do_terminate(p: m.TerminateParams, ctx: RequestContext) -> Any:
+    async def do_terminate(p: m.TerminateParams, ctx: RequestContext) -> m.TerminateResult:
         return await terminate_host(ops, p.host, force=p.force, workdir=p.workdir)
 
-    async def do_hosts(p: m.Empty, ctx: RequestContext) -> Any:
+    async def do_hosts(p: m.Empty, ctx: RequestContext) -> m.HostsListResult:
         infos = []
         listed = hosts.host_infos()
         guards = await asyncio.gather(*(_guard_now(ops, info) for info in listed))
@@ -137,10 +136,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             infos.append(priced_host(info, ops.price(info.alias), up, idle))
         return m.HostsListResult(hosts=infos)
 
-    async def do_forget(p: m.ForgetHostParams, ctx: RequestContext) -> Any:
+    async def do_forget(p: m.ForgetHostParams, ctx: RequestContext) -> m.ForgetHostResult:
         return m.ForgetHostResult(forgotten=await hosts.forget(p.alias))
 
-    async def do_price(p: m.HostPriceParams, ctx: RequestContext) -> Any:
+    async def do_price(p: m.HostPriceParams, ctx: RequestContext) -> m.HostPriceResult:
         validation.host(p.alias)
         service.registry.set_host_price(p.alias, p.price_per_hour)
         monitor.poke()  # a host with a price is watched idle too: from now on
