@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import AfterRun, Attempt, RunInfo, Transport
+from rtrain.protocol.messages import AfterRun, Attempt, RetryPolicy, RunInfo, RunNode, Transport
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -96,12 +96,16 @@ _COLUMNS = (
     "stalled_since",
     "stopped_by",
     "launcher",
+    "nodes",
+    "retry",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
     "command": list[str],
     "env": dict[str, str],
     "attempts": list[Attempt],
+    "nodes": list[RunNode],
+    "retry": RetryPolicy,
 }
 # Columns added after the first release, with their types: a registry from then gains them
 # on open (existing rows read NULL there, which every field takes as "not known").
@@ -117,6 +121,8 @@ _ADDED_COLUMNS = {
     "stalled_since": "REAL",
     "stopped_by": "TEXT",
     "launcher": "TEXT",
+    "nodes": "TEXT",
+    "retry": "TEXT",
 }
 ACTIVE_STATES = ("queued", "running", "unknown")
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.

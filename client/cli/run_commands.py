@@ -40,7 +40,7 @@ from .status_view import show_status
 from .usage import PlainUsage
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import Launcher, OnStall
+    from rtrain.protocol.requests import Launcher, OnStall, RetryOn
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -321,7 +321,34 @@ def register(app: typer.Typer) -> None:
         partition: str | None = typer.Option(
             None, "--partition", help="Slurm hosts: the partition (default: the host's)."
         ),
-        nodes: int = typer.Option(1, "--nodes", min=1, help="Slurm hosts: nodes for the job."),
+        nodes: int = typer.Option(
+            1,
+            "--nodes",
+            min=1,
+            help="Slurm hosts: nodes for the job; HOST1,HOST2: the count of hosts listed.",
+        ),
+        master_addr: str | None = typer.Option(
+            None,
+            "--master-addr",
+            metavar="ADDRESS",
+            help="HOST1,HOST2: the address the other nodes reach the first at "
+            "(default: its HostName, as `ssh -G` resolves it).",
+        ),
+        retry: int | None = typer.Option(
+            None,
+            "--retry",
+            min=0,
+            max=100,
+            metavar="N",
+            help="Start the run again (resuming in its run dir) up to N times when it is lost "
+            "(host rebooted, session killed); default: the host's retry, else 0.",
+        ),
+        retry_on: str | None = typer.Option(
+            None,
+            "--retry-on",
+            metavar="lost|failed",
+            help="With --retry: `failed` retries a run that failed with its own exit code too.",
+        ),
         signal_before_timeout: int | None = typer.Option(
             None,
             "--signal-before-timeout",
@@ -379,8 +406,15 @@ def register(app: typer.Typer) -> None:
         ),
         json: bool = JsonOpt,
     ) -> None:
-        """Ship the config, datasets and code to HOST and start a run that outlives this shell."""
+        """Ship the config, datasets and code to HOST and start a run that outlives this shell.
+        HOST1,HOST2,... with --nodes N: one torchrun run across those hosts."""
+        hosts = host.split(",") if "," in host else []
+        for one in hosts:
+            check(host=one)
+        host = hosts[0] if hosts else host
         check(host=host, run_id=run_id, workdir=workdir, python=python)
+        if retry_on is not None and retry_on not in ("lost", "failed"):
+            fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
         if on_stall is not None and on_stall not in ("flag", "stop"):
@@ -411,6 +445,10 @@ def register(app: typer.Typer) -> None:
             partition=partition,
             signal_before_timeout=signal_before_timeout,
             nodes=nodes if nodes != 1 else None,
+            hosts=hosts or None,
+            master_addr=master_addr,
+            retry=retry,
+            retry_on=cast("RetryOn | None", retry_on),  # checked above
             requeue=requeue or None,
             max_duration=limits[0],
             stall_after=limits[1],

@@ -44,9 +44,10 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     loop = asyncio.get_running_loop()
     # A scheduler's job does not run on the host rtrain reaches: read_log cannot see it run.
     # Its state is the registry's, which the monitor keeps fresh (one squeue per poll).
+    # A run across hosts: read_log sees node 0 alone; the run's state is every node's.
     known = ops.known(p.host, p.run_id)
-    recorded = known.launcher if known is not None else None
-    scheduled = not ops.run_launcher(p.host, recorded).runs_on_host
+    launcher = ops.launcher_of(known) if known is not None else ops.launcher(p.host)
+    scheduled = launcher.states_from_status
     told = ""  # the waiting reason last told to the client
     if scheduled:
         await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))
