@@ -11,7 +11,7 @@ import typer
 
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import Interrupted
-from rtrain.client.run_state_text import state_text
+from rtrain.client.run_state_text import attempt_text, state_text
 from rtrain.protocol import requests, validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.durations import DurationError, human_duration
@@ -713,6 +713,14 @@ def register(app: typer.Typer) -> None:
             ]
             for r in found
         ]
+        for row, r in zip(rows, found, strict=True):
+            if r.nodes:  # a run across hosts: every node's host
+                row[1] = ",".join(node.host for node in r.nodes)
+        # Attempts where a run has more than one (restart, or the daemon's --retry).
+        if any(len(r.attempts) > 1 for r in found):
+            headers.append("ATTEMPT")
+            for row, r in zip(rows, found, strict=True):
+                row.append(attempt_text(r.attempts[-1]) if len(r.attempts) > 1 else "-")
         # Costs where a host has a price (config.toml's price_per_hour, or hosts --price).
         if any(r.cost is not None for r in found):
             headers.append("COST")

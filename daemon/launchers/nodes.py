@@ -32,8 +32,10 @@ from .torchrun import MODULE
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
 # Seconds a node still running gets after SIGTERM once another node ended the run.
 TAKE_DOWN_GRACE = 5.0
-# How the far side says a run ended, in the order a run across nodes takes its end from.
-_ENDINGS = ("failed", "lost", "stopped")
+# How the far side says a run ended, in the order a run across nodes takes its end from: a
+# node lost explains the others' ranks failing in collectives after it vanished; a failure
+# explains the nodes rtrain took down after it (stopped).
+_ENDINGS = ("lost", "failed", "stopped")
 
 Connect = Callable[[str], Awaitable[Transport]]
 Resolve = Callable[[str], Awaitable[str]]
@@ -136,12 +138,12 @@ class NodesLauncher(Launcher):
         for run_id in run_ids:
             rows = await self._rows(transport, run_id)
             row = combined(run_id, self.nodes, rows)
-            ended = [r for r in rows if r.state in _ENDINGS]
+            first = first_ended(rows)
             alive = [i for i, r in enumerate(rows) if r.state in ("running", "queued")]
-            if ended and alive:
+            if first is not None and alive and rows[0].state != "missing":
                 await self._take_down(transport, run_id, alive)
                 rows = await self._rows(transport, run_id)
-                row = combined(run_id, self.nodes, rows, ended_first=rows.index(ended[0]))
+                row = combined(run_id, self.nodes, rows, ended_first=first)
             runs[run_id] = row
         return StatusReport(runs=runs, exit=contract.Exit.OK, error_text="")
 
@@ -223,8 +225,8 @@ def combined(
     if all(s == "completed" for s in states):
         return rows[0]
     if ended_first is None:
-        ended = [i for i, s in enumerate(states) if s in _ENDINGS or s == "missing"]
-        if not ended:
+        ended_first = first_ended(rows)
+        if ended_first is None:
             waiting = "queued" if "queued" in states else "running"
             if "unknown" in states:
                 waiting = "unknown"
@@ -237,9 +239,6 @@ def combined(
                 detail=_named(nodes, rows, waiting),
                 stalled_for=still,
             )
-        # A failure first, then a loss: the node that says most of why the run ended.
-        ended.sort(key=lambda i: _ENDINGS.index(states[i]) if states[i] in _ENDINGS else 1)
-        ended_first = ended[0]
     why = rows[ended_first]
     state = "lost" if why.state == "missing" else why.state
     detail = why.detail or ("its run directory is gone" if why.state == "missing" else None)
@@ -250,6 +249,9 @@ def combined(
         # A limit's detail stays as the far side wrote it (the daemon reads which limit).
         where = f"node {ended_first} ({nodes[ended_first].host})"
         detail = f"{where}, {detail}" if detail else where
+        also = [i for i, r in enumerate(rows) if i != ended_first and r.state == "failed"]
+        if state == "failed" and also:
+            detail += f"; node {', '.join(map(str, also))} failed too"
     return RunRow(
         run_id=run_id,
         state=state,
@@ -258,6 +260,14 @@ def combined(
         started_at=rows[0].started_at,
         detail=detail,
     )
+
+
+def first_ended(rows: Sequence[RunRow]) -> int | None:
+    """The node whose end says most of why the run ended (a missing run dir: lost), or None
+    while no node ended but by completing."""
+    ended = [i for i, r in enumerate(rows) if r.state in _ENDINGS or r.state == "missing"]
+    order = ("missing", *_ENDINGS)
+    return min(ended, key=lambda i: (order.index(rows[i].state), i), default=None)
 
 
 def _named(nodes: Sequence[RunNode], rows: Sequence[RunRow], state: str) -> str | None:
