@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import pwd
+import signal
 import time
 from pathlib import Path
 
@@ -111,3 +116,43 @@ def test_stop_takes_every_node_down(two_hosts: Cli) -> None:
     assert (stopped.code, stopped.out) == (0, f"stopped {run_id} on plain\n"), stopped
     assert run_pids(run_id) == []
     assert cli("status", "plain", run_id).out == "stopped\n"
+
+
+def kill_node_session(cli: Cli, run_id: str, user: str) -> None:
+    """kill -9 every process of the run that `user` (one node's far user) owns, in rounds."""
+    uid = pwd.getpwnam(user).pw_uid
+
+    def owned() -> list[int]:
+        return [pid for pid in run_pids(run_id) if os.stat(f"/proc/{pid}").st_uid == uid]
+
+    while pids := owned():
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_node_killed_loses_the_run_and_retry_brings_every_node_back_resuming(
+    two_hosts: Cli,
+) -> None:
+    cli = two_hosts
+    run_id = cli.new_run_id("retry")
+    start_across(cli, run_id, "--steps", "100000", "--sleep", "0.2", retry="1")
+    cli.wait_far_log(run_id, "step 4 |")
+    kill_node_session(cli, run_id, NOGPU_USER)
+    deadline = time.monotonic() + WAIT_S * 3
+    while True:
+        run = json.loads(cli("status", "plain", run_id, "--json").out)
+        if len(run.get("attempts", [])) == 2 and run["state"] == "running":
+            break
+        assert time.monotonic() < deadline, f"never came back: {run}"
+        time.sleep(0.3)
+    first, second = run["attempts"]
+    assert first["state"] == "lost" and "node 1 (nogpu)" in first["reason"], first
+    assert second["cause"].startswith("retry 1 of 1: attempt 1 ended lost"), second
+    cli.wait_far_log(run_id, "resuming from step")
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    resumed = int(log.split("resuming from step ")[1].split()[0])
+    assert resumed >= 4, log
+    cli.wait_far_log(run_id, f"step {resumed + 2} |")  # both nodes all-reduce again
+    assert cli("stop", "plain", run_id).code == 0
+    assert run_pids(run_id) == []
