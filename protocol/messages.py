@@ -34,6 +34,7 @@ LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
 GpuCount = Annotated[int, msgspec.Meta(ge=0, le=4096)]
 NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 RetryCount = Annotated[int, msgspec.Meta(ge=0, le=100)]
+NodeIndex = Annotated[int, msgspec.Meta(ge=0, le=4095)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -617,6 +618,9 @@ class TailParams(Params):
     follow: bool = True
     # Start this many lines before the end of the log instead of at `offset`.
     lines: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    # A run across hosts: node K's log alone (offsets are that log's). Without it, every
+    # node's new lines, each behind `[node K] ` (from where each log ends now, or `lines`).
+    node: NodeIndex | None = None
 
 
 class LogChunk(Result):
@@ -674,6 +678,8 @@ class FetchParams(Params):
     progress_token: str | int | None = None
     # Fetch every file again, even one already at the destination with the same sha256.
     force: bool = False
+    # A run across hosts: fetch from node K's run dir (default: node 0's).
+    node: NodeIndex | None = None
 
 
 class FetchedFile(Result):

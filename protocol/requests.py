@@ -309,6 +309,7 @@ def run_tail(
     offset: int | None = None,
     follow: bool | None = None,
     lines: int | None = None,
+    node: int | None = None,
 ) -> Call:
     """`run/tail`: Stream a run's log as run/log notifications until it ends."""
     return Call(
@@ -320,6 +321,7 @@ def run_tail(
             offset=offset,
             follow=follow,
             lines=lines,
+            node=node,
         ),
     )
 
@@ -371,6 +373,7 @@ def run_fetch(
     workdir: str | None = None,
     progress_token: str | int | None = None,
     force: bool | None = None,
+    node: int | None = None,
 ) -> Call:
     """`run/fetch`: Copy files of a run home, checksummed."""
     return Call(
@@ -383,6 +386,7 @@ def run_fetch(
             workdir=workdir,
             progressToken=progress_token,
             force=force,
+            node=node,
         ),
     )
 

@@ -52,6 +52,9 @@ JsonOpt = typer.Option(False, "--json", "-j", help="Print machine-readable JSON.
 WorkdirOpt = typer.Option(
     None, "--workdir", help="Remote directory of runs, if not the one recorded (default ~/.rtrain)."
 )
+NodeOpt = typer.Option(
+    None, "--node", min=0, metavar="K", help="A run across hosts: node K (0: the first host)."
+)
 
 
 def _existing(value: Path | None) -> Path | None:
@@ -512,15 +515,17 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(
             True, "--follow/--no-follow", help="Keep streaming until the run ends."
         ),
+        node: int | None = NodeOpt,
         workdir: str | None = WorkdirOpt,
         json: bool = JsonOpt,
     ) -> None:
-        """Stream the log of a run (reattaching from anywhere); end with its final state."""
+        """Stream the log of a run (reattaching from anywhere); end with its final state. A
+        run across hosts: every node's lines behind [node K], or --node K's log alone."""
         check(host=host, run_id=run_id, workdir=workdir)
         if lines is not None and offset:
             fail("give --offset or --lines, not both.", 2)
         with DaemonClient.connect() as client:
-            follow_log(client, host, run_id, workdir, offset, json, follow, lines=lines)
+            follow_log(client, host, run_id, workdir, offset, json, follow, lines=lines, node=node)
 
     @app.command(cls=PlainUsage)
     @friendly_errors
@@ -578,10 +583,12 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(
             False, "--force", help="Fetch every file again, even those already here unchanged."
         ),
+        node: int | None = NodeOpt,
         workdir: str | None = WorkdirOpt,
         json: bool = JsonOpt,
     ) -> None:
-        """Copy a file or directory of a run home; every file's sha256 is checked."""
+        """Copy a file or directory of a run home; every file's sha256 is checked (a run
+        across hosts: node 0's, or --node K's)."""
         check(host=host, run_id=run_id, workdir=workdir)
         try:
             validation.fetch_path(path)
@@ -594,6 +601,7 @@ def register(app: typer.Typer) -> None:
             dest=str(out.resolve()),
             workdir=workdir or None,
             force=force or None,
+            node=node,
             progress_token="fetch",
         )
         bar = ProgressBar(None if not json else False)

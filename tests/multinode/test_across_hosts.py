@@ -33,6 +33,7 @@ parser.add_argument("--fail-on", default="")
 args = parser.parse_args()
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
+print(f"rank {rank} of {world} ready in {os.path.basename(os.path.expanduser('~'))}", flush=True)
 done = torch.tensor([0])
 if os.path.exists("checkpoint"):
     done = torch.tensor([int(open("checkpoint").read())])
@@ -92,6 +93,27 @@ def test_two_nodes_all_reduce_and_complete(two_hosts: Cli) -> None:
     assert "step 3 | sum 3.0 | world 2" in log, log
     assert (second_run_dir(cli, run_id) / "checkpoint").read_text() == "3"
     assert run_pids(run_id) == []
+
+    # tail: every node's lines behind its node, or one node's log as it is.
+    both = cli("tail", "plain", run_id, "--no-follow")
+    assert both.code == 0, both
+    assert any(
+        line.startswith("[node 0] ") and "step 3 | sum 3.0" in line for line in both.out_lines
+    ), both
+    assert any(
+        line.startswith("[node 1] ") and f"ready in {NOGPU_USER}" in line for line in both.out_lines
+    ), both
+    second = cli("tail", "plain", run_id, "--node", "1", "--no-follow")
+    assert second.code == 0 and f"ready in {NOGPU_USER}" in second.out, second
+    assert "[node" not in second.out and "step 3 |" not in second.out, second
+    # fetch: node 0 unless told.
+    for node, expected in (("0", "GPU"), ("1", "NOGPU")):
+        into = cli.cwd / f"from-{node}"
+        got = cli("fetch", "plain", run_id, "train.log", "--node", node, "-o", str(into))
+        assert got.code == 0, got
+        text = (into / "train.log").read_text()
+        assert f"ready in rtrain-{expected.lower()}" in text, text
+    assert cli("tail", "plain", run_id, "--node", "2").code != 0
 
 
 def test_one_node_failing_fails_the_run_naming_node_and_rank_and_leaves_no_rank(
