@@ -112,6 +112,10 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     limits = chosen_limits(p, settings)
     if not ops.launcher(p.host).runs_on_host:
         p = _slurm_limits(p, limits)
+        if _retry(ops, p) is not None:
+            # Slurm requeues a job whose node failed or that was preempted by itself, as
+            # often as the cluster allows; the daemon's retry covers a job it reports lost.
+            p = msgspec.structs.replace(p, requeue=True)
         # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
         limits = Limits(max_duration=limits.max_duration)
     # A run across hosts gives --nodes for its host list, not for a scheduler.
