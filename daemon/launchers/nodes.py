@@ -26,7 +26,6 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunLauncher, RunNode, StartParams
 
 from .launcher import Launcher
-from .torchrun import MODULE
 
 # What torchrun's `--standalone` becomes on a run across hosts (the words rtrain adds).
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
@@ -311,10 +310,6 @@ def _moved(command: Sequence[str], run_dir: str, node_dir: str) -> list[str]:
     (and so its run dir) in any word becomes that node's (homes differ between hosts)."""
     here, there = posixpath.dirname(run_dir), posixpath.dirname(node_dir)
     return [word.replace(here, there) for word in command]
-
-
-def runs_torchrun(command: Sequence[str] | None) -> bool:
-    return command is not None and MODULE in command[:16] and "--standalone" in command
 
 
 def _not_launched(why: str) -> Launched:
