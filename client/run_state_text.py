@@ -37,3 +37,10 @@ def state_text(run: Any) -> str:
     if shows_reason(run.state) and run.reason:
         return f"{run.state} ({run.reason})"
     return str(run.state)
+
+
+def attempt_text(attempt: Any) -> str:
+    """`2`, or `2 (retry 1 of 3: attempt 1 ended lost (...))`: an attempt's number, and why
+    the daemon started it where it did so itself."""
+    cause = getattr(attempt, "cause", None)
+    return f"{attempt.number} ({cause})" if cause else str(attempt.number)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import AfterRun, Attempt, RunInfo, Transport
+from rtrain.protocol.messages import AfterRun, Attempt, RetryPolicy, RunInfo, RunNode, Transport
 from rtrain.protocol.run_states import ACTIVE_STATES
 
 _SCHEMA = """
@@ -97,12 +97,16 @@ _COLUMNS = (
     "stalled_since",
     "stopped_by",
     "launcher",
+    "nodes",
+    "retry",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
     "command": list[str],
     "env": dict[str, str],
     "attempts": list[Attempt],
+    "nodes": list[RunNode],
+    "retry": RetryPolicy,
 }
 # Columns added after the first release, with their types: a registry from then gains them
 # on open (existing rows read NULL there, which every field takes as "not known").
@@ -118,6 +122,8 @@ _ADDED_COLUMNS = {
     "stalled_since": "REAL",
     "stopped_by": "TEXT",
     "launcher": "TEXT",
+    "nodes": "TEXT",
+    "retry": "TEXT",
 }
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}

@@ -84,6 +84,9 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_duration: str | None = None
     stall_after: str | None = None
     on_stall: Literal["flag", "stop"] | None = None
+    # Attempts the daemon starts by itself after a run of the host ends lost (a start's own
+    # --retry wins), docs/retry.md.
+    retry: Annotated[int, msgspec.Meta(ge=0, le=100)] | None = None
     # What an hour of the host costs, in any unit (the figures rtrain shows carry it).
     price_per_hour: Annotated[float, msgspec.Meta(ge=0, le=1e6)] | None = None
 

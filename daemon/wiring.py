@@ -29,6 +29,7 @@ from .operations.metrics import metrics
 from .operations.preflight import preflight
 from .operations.remove import remove
 from .operations.restart import restart
+from .operations.retry import Retrier
 from .operations.run_exec import run_exec
 from .operations.run_shell import run_shell
 from .operations.start import start
@@ -55,11 +56,14 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         config = UserConfig()
     hosts = HostPool(service.runtime_dir, service.registry, config)
     after_runs: AfterRuns | None = None
+    retrier: Retrier | None = None
 
     def publish(run: m.RunInfo) -> None:
         service.publish_run(run)
         if after_runs is not None:
             after_runs.seen(run)  # a run's end moves its --then-fetch/--then-terminate on
+        if retrier is not None:
+            retrier.seen(run)  # a run lost with retries left comes back (--retry)
 
     ops = Ops(
         service.registry,
@@ -73,6 +77,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
+    retrier = Retrier(ops, restart, monitor.poke)
     service.annotate = ops.annotate
 
     async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
@@ -169,7 +174,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     )
     monitor.start()
     after_runs.start()
-    return [after_runs.close, monitor.close, hosts.close]
+    retrier.resume()
+    return [after_runs.close, retrier.close, monitor.close, hosts.close]
 
 
 # hosts/list reads a guard again for at most this long; past it, the last state read stands.

@@ -15,6 +15,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "atLeast": False,
     "attempt": 0,
     "attempts": [],
+    "backoff": 5.0,
     "command": [],
     "default": False,
     "dryRun": False,
@@ -35,7 +36,9 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "limits": [],
     "links": [],
     "logOffset": 0,
+    "nodes": [],
     "notices": [],
+    "on": "lost",
     "output": [],
     "outside": False,
     "packages": [],
@@ -60,4 +63,5 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "terminate": False,
     "upSeconds": 0.0,
     "uploadedBytes": 0,
+    "used": 0,
 }

@@ -15,8 +15,12 @@ from .run_states import RunState as RunState  # the wire type of a run's state
 
 # How a run is run: `process` (one detached process tree), `torchrun` (N ranks on one host).
 Launcher = Literal["process", "torchrun"]
-# How a run was run, as it records it: a launcher of the host's own, or a Slurm batch job.
-RunLauncher = Literal["process", "torchrun", "slurm"]
+# How a run was run, as it records it: a launcher of the host's own, a Slurm batch job, or
+# torchrun across several hosts (`nodes`: one torchrun per host, rendezvous on the first).
+RunLauncher = Literal["process", "torchrun", "slurm", "nodes"]
+# What ends a run with a retry left start its next attempt: `lost` (its processes vanished
+# without a status, or its host came back without it), or `failed` as well.
+RetryOn = Literal["lost", "failed"]
 Transport = Literal["exec", "console", "local"]
 ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
 # What a run's limits do when it stalls: flag it (`stalledSince`), or stop it as well.
@@ -32,6 +36,8 @@ NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 # Seconds before a batch job's time limit at which its trainer is warned (Slurm's
 # --signal takes at most 65535).
 WarningSeconds = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+RetryCount = Annotated[int, msgspec.Meta(ge=0, le=100)]
+NodeIndex = Annotated[int, msgspec.Meta(ge=0, le=4095)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -211,6 +217,9 @@ class Attempt(Result):
     # When the daemon first saw the attempt running (after any wait for GPUs): the start of
     # its billed time.
     running_at: float | None = None
+    # Why this attempt was started: null for the first (`start`) and for `restart`;
+    # `retry: ...` for one the daemon started itself after the last one ended lost.
+    cause: str | None = None
 
 
 # `waiting`: for the run to end (or, before terminating, for the host's other work);
@@ -283,6 +292,28 @@ class RunInfo(Result):
     # How it was launched; every later operation on it uses the same launcher, whatever
     # config.toml says now (null: a run of an older rtrain, whose host's config decides).
     launcher: RunLauncher | None = None
+    # A run across hosts: every node, node 0 (`host`, where the run is recorded) first.
+    nodes: list[RunNode] = []
+    # Attempts the daemon may still start by itself after the run ends lost (or failed, when
+    # `retryOn` is `failed`); null: none.
+    retry: RetryPolicy | None = None
+
+
+class RunNode(Result):
+    """One node of a run across hosts: its host and the run directory there."""
+
+    host: str
+    remote_dir: str
+
+
+class RetryPolicy(Result):
+    """`rtrain start --retry N [--retry-on failed]`: up to `limit` more attempts, each from
+    the run's recorded command in its own directory, after `backoff` seconds (doubling)."""
+
+    limit: int
+    on: RetryOn = "lost"
+    used: int = 0
+    backoff: float = 5.0
 
 
 class GpuInfo(Result):
@@ -487,6 +518,15 @@ class StartParams(Params):
     partition: str | None = None
     time: str | None = None
     nodes: NodeCount = 1
+    # A run across several hosts (torchrun over SSH): every node's host, the first = `host`;
+    # `nodes` must be their count. `masterAddr`: the address the other nodes reach the first
+    # at (default: its HostName as `ssh -G` resolves it).
+    hosts: list[str] = []
+    master_addr: str | None = None
+    # Attempts the daemon starts by itself after the run ends lost (null: the host's
+    # config.toml `retry`, else none), and whether a failure with its own exit code counts.
+    retry: RetryCount | None = None
+    retry_on: RetryOn | None = None
     # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
     signal_before_timeout: WarningSeconds | None = None
     requeue: bool = False
@@ -581,6 +621,9 @@ class TailParams(Params):
     follow: bool = True
     # Start this many lines before the end of the log instead of at `offset`.
     lines: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    # A run across hosts: node K's log alone (offsets are that log's). Without it, every
+    # node's new lines, each behind `[node K] ` (from where each log ends now, or `lines`).
+    node: NodeIndex | None = None
 
 
 class LogChunk(Result):
@@ -638,6 +681,8 @@ class FetchParams(Params):
     progress_token: str | int | None = None
     # Fetch every file again, even one already at the destination with the same sha256.
     force: bool = False
+    # A run across hosts: fetch from node K's run dir (default: node 0's).
+    node: NodeIndex | None = None
 
 
 class FetchedFile(Result):

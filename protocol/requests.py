@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 
     Launcher = Literal["process", "torchrun"]
     OnStall = Literal["flag", "stop"]
+    RetryOn = Literal["failed", "lost"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
 
     class ClientInfo(TypedDict):
@@ -243,6 +244,10 @@ def run_start(
     partition: str | None = None,
     time: str | None = None,
     nodes: int | None = None,
+    hosts: list[str] | None = None,
+    master_addr: str | None = None,
+    retry: int | None = None,
+    retry_on: RetryOn | None = None,
     signal_before_timeout: int | None = None,
     requeue: bool | None = None,
     max_duration: int | None = None,
@@ -278,6 +283,10 @@ def run_start(
             partition=partition,
             time=time,
             nodes=nodes,
+            hosts=hosts,
+            masterAddr=master_addr,
+            retry=retry,
+            retryOn=retry_on,
             signalBeforeTimeout=signal_before_timeout,
             requeue=requeue,
             maxDuration=max_duration,
@@ -300,6 +309,7 @@ def run_tail(
     offset: int | None = None,
     follow: bool | None = None,
     lines: int | None = None,
+    node: int | None = None,
 ) -> Call:
     """`run/tail`: Stream a run's log as run/log notifications until it ends."""
     return Call(
@@ -311,6 +321,7 @@ def run_tail(
             offset=offset,
             follow=follow,
             lines=lines,
+            node=node,
         ),
     )
 
@@ -362,6 +373,7 @@ def run_fetch(
     workdir: str | None = None,
     progress_token: str | int | None = None,
     force: bool | None = None,
+    node: int | None = None,
 ) -> Call:
     """`run/fetch`: Copy files of a run home, checksummed."""
     return Call(
@@ -374,6 +386,7 @@ def run_fetch(
             workdir=workdir,
             progressToken=progress_token,
             force=force,
+            node=node,
         ),
     )
 

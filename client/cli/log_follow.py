@@ -28,6 +28,7 @@ def follow_log(
     json: bool,
     follow: bool = True,
     lines: int | None = None,
+    node: int | None = None,
 ) -> None:
     """Stream the log (from `offset`, or its last `lines` lines); Ctrl-C detaches (the run
     goes on); exit with the run's outcome."""
@@ -85,6 +86,7 @@ def follow_log(
         offset=offset,
         follow=follow,
         lines=lines,
+        node=node,
     )
     try:
         result = client.call(call, on_notification=on_log)

@@ -11,7 +11,7 @@ import typer
 
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import Interrupted
-from rtrain.client.run_state_text import state_text
+from rtrain.client.run_state_text import attempt_text, state_text
 from rtrain.protocol import requests, validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.durations import DurationError, human_duration
@@ -40,7 +40,7 @@ from .status_view import show_status
 from .usage import PlainUsage
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import Launcher, OnStall
+    from rtrain.protocol.requests import Launcher, OnStall, RetryOn
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -51,6 +51,9 @@ RunArg = typer.Argument(
 JsonOpt = typer.Option(False, "--json", "-j", help="Print machine-readable JSON.")
 WorkdirOpt = typer.Option(
     None, "--workdir", help="Remote directory of runs, if not the one recorded (default ~/.rtrain)."
+)
+NodeOpt = typer.Option(
+    None, "--node", min=0, metavar="K", help="A run across hosts: node K (0: the first host)."
 )
 
 
@@ -321,7 +324,34 @@ def register(app: typer.Typer) -> None:
         partition: str | None = typer.Option(
             None, "--partition", help="Slurm hosts: the partition (default: the host's)."
         ),
-        nodes: int = typer.Option(1, "--nodes", min=1, help="Slurm hosts: nodes for the job."),
+        nodes: int = typer.Option(
+            1,
+            "--nodes",
+            min=1,
+            help="Slurm hosts: nodes for the job; HOST1,HOST2: the count of hosts listed.",
+        ),
+        master_addr: str | None = typer.Option(
+            None,
+            "--master-addr",
+            metavar="ADDRESS",
+            help="HOST1,HOST2: the address the other nodes reach the first at "
+            "(default: its HostName, as `ssh -G` resolves it).",
+        ),
+        retry: int | None = typer.Option(
+            None,
+            "--retry",
+            min=0,
+            max=100,
+            metavar="N",
+            help="Start the run again (resuming in its run dir) up to N times when it is lost "
+            "(host rebooted, session killed); default: the host's retry, else 0.",
+        ),
+        retry_on: str | None = typer.Option(
+            None,
+            "--retry-on",
+            metavar="lost|failed",
+            help="With --retry: `failed` retries a run that failed with its own exit code too.",
+        ),
         signal_before_timeout: int | None = typer.Option(
             None,
             "--signal-before-timeout",
@@ -379,8 +409,15 @@ def register(app: typer.Typer) -> None:
         ),
         json: bool = JsonOpt,
     ) -> None:
-        """Ship the config, datasets and code to HOST and start a run that outlives this shell."""
+        """Ship the config, datasets and code to HOST and start a run that outlives this shell.
+        HOST1,HOST2,... with --nodes N: one torchrun run across those hosts."""
+        hosts = host.split(",") if "," in host else []
+        for one in hosts:
+            check(host=one)
+        host = hosts[0] if hosts else host
         check(host=host, run_id=run_id, workdir=workdir, python=python)
+        if retry_on is not None and retry_on not in ("lost", "failed"):
+            fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
         if on_stall is not None and on_stall not in ("flag", "stop"):
@@ -411,6 +448,10 @@ def register(app: typer.Typer) -> None:
             partition=partition,
             signal_before_timeout=signal_before_timeout,
             nodes=nodes if nodes != 1 else None,
+            hosts=hosts or None,
+            master_addr=master_addr,
+            retry=retry,
+            retry_on=cast("RetryOn | None", retry_on),  # checked above
             requeue=requeue or None,
             max_duration=limits[0],
             stall_after=limits[1],
@@ -474,15 +515,17 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(
             True, "--follow/--no-follow", help="Keep streaming until the run ends."
         ),
+        node: int | None = NodeOpt,
         workdir: str | None = WorkdirOpt,
         json: bool = JsonOpt,
     ) -> None:
-        """Stream the log of a run (reattaching from anywhere); end with its final state."""
+        """Stream the log of a run (reattaching from anywhere); end with its final state. A
+        run across hosts: every node's lines behind [node K], or --node K's log alone."""
         check(host=host, run_id=run_id, workdir=workdir)
         if lines is not None and offset:
             fail("give --offset or --lines, not both.", 2)
         with DaemonClient.connect() as client:
-            follow_log(client, host, run_id, workdir, offset, json, follow, lines=lines)
+            follow_log(client, host, run_id, workdir, offset, json, follow, lines=lines, node=node)
 
     @app.command(cls=PlainUsage)
     @friendly_errors
@@ -540,10 +583,12 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(
             False, "--force", help="Fetch every file again, even those already here unchanged."
         ),
+        node: int | None = NodeOpt,
         workdir: str | None = WorkdirOpt,
         json: bool = JsonOpt,
     ) -> None:
-        """Copy a file or directory of a run home; every file's sha256 is checked."""
+        """Copy a file or directory of a run home; every file's sha256 is checked (a run
+        across hosts: node 0's, or --node K's)."""
         check(host=host, run_id=run_id, workdir=workdir)
         try:
             validation.fetch_path(path)
@@ -556,6 +601,7 @@ def register(app: typer.Typer) -> None:
             dest=str(out.resolve()),
             workdir=workdir or None,
             force=force or None,
+            node=node,
             progress_token="fetch",
         )
         bar = ProgressBar(None if not json else False)
@@ -675,6 +721,14 @@ def register(app: typer.Typer) -> None:
             ]
             for r in found
         ]
+        for row, r in zip(rows, found, strict=True):
+            if r.nodes:  # a run across hosts: every node's host
+                row[1] = ",".join(node.host for node in r.nodes)
+        # Attempts where a run has more than one (restart, or the daemon's --retry).
+        if any(len(r.attempts) > 1 for r in found):
+            headers.append("ATTEMPT")
+            for row, r in zip(rows, found, strict=True):
+                row.append(attempt_text(r.attempts[-1]) if len(r.attempts) > 1 else "-")
         # Costs where a host has a price (config.toml's price_per_hour, or hosts --price).
         if any(r.cost is not None for r in found):
             headers.append("COST")

@@ -24,6 +24,9 @@ class Launcher(ABC):
     # watch.sh (which reads states from the processes themselves) tells how the run stands.
     # A scheduler's runs live elsewhere: their states come from `status`.
     runs_on_host: bool = True
+    # Whether the run's state is what `status` says rather than what watch.sh reads on the
+    # host rtrain reaches: a scheduler's jobs, and a run across hosts (every node's state).
+    states_from_status: bool = False
     # Seconds a stop waits after SIGTERM when the user gives no --grace.
     default_grace: float = 10.0
 

@@ -24,6 +24,7 @@ from .launcher import Launcher
 class SlurmLauncher(Launcher):
     name = "slurm"
     runs_on_host = False
+    states_from_status = True
 
     def __init__(self, defaults: SlurmRequest) -> None:
         # The host's config.toml keys; a run's own options win over them.

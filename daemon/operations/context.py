@@ -12,16 +12,19 @@ import msgspec
 from rtrain.daemon.costs import priced_run
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers.launcher import Launcher
+from rtrain.daemon.launchers.nodes import NodesLauncher
 from rtrain.daemon.launchers.process import PROCESS
 from rtrain.daemon.launchers.slurm import slurm_launcher
 from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
+from rtrain.daemon.ssh.host_address import resolved_hostname
+from rtrain.daemon.ssh.options import ssh_config_file
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.lease import TransferLeases
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
-from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo
+from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo, RunNode
 from rtrain.protocol.run_states import HostSilent, is_billed, is_ended, next_state
 
 from .guard_book import GuardBook
@@ -113,12 +116,22 @@ class Ops:
         chosen = workdir if workdir is not None else self.hosts.config.host(host).workdir
         return validation.workdir(chosen if chosen is not None else DEFAULT_WORKDIR)
 
+    def launcher_of(self, run: RunInfo) -> Launcher:
+        """The launcher `run` recorded (with its nodes, for a run across hosts)."""
+        return self.run_launcher(run.host, run.launcher, run.command, run.nodes)
+
     def run_launcher(
-        self, host: str, recorded: str | None, command: Sequence[str] | None = None
+        self,
+        host: str,
+        recorded: str | None,
+        command: Sequence[str] | None = None,
+        nodes: Sequence[RunNode] = (),
     ) -> Launcher:
         """The launcher a run recorded (RunInfo.launcher): a run keeps how it was launched
         when config.toml changes. A run that recorded none (an older rtrain's, or one known
         only by host and run id) is run as the host's config says now."""
+        if recorded == "nodes" and nodes:
+            return self.nodes_launcher(nodes)
         if recorded == "slurm":
             return self._slurm(host)
         if recorded == "torchrun":
@@ -135,6 +148,16 @@ class Ops:
         if settings.scheduler == "slurm":
             return self._slurm(host)
         return TORCHRUN if is_torchrun(command) else PROCESS
+
+    def nodes_launcher(
+        self, nodes: Sequence[RunNode], master_addr: str | None = None
+    ) -> NodesLauncher:
+        """torchrun across `nodes` (node 0 first), each reached as any host is."""
+
+        async def resolve(alias: str) -> str:
+            return await resolved_hostname(alias, ssh_config_file(self.hosts.config.ssh_config))
+
+        return NodesLauncher(nodes, self.transport, resolve, master_addr)
 
     def _slurm(self, host: str) -> Launcher:
         """Slurm with the host's configured defaults (none, once the config lost them: a
@@ -158,6 +181,13 @@ class Ops:
         if known is not None:
             self.record(run)
         return run
+
+
+def launcher_group(ops: Ops, run: RunInfo) -> tuple[bool, str]:
+    """Which runs of a host one far-side command asks about together: the host's own
+    processes (watch.sh), a scheduler's jobs (its status), and each run across hosts alone
+    (its launcher is its nodes')."""
+    return ops.launcher_of(run).states_from_status, run.run_id if run.nodes else ""
 
 
 def with_latest_attempt(run: RunInfo) -> RunInfo:

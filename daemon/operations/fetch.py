@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from rtrain.daemon.local_disk import refused
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Exit
@@ -34,6 +36,7 @@ from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte
 
 from .context import Ops
 from .notifier import Notifier
+from .run_nodes import node_workdir, run_node
 from .run_proof import refuse_unless_run
 
 # Files of a tree in flight at once (each on a channel of its own).
@@ -41,6 +44,10 @@ FILES_AT_ONCE = 4
 
 
 async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
+    if p.node is not None:
+        # A run across hosts: node K's host and run dir, as if the run were recorded there.
+        node = run_node(ops, p.host, p.run_id, p.node)
+        p = msgspec.structs.replace(p, host=node.host, workdir=node_workdir(node), node=None)
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     rel = validation.fetch_path(p.path)
     dest = Path(p.dest).expanduser()

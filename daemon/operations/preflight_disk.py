@@ -30,7 +30,8 @@ def would_ship(
     if not inputs and config is None and code is None:
         return None
     from .command_template import CONFIG_NAME
-    from .start import DEMO_TRAINER, RESERVED
+    from .start import RESERVED
+    from .start_plan import DEMO_TRAINER
 
     for text in [*inputs, *([config] if config else []), *([code] if code else [])]:
         if not os.path.exists(text):

@@ -27,6 +27,7 @@ from rtrain.protocol.messages import (
     RestartParams,
     RestartResult,
     RunInfo,
+    RunNode,
     RunRef,
     RunState,
 )
@@ -62,9 +63,12 @@ class RecordedLaunch(msgspec.Struct):
     sbatch: list[str] = []
     # The run's limits: every attempt keeps them.
     limits: Limits | None = None
+    # A run across hosts: its nodes, node 0 first.
+    nodes: list[RunNode] = []
 
 
-async def restart(ops: Ops, p: RestartParams) -> RestartResult:
+async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
+    """`cause`: why the daemon itself starts this attempt (a retry), recorded with it."""
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     for name in p.secrets:
         validation.secret_name(name)
@@ -133,7 +137,12 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
     limits = recorded.limits or Limits()
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
-    launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
+    nodes = current.nodes or recorded.nodes
+    if nodes:
+        launcher: Launcher = ops.nodes_launcher(nodes)
+        meta["nodes"] = [msgspec.to_builtins(node) for node in nodes]
+    else:
+        launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
     meta["launcher"] = launcher.name
     stdin = contract.launch_stdin(
         p.secrets,
@@ -179,6 +188,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
             stalled_since=None,
             stopped_by=None,
             after=after,
+            nodes=nodes,
             attempts=[
                 *earlier,
                 Attempt(
@@ -186,6 +196,7 @@ async def restart(ops: Ops, p: RestartParams) -> RestartResult:
                     state=state,
                     started_at=started_at,
                     running_at=started_at if state == "running" else None,
+                    cause=cause,
                 ),
             ],
         )

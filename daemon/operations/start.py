@@ -1,17 +1,21 @@
-"""run/start: validate everything first, ship the inputs checksummed, launch detached."""
+"""run/start: validate into one frozen plan (start_plan.py), claim every node's run directory,
+ship the inputs checksummed, launch detached, record."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun import (
     FAILURE_FILE,
     RANKS_FILE,
@@ -28,11 +32,9 @@ from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
-    DEFAULT_PYTHON,
-    DEFAULT_WORKDIR,
-    AfterRun,
     Attempt,
     RunInfo,
+    RunNode,
     RunState,
     ShippedFile,
     StartParams,
@@ -40,34 +42,17 @@ from rtrain.protocol.messages import (
     byte_progress,
 )
 
-from .command_template import (
-    CONFIG_NAME,
-    TORCHRUN_WORD,
-    check_template,
-    check_words,
-    expand,
-)
-from .context import Ops, chosen, now
+from .command_template import CONFIG_NAME, TORCHRUN_WORD, expand
+from .context import Ops, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
-from .run_inputs import Inputs, LocalFile, gather
-from .run_limits import (
-    LIMITS_FILE,
-    STOP_FILE,
-    WATCHER_FILES,
-    Limits,
-    chosen_limits,
-    launch_line,
-    slurm_time,
-    watcher_files,
-)
-from .scheduler_options import check_scheduler_options
+from .run_inputs import Inputs, LocalFile
+from .run_limits import LIMITS_FILE, STOP_FILE, WATCHER_FILES, launch_line, watcher_files
 from .shipping import ShipProgress, code_report, ship_files
+from .start_plan import DEMO_TRAINER, StartPlan, plan_start
 from .status import refresh
-from .then_options import after_run_plan
 
 log = logging.getLogger(__name__)
-DEMO_TRAINER = "demo_trainer.py"
 # Names the run dir already uses; a dataset may not take them.
 RESERVED = {
     CONFIG_NAME,
@@ -106,152 +91,122 @@ def new_run_id() -> str:
 
 
 async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
-    # Everything a user can get wrong is refused here, before any ssh runs.
-    validation.host(p.host)
+    # validate -> one frozen plan -> claim -> ship -> launch -> record. Everything a user can
+    # get wrong is refused in the plan, before any ssh runs.
     run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
-    settings = ops.hosts.config.host(p.host)
-    workdir = validation.workdir(chosen(p.workdir, settings.workdir, DEFAULT_WORKDIR))
-    python = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
-    for name in p.secrets:
-        validation.secret_name(name)
-        if name.startswith("RTRAIN_"):
-            # The far side keeps RTRAIN_* for itself (the run marker); refuse it here, before
-            # a run directory is made, rather than leave a half-started run behind.
-            raise app_error(
-                Kind.INVALID_SECRET,
-                f"secret name {name!r} is reserved: rtrain uses RTRAIN_* names itself.",
-            )
-    env = {**settings.env, **p.env}
-    for name, value in env.items():
-        given = name in p.env
-        validation.env_var(name, value, "--env" if given else f"config.toml [hosts.{p.host}] env")
-        if name in p.secrets:
-            raise app_error(
-                Kind.INVALID_COMMAND,
-                f"{name} is given both as --env and as --secret; keep one of them.",
-            )
-    setup = p.setup if p.setup is not None else settings.setup
-    code = p.code if p.code is not None else settings.code
-    config = _local_file(p.config, "config") if p.config is not None else None
-    datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
-    code_dir = _local_dir(code) if code else None
-    # An explicit empty command is a mistake to report, not a request for the demo trainer.
-    template = p.command if p.command is not None else settings.command
-    check_template(template, bool(datasets), config is not None)
-    template = _with_launcher(template, p.launcher, p.gpus)
-    if setup is not None:
-        if not setup.strip():
-            raise app_error(Kind.INVALID_COMMAND, "the setup command is empty.")
-        check_words([setup], bool(datasets), config is not None)
-    extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
-    reserved = RESERVED - {DEMO_TRAINER} if template is not None else RESERVED
-    # Walking a big code directory takes a while; the daemon answers others meanwhile.
-    inputs = await asyncio.to_thread(
-        gather,
-        config=config,
-        config_name=CONFIG_NAME,
-        datasets=datasets,
-        code=code_dir,
-        extra=extra,
-        reserved=reserved,
-        include=p.include,
-        follow_links=p.follow_links,
-    )
-    limits = chosen_limits(p, settings)
-    launcher = ops.launcher(p.host)
-    if not launcher.runs_on_host:
-        p = _slurm_limits(p, limits)
-        # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
-        limits = Limits(max_duration=limits.max_duration)
-    check_scheduler_options(ops, p)
-    after = after_run_plan(p, settings.terminate)
-    if ops.known(p.host, run_id) is not None:
-        raise app_error(
-            Kind.RUN_EXISTS,
-            f"run {run_id} already exists on {p.host}; pick another --run-id.",
-            runId=run_id,
-        )
-
+    plan = await plan_start(ops, p, run_id, RESERVED)
     try:
-        transport = await ops.transport(p.host)
+        transports = [await ops.transport(host) for host in plan.hosts]
     except RpcError as error:
         raise _nothing_started(error, p.host) from None
-    # The host's guard counts it busy from the claim to the launch: in between, the far side
-    # sees a run directory that was never launched.
-    async with ops.leases.hold(p.host, transport, workdir):
-        started = await _claim_ship_launch(
-            ops,
-            transport,
-            p,
-            ctx,
-            run_id,
-            workdir,
-            python,
-            env,
-            setup,
-            datasets,
-            template,
-            inputs,
-            limits,
-            after,
-        )
-    return msgspec.structs.replace(started, code=code_report(inputs))
+    # Each host's guard counts it busy from the claim to the launch: in between, the far
+    # side sees a run directory that was never launched.
+    async with contextlib.AsyncExitStack() as leases:
+        for host, transport in zip(plan.hosts, transports, strict=True):
+            await leases.enter_async_context(ops.leases.hold(host, transport, plan.workdir))
+        started = await _claim_ship_launch(ops, plan, transports, ctx)
+    return msgspec.structs.replace(started, code=code_report(plan.inputs))
 
 
-async def _claim_ship_launch(
-    ops: Ops,
-    transport: Transport,
-    p: StartParams,
-    ctx: Notifier,
-    run_id: str,
-    workdir: str,
-    python: str,
-    env: dict[str, str],
-    setup: str | None,
-    datasets: list[Path],
-    template: list[str] | None,
-    inputs: Inputs,
-    limits: Limits,
-    after: AfterRun | None,
-) -> StartResult:
-    launcher = ops.launcher(p.host)
+@dataclass(frozen=True)
+class Claim:
+    """One node's run directory, made (prepare.sh), and how the run gets GPUs there."""
+
+    host: str
+    transport: Transport
+    run_dir: str
+    gpus: GpuPlan
+
+
+@dataclass(frozen=True)
+class Placed:
+    """What a launch needs once every node holds its run directory."""
+
+    claims: list[Claim]
+    pending: RunInfo
+    own: Inputs  # rtrain's own files (the gate, the watcher, the relay)
+    argv: list[str]  # launch.sh's arguments, for node 0
+    wrapper_words: int  # the command's leading words of rtrain's own (the GPU gate)
+    launcher: Launcher
+
+    @property
+    def queued_reason(self) -> str | None:
+        return next((c.gpus.queued_reason for c in self.claims if c.gpus.queued_reason), None)
+
+
+async def _claim(ops: Ops, plan: StartPlan, transports: list[Transport]) -> list[Claim]:
+    """Every node's run directory (all or none: one that fails removes the others)."""
+    answers = await asyncio.gather(
+        *(
+            _claim_node(ops, plan, host, transport)
+            for host, transport in zip(plan.hosts, transports, strict=True)
+        ),
+        return_exceptions=True,
+    )
+    claims = [a for a in answers if isinstance(a, Claim)]
+    failure = next((a for a in answers if isinstance(a, BaseException)), None)
+    if failure is None:
+        return claims
+    for claim in claims:
+        await _discard(claim.transport, claim.host, plan.workdir, plan.run_id)
+    if isinstance(failure, RpcError):
+        raise failure from None
+    raise failure
+
+
+async def _claim_node(ops: Ops, plan: StartPlan, host: str, transport: Transport) -> Claim:
+    p = msgspec.structs.replace(plan.p, host=host)
     try:
         # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
-        if launcher.runs_on_host:
-            plan = await plan_gpus(transport, p, workdir, run_id)
+        if ops.launcher(host).runs_on_host:
+            gpus = await plan_gpus(transport, p, plan.workdir, plan.run_id)
         else:
-            plan = GpuPlan(gate=False)
-        prepared = await contract.prepare(transport, workdir, run_id)
+            gpus = GpuPlan(gate=False)
+        prepared = await contract.prepare(transport, plan.workdir, plan.run_id)
     except RpcError as error:
-        raise _nothing_started(error, p.host) from None
+        raise _nothing_started(error, host) from None
     if prepared.exists:
         raise app_error(
             Kind.RUN_EXISTS,
-            f"run {run_id} already exists on {p.host}; pick another --run-id.",
-            runId=run_id,
+            f"run {plan.run_id} already exists on {host}; pick another --run-id.",
+            runId=plan.run_id,
         )
-    run_dir = prepared.run_dir
-    if run_dir is None:
+    if prepared.run_dir is None:
         raise app_error(
             Kind.REMOTE_FAILED,
-            f"{p.host}: could not create the run directory: {prepared.error_text}; "
+            f"{host}: could not create the run directory: {prepared.error_text}; "
             "nothing was started.",
         )
+    return Claim(host, transport, prepared.run_dir, gpus)
 
-    first_dataset = datasets[0].name if datasets else None
+
+async def _claim_ship_launch(
+    ops: Ops, plan: StartPlan, transports: list[Transport], ctx: Notifier
+) -> StartResult:
+    p, run_id = plan.p, plan.run_id
+    claims = await _claim(ops, plan, transports)
+    run_dir = claims[0].run_dir
+    on_host = ops.launcher(p.host).runs_on_host
+    first_dataset = plan.datasets[0].name if plan.datasets else None
     command = expand(
-        template or _demo_command(first_dataset, p.launcher),
-        python=python,
+        plan.template or _demo_command(first_dataset, p.launcher, plan.across_hosts),
+        python=plan.python,
         dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
-        relay=launcher.runs_on_host,
+        relay=on_host,
     )
     setup_command = (
         None
-        if setup is None
-        else expand([setup], python=python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus)[0]
+        if plan.setup is None
+        else expand(
+            [plan.setup], python=plan.python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
+        )[0]
     )
+    nodes = (
+        [RunNode(host=c.host, remote_dir=c.run_dir) for c in claims] if plan.across_hosts else []
+    )
+    launcher = ops.nodes_launcher(nodes, p.master_addr) if nodes else ops.launcher(p.host, command)
     # From here the run id is taken on the host, so the registry knows the run at once
     # (silently: subscribers hear of it once it runs). A daemon killed mid-start then finds
     # it again and the monitor settles it: running if launched, lost (never launched) if not.
@@ -261,73 +216,124 @@ async def _claim_ship_launch(
         state="unknown",
         remote_dir=run_dir,
         log_path=f"{run_dir}/train.log",
-        workdir=workdir,
+        workdir=plan.workdir,
         command=command,
         created_at=now(),
         reason=BEING_STARTED,
-        env=env,
+        env=plan.env,
         setup=setup_command,
-        after=after,
+        after=plan.after,
         # Recorded, so the run keeps its launcher whatever config.toml says later.
-        launcher=ops.launcher(p.host, command).name,
+        launcher=launcher.name,
+        nodes=nodes,
+        retry=plan.retry,
     )
-    pending = limits.on_run(pending)
+    pending = plan.limits.on_run(pending)
     ops.registry.upsert(pending)
-    if after is not None:
-        ops.registry.set_after_run(p.host, run_id, after)
+    if plan.after is not None:
+        ops.registry.set_after_run(p.host, run_id, plan.after)
     ops.starting.add((p.host, run_id))
     # rtrain's own files (the demo trainer, the GPU gate, the watcher of the limits): shipped
     # beside the inputs, but, like every far-side script, not counted as what the user shipped.
-    own = Inputs(files=list(inputs.own))
-    if plan.gate:
+    own = Inputs(files=list(plan.inputs.own))
+    # One command for every node: its GPUs go through the gate where every node has GPUs
+    # to claim (a node without nvidia-smi has none the gate could hand out).
+    gated = all(c.gpus.gate for c in claims)
+    if gated:
         gate = gate_file()
         own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
-    if launcher.runs_on_host and limits.watched:
+    if on_host and plan.limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
     if uses_relay(command):
         relay = relay_source()
         own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
-    wrapper = gate_prefix(p, run_dir, run_id, plan)
-    argv = [run_dir, run_id, python, *wrapper, *command]
+    wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
+    argv = [run_dir, run_id, plan.python, *wrapper, *command]
+    placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
     try:
-        return await _ship_and_launch(
-            ops, transport, p, ctx, pending, (inputs, own), argv, len(wrapper), plan, limits
-        )
+        return await _ship_and_launch(ops, plan, ctx, placed)
     finally:
         ops.starting.discard((p.host, run_id))
 
 
-async def _ship_and_launch(
-    ops: Ops,
-    transport: Transport,
-    p: StartParams,
-    ctx: Notifier,
-    pending: RunInfo,
-    inputs: tuple[Inputs, Inputs],
-    argv: list[str],
-    wrapper_words: int,
-    plan: GpuPlan,
-    limits: Limits,
-) -> StartResult:
-    """`argv`: launch.sh's arguments, whose command starts with `wrapper_words` words of
-    rtrain's own (the GPU gate) before the trainer's. `inputs`: the user's, and rtrain's own
-    scripts (shipped side by side; only the first are reported)."""
-    run_dir, run_id = pending.remote_dir or "", pending.run_id
-    channels = ops.hosts.config.host(p.host).channels
-    users, own = inputs
+async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Placed) -> StartResult:
+    """Ship the user's inputs and rtrain's own files to every node (side by side; only the
+    first are reported, and only node 0's progress), then launch and record."""
+    p, pending, run_id = plan.p, placed.pending, plan.run_id
     try:
-        shipped, own_shipped = await _ship_side_by_side(
-            _ship(transport, run_dir, run_id, users, p, ctx, channels),
-            _ship_own(transport, run_dir, run_id, own, channels),
+        shipped_per_node = await asyncio.gather(
+            *(
+                _ship_side_by_side(
+                    _ship(
+                        c.transport,
+                        c.run_dir,
+                        run_id,
+                        plan.inputs,
+                        p,
+                        ctx,
+                        _channels(ops, c.host),
+                        report_progress=index == 0,
+                    ),
+                    _ship_own(c.transport, c.run_dir, run_id, placed.own, _channels(ops, c.host)),
+                )
+                for index, c in enumerate(placed.claims)
+            )
         )
-    except RpcError as error:
+    except BaseException as error:
         ops.registry.delete(p.host, run_id)
-        await _discard(transport, p, pending)
-        raise _nothing_started(error, p.host) from None
-    except BaseException:
-        ops.registry.delete(p.host, run_id)
-        await _discard(transport, p, pending)
+        for c in placed.claims:
+            await _discard(c.transport, c.host, plan.workdir, run_id)
+        if isinstance(error, RpcError):
+            raise _nothing_started(error, p.host) from None
         raise
+    shipped, own_shipped = shipped_per_node[0]
+    meta = _meta(plan, pending, shipped, own_shipped, placed.wrapper_words)
+    launcher = placed.launcher
+    secret_lines = contract.launch_stdin(
+        p.secrets,
+        pending.env,
+        pending.setup,
+        meta,
+        wrapper=placed.wrapper_words,
+        limits=(
+            launch_line(plan.limits, launcher.default_grace) if launcher.runs_on_host else None
+        ),
+    )
+    transport = placed.claims[0].transport
+
+    async def launch() -> StartResult:
+        try:
+            launched = await _launch(launcher, transport, p, placed.argv, secret_lines)
+        except RpcError as error:
+            if not answer_may_be_lost(error) or plan.across_hosts:
+                ops.registry.delete(p.host, run_id)
+                raise
+            log.info("start %s/%s: %s; asking again", p.host, run_id, error.message)
+            return await _launch_again(ops, p, placed, secret_lines, shipped)
+        return _launched(ops, p, placed, launched, shipped)
+
+    # Once the launch has begun it is finished and recorded even if the client cancels:
+    # the answer then says the run started, so a start never leaves an untold trainer.
+    launching = asyncio.ensure_future(launch())
+    try:
+        return await asyncio.shield(launching)
+    except asyncio.CancelledError:
+        return await launching
+
+
+def _channels(ops: Ops, host: str) -> int | None:
+    return ops.hosts.config.host(host).channels
+
+
+def _meta(
+    plan: StartPlan,
+    pending: RunInfo,
+    shipped: list[ShippedFile],
+    own_shipped: list[ShippedFile],
+    wrapper_words: int,
+) -> dict[str, object]:
+    """The keys launch.sh adds to meta.json: what a restart reads back."""
+    p = plan.p
     meta: dict[str, object] = {"inputs": {f.path: f.sha256 for f in shipped}}
     # What a restart with a new command fills its placeholders with, as this start did.
     meta["gpus"] = p.gpus
@@ -346,70 +352,42 @@ async def _ship_and_launch(
     if p.secrets:
         # Their names only: a restart asks for the values again.
         meta["secret_names"] = sorted(p.secrets)
-    if limits.watched:
-        meta["limits"] = msgspec.to_builtins(limits)
+    if plan.limits.watched:
+        meta["limits"] = msgspec.to_builtins(plan.limits)
     meta["launcher"] = pending.launcher
-    launcher = ops.run_launcher(p.host, pending.launcher)
-    secret_lines = contract.launch_stdin(
-        p.secrets,
-        pending.env,
-        pending.setup,
-        meta,
-        wrapper=wrapper_words,
-        limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
-    )
-
-    async def launch() -> StartResult:
-        try:
-            launched = await _launch(ops, transport, p, argv, secret_lines)
-        except RpcError as error:
-            if not answer_may_be_lost(error):
-                ops.registry.delete(p.host, run_id)
-                raise
-            log.info("start %s/%s: %s; asking again", p.host, run_id, error.message)
-            return await _launch_again(ops, p, pending, argv, secret_lines, shipped, plan)
-        return _launched(ops, p, pending, launched, shipped, plan)
-
-    # Once the launch has begun it is finished and recorded even if the client cancels:
-    # the answer then says the run started, so a start never leaves an untold trainer.
-    launching = asyncio.ensure_future(launch())
-    try:
-        return await asyncio.shield(launching)
-    except asyncio.CancelledError:
-        return await launching
+    if pending.nodes:
+        meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
+    return meta
 
 
-async def _discard(transport: Transport, p: StartParams, pending: RunInfo) -> None:
+async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -> None:
     """Remove the run directory of a start that launched nothing (cancelled, or failed while
     shipping), so the run id is free again. Best effort: a host that is gone keeps it."""
-    run_id, workdir = pending.run_id, pending.workdir or DEFAULT_WORKDIR
     try:
         # Shielded: a start cancelled by its client still cleans up after itself.
         done = await asyncio.shield(contract.discard(transport, workdir, run_id))
     except (RpcError, asyncio.CancelledError) as error:
-        log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, error)
+        log.warning("start %s/%s: its run directory stays: %s", host, run_id, error)
         return
     if not done.ok:
-        log.warning("start %s/%s: its run directory stays: %s", p.host, run_id, done.error_text)
+        log.warning("start %s/%s: its run directory stays: %s", host, run_id, done.error_text)
 
 
 async def _launch(
-    ops: Ops, transport: Transport, p: StartParams, argv: list[str], secret_lines: bytes
+    launcher: Launcher, transport: Transport, p: StartParams, argv: list[str], secret_lines: bytes
 ) -> Launched:
     run_dir, run_id, python, *command = argv
-    return await ops.launcher(p.host, command).launch(
-        transport, run_dir, run_id, python, command, secret_lines, p
-    )
+    return await launcher.launch(transport, run_dir, run_id, python, command, secret_lines, p)
 
 
 def _launched(
     ops: Ops,
     p: StartParams,
-    pending: RunInfo,
+    placed: Placed,
     launched: Launched,
     shipped: list[ShippedFile],
-    plan: GpuPlan,
 ) -> StartResult:
+    pending = placed.pending
     if launched.pid is None and launched.job_id is None:
         ops.registry.delete(p.host, pending.run_id)
         # The script says why on stdout (`error KIND ...`) and sometimes on stderr.
@@ -433,14 +411,15 @@ def _launched(
         )
         return StartResult(run=run, pid=None, uploaded_bytes=_bytes(shipped), shipped=shipped)
     # A run that waits for GPUs is queued on the host from its first moment.
-    state: RunState = "queued" if plan.queued_reason else "running"
+    queued_reason = placed.queued_reason
+    state: RunState = "queued" if queued_reason else "running"
     run = ops.record(
         msgspec.structs.replace(
             pending,
             state=state,
             started_at=started_at,
             last_seen=now(),
-            reason=plan.queued_reason,
+            reason=queued_reason,
             attempts=[
                 Attempt(
                     number=1,
@@ -457,20 +436,19 @@ def _launched(
 async def _launch_again(
     ops: Ops,
     p: StartParams,
-    pending: RunInfo,
-    argv: list[str],
+    placed: Placed,
     secret_lines: bytes,
     shipped: list[ShippedFile],
-    plan: GpuPlan,
 ) -> StartResult:
     """The launch's answer was lost with the connection: the trainer may or may not run.
     A second launch settles it, through a fresh connection: the far side's atomic claim
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
+    pending = placed.pending
     try:
         transport = await ops.transport(p.host)
-        launched = await _launch(ops, transport, p, argv, secret_lines)
+        launched = await _launch(placed.launcher, transport, p, placed.argv, secret_lines)
         if not launched.already_launched:
-            return _launched(ops, p, pending, launched, shipped, plan)
+            return _launched(ops, p, placed, launched, shipped)
         # The first launch got there. Its trainer may still be on its way up: ask until the
         # host says more than "launched, nothing alive yet" (launch.sh allows 10 s).
         deadline = time.monotonic() + LAUNCH_SETTLES
@@ -507,21 +485,6 @@ async def _launch_again(
     return StartResult(run=run, pid=None, uploaded_bytes=_bytes(shipped), shipped=shipped)
 
 
-def _slurm_limits(p: StartParams, limits: Limits) -> StartParams:
-    """A batch job's maximum duration is its time limit: Slurm ends it there."""
-    if not limits.max_duration:
-        return p
-    if p.time is not None and p.max_duration is not None:
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            f"on {p.host}, a Slurm host, --max-duration becomes the job's --time: "
-            "give one of them, not both.",
-        )
-    if p.time is not None:
-        return p  # the run's own --time wins over the host's max_duration
-    return msgspec.structs.replace(p, time=slurm_time(limits.max_duration))
-
-
 def _bytes(shipped: list[ShippedFile]) -> int:
     return sum(f.sent_bytes for f in shipped)
 
@@ -535,62 +498,8 @@ def _nothing_started(error: RpcError, host: str) -> RpcError:
     )
 
 
-def _local_file(path: str, what: str) -> Path:
-    local = Path(path).expanduser()
-    if not local.is_file():
-        raise app_error(
-            Kind.LOCAL_FILE_MISSING, f"the {what} {path!r} does not exist or is not a file."
-        )
-    return local.resolve()
-
-
-def _local_input(path: str) -> Path:
-    local = Path(path).expanduser()
-    if not local.is_file() and not local.is_dir():
-        raise app_error(
-            Kind.LOCAL_FILE_MISSING,
-            f"the dataset {path!r} does not exist or is neither a file nor a directory.",
-        )
-    return local.resolve()
-
-
-def _local_dir(path: str) -> Path:
-    local = Path(path).expanduser()
-    if not local.is_dir():
-        raise app_error(
-            Kind.LOCAL_FILE_MISSING, f"the code directory {path!r} does not exist or is not one."
-        )
-    return local.resolve()
-
-
-def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) -> list[str] | None:
-    """The command template for the launcher asked for; refuses what cannot go together."""
-    uses_torchrun = template is not None and TORCHRUN_WORD in template
-    if launcher == "process" and uses_torchrun:
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            "the command uses {torchrun}, but --launcher process was asked for.",
-        )
-    if launcher != "torchrun" and not uses_torchrun:
-        return template
-    if gpus < 1:
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            "torchrun starts one rank per GPU: give --gpus N (1 or more), not --gpus 0.",
-        )
-    if template is None or uses_torchrun:
-        return template
-    if template[0] != "{python}":
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            "--launcher torchrun needs a command that starts with {python} (it becomes "
-            "torchrun), or one that uses {torchrun} where torchrun goes.",
-        )
-    return [TORCHRUN_WORD, *template[1:]]
-
-
-def _demo_command(dataset: str | None, launcher: str | None) -> list[str]:
-    first = TORCHRUN_WORD if launcher == "torchrun" else "{python}"
+def _demo_command(dataset: str | None, launcher: str | None, across_hosts: bool) -> list[str]:
+    first = TORCHRUN_WORD if launcher == "torchrun" or across_hosts else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 
@@ -629,9 +538,13 @@ async def _ship(
     p: StartParams,
     ctx: Notifier,
     channels: int | None,
+    report_progress: bool = True,
 ) -> list[ShippedFile]:
-    token = p.progress_token
-    title = f"Shipping to {p.host}"
+    """Ship `inputs`; with `report_progress` (one node of a run across hosts does), tell the
+    client how far it got."""
+    token = p.progress_token if report_progress else None
+    others = len(p.hosts) - 1
+    title = f"Shipping to {p.host}" + (f" (and {others} more node(s))" if others > 0 else "")
     last = 0.0
 
     def report(

@@ -11,7 +11,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
 from rtrain.protocol.run_states import is_settled
 
-from .context import Ops
+from .context import Ops, launcher_group
 from .run_state import apply_row
 from .watch import watch_host
 
@@ -23,7 +23,7 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
         return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
     try:
-        if ops.run_launcher(p.host, base.launcher, base.command).runs_on_host:
+        if not ops.launcher_of(base).states_from_status:
             # watch.sh: the same one round trip also brings the log's new lines, so the
             # latest values shown are as of now, not of the last poll (docs/metrics.md).
             [fresh], _ = await watch_host(ops, p.host, [base], gpus=False)
@@ -83,14 +83,13 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     runs recorded: the host's own processes, or a scheduler's jobs); None for a run that is
     gone."""
     transport = await ops.transport(host)
-    groups: dict[tuple[str, bool], list[RunInfo]] = defaultdict(list)
+    groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
-        on_host = ops.run_launcher(host, run.launcher, run.command).runs_on_host
-        groups[(posixpath.dirname(remote_dir), on_host)].append(run)
+        groups[(posixpath.dirname(remote_dir), *launcher_group(ops, run))].append(run)
     found: dict[str, RunRow] = {}
-    for (workdir, _), members in groups.items():
-        launcher = ops.run_launcher(host, members[0].launcher, members[0].command)
+    for (workdir, _, _), members in groups.items():
+        launcher = ops.launcher_of(members[0])
         report = await launcher.status(transport, workdir, [r.run_id for r in members])
         if report.exit != Exit.OK and not report.runs:
             raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")

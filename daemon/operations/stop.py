@@ -19,11 +19,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     if p.grace is not None and not 0 <= p.grace <= 3600:
         raise app_error(Kind.INVALID_COMMAND, "grace must be between 0 and 3600 seconds.")
     known = ops.known(p.host, p.run_id)
-    launcher = ops.run_launcher(
-        p.host,
-        known.launcher if known is not None else None,
-        known.command if known is not None else None,
-    )
+    launcher = ops.launcher_of(known) if known is not None else ops.run_launcher(p.host, None)
     grace = p.grace if p.grace is not None else launcher.default_grace
     retried = False
     transport = await ops.transport(p.host)

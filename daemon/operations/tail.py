@@ -25,7 +25,9 @@ from rtrain.protocol.run_states import is_live
 
 from .context import Ops
 from .notifier import Notifier
+from .run_nodes import run_node
 from .status import status as run_status
+from .tail_nodes import tail_nodes
 
 log = logging.getLogger(__name__)
 MAX_CHUNK = 1024 * 1024
@@ -36,7 +38,15 @@ RECONNECT_FOR = 120.0
 
 async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
-    offset = max(0, p.offset) if p.lines is None else await _lines_back(ops, p, run_dir)
+    # A run across hosts: every node's lines, or with `node` that node's log alone.
+    known = ops.known(p.host, p.run_id)
+    if p.node is None and known is not None and known.nodes:
+        return await tail_nodes(ops, p, ctx, known.nodes)
+    log_host = p.host
+    if p.node is not None:
+        node = run_node(ops, p.host, p.run_id, p.node)
+        log_host, run_dir = node.host, node.remote_dir
+    offset = max(0, p.offset) if p.lines is None else await _lines_back(ops, p, run_dir, log_host)
     inode = "-"
     delay = FAST
     held_at = -1  # where an incomplete character was last held back
@@ -45,15 +55,15 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
     loop = asyncio.get_running_loop()
     # A scheduler's job does not run on the host rtrain reaches: read_log cannot see it run.
     # Its state is the registry's, which the monitor keeps fresh (one squeue per poll).
-    known = ops.known(p.host, p.run_id)
-    recorded = known.launcher if known is not None else None
-    scheduled = not ops.run_launcher(p.host, recorded).runs_on_host
+    # A run across hosts: read_log sees one node; the run's state is every node's.
+    launcher = ops.launcher_of(known) if known is not None else ops.launcher(p.host)
+    scheduled = launcher.states_from_status
     told = ""  # the waiting reason last told to the client
     if scheduled:
         await run_status(ops, RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir))
     while True:
         try:
-            transport = await ops.transport(p.host)
+            transport = await ops.transport(log_host)
             piece = await contract.read_log(transport, run_dir, p.run_id, offset, MAX_CHUNK, inode)
             unreachable_since = None
         except RpcError as error:
@@ -102,7 +112,8 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
                 keep, held_at = whole, start_offset + whole
         if keep or rotated:
             ctx.notify("run/log", log_chunk(p.host, p.run_id, start_offset, data[:keep], rotated))
-            ops.metrics.feed(p.host, p.run_id, "log", start_offset, data[:keep], rotated)
+            if log_host == p.host:  # node 0's log is the run's, for its metrics
+                ops.metrics.feed(p.host, p.run_id, "log", start_offset, data[:keep], rotated)
         offset = start_offset + keep
         if len(data) >= MAX_CHUNK:
             continue  # more is waiting: read on at once
@@ -133,11 +144,11 @@ def log_chunk(host: str, run_id: str, offset: int, data: bytes, rotated: bool) -
         )
 
 
-async def _lines_back(ops: Ops, p: TailParams, run_dir: str) -> int:
+async def _lines_back(ops: Ops, p: TailParams, run_dir: str, log_host: str) -> int:
     """The offset where the log's last `p.lines` lines begin, so a reattach to a big log
     does not replay all of it."""
     assert p.lines is not None
-    transport = await ops.transport(p.host)
+    transport = await ops.transport(log_host)
     found = await contract.log_lines(transport, run_dir, p.run_id, p.lines)
     if found.offset is None:
         if found.exit == contract.Exit.NOT_FOUND:

@@ -16,7 +16,7 @@ from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
 from rtrain.protocol.run_states import is_ended
 
-from .context import Ops, now
+from .context import Ops, launcher_group, now
 from .run_state import apply_row
 
 # The most bytes of one file a poll brings; when more are new, the newest of them.
@@ -30,23 +30,22 @@ async def watch_host(
     transport = await ops.transport(host)
     # Runs keep the launcher they recorded: the host's own processes (watch.sh reads their
     # states) and a scheduler's jobs (its status does) are asked apart.
-    groups: dict[tuple[str, bool], list[RunInfo]] = defaultdict(list)
+    groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
-        on_host = ops.run_launcher(host, run.launcher, run.command).runs_on_host
-        groups[(posixpath.dirname(remote_dir), on_host)].append(run)
+        groups[(posixpath.dirname(remote_dir), *launcher_group(ops, run))].append(run)
     if not groups:
         # No run to ask about: the host's GPUs, and whether it answers at all.
         workdir = ops.hosts.config.host(host).workdir or DEFAULT_WORKDIR
-        groups[(workdir, ops.launcher(host).runs_on_host)] = []
+        groups[(workdir, ops.launcher(host).states_from_status, "")] = []
     found: dict[str, contract.RunRow] = {}
     moved: set[str] = set()
+    from_status: set[str] = set()  # runs whose state was read after their files
     sampled = False  # the host's GPUs, asked once a poll
-    for (workdir, on_host), members in groups.items():
+    for (workdir, _, _), members in groups.items():
         first = members[0] if members else None
-        launcher = ops.run_launcher(
-            host, first.launcher if first else None, first.command if first else None
-        )
+        launcher = ops.launcher_of(first) if first else ops.launcher(host)
+        on_host = launcher.runs_on_host
         asked: dict[tuple[str, str], int] = {}
         triples = []
         for run in members:
@@ -57,13 +56,15 @@ async def watch_host(
         sample = on_host and gpus and not sampled
         sampled = sampled or sample
         out = await contract.watch(transport, workdir, sample, max_slice, triples)
-        if on_host:
+        if not launcher.states_from_status:
             if out.exit != contract.Exit.OK and not out.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
             found.update(out.runs)
         elif members:
             # A cluster's jobs run on other nodes: watch.sh brings their logs (the run dir is
-            # shared), their states are the scheduler's (one squeue for all of them).
+            # shared), their states are the scheduler's (one squeue for all of them). A run
+            # across hosts: node 0's log, every node's state.
+            from_status.update(r.run_id for r in members)
             report = await launcher.status(transport, workdir, [r.run_id for r in members])
             if report.exit != contract.Exit.OK and not report.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
@@ -86,7 +87,8 @@ async def watch_host(
         # sent its last bytes. A scheduler's state is read after the files: there, only a run
         # already over before this read is.
         over = is_ended(run.state) or new is None
-        over = over or (launcher.runs_on_host and new is not None and is_ended(new.state))
+        read_first = run.run_id not in from_status
+        over = over or (read_first and new is not None and is_ended(new.state))
         ops.metrics.saw_read(host, run.run_id, attempt_of(new or run), over)
     return fresh, moved
 

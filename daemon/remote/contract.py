@@ -658,6 +658,28 @@ async def launch(
     )
 
 
+# ---- free_port.sh ------------------------------------------------------------------------
+
+
+class FreePort(Answer, frozen=True, kw_only=True):
+    """A TCP port free on the host a moment ago (None: why is in `error`)."""
+
+    port: int | None
+    error: list[str]
+
+
+async def free_port(transport: Transport, python: str) -> FreePort:
+    done = await transport.run("free_port", [python], timeout=60)
+    lines = Lines(done.stdout)
+    port = _int(lines.value("port")) if done.returncode == Exit.OK else None
+    return FreePort(
+        port=port,
+        error=lines.last("error") or [],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
 # ---- input_tree.sh ------------------------------------------------------------------------
 
 

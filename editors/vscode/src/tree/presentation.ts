@@ -97,10 +97,16 @@ export function runLook(run: RunInfo, now?: Date): Look {
   const watched = run.state === "running" ? watchText(run) : "";
   const said = stateText(run, now);
   let state = watched ? `${said} · ${watched}` : said;
+  // A restarted or retried run says which attempt this is; the tooltip says why it began.
+  const attempts = run.attempts ?? [];
+  const latest = attempts.length > 1 ? attempts[attempts.length - 1] : undefined;
+  if (latest) state += ` · attempt ${latest.number}`;
   // Once the run has ended, what follows it is the news: fetching, terminating, failed.
   const stage = run.after?.stage ?? "waiting";
   if (run.after && run.state !== "running" && run.state !== "queued") state += ` · then ${stage}`;
-  const lines = [`${run.runId} on ${run.host}: ${state}`];
+  const where = run.nodes?.length ? run.nodes.map((node) => node.host).join(",") : run.host;
+  const lines = [`${run.runId} on ${where}: ${state}`];
+  if (latest?.cause) lines.push(`attempt ${latest.number}: ${latest.cause}`);
   const after = afterText(run);
   if (after) lines.push(after);
   if (run.progress) lines.push(progressText(run.progress));

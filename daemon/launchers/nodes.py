@@ -1,0 +1,337 @@
+"""The `nodes` launcher: one run across several hosts reached by plain SSH, torchrun on each.
+
+Every node holds its own run directory (same run id, its own copy of the inputs) and runs
+the `{torchrun}` command as the torchrun launcher would on one host, with `--standalone`
+swapped for torchrun's own c10d rendezvous: `--nnodes=N`, the endpoint on node 0 at a port
+free there (free_port.sh) and an address the others reach (node 0's HostName as `ssh -G`
+resolves it, or `--master-addr`), node 0 hosting the store (`is_host`). torchrun numbers the
+nodes itself as they meet; rtrain names a node by its place in the host list.
+
+The run is recorded under node 0's host. Its state is every node's state together: running
+while every node runs, completed once all completed; once one node ends otherwise (failed,
+lost, stopped by its limits) the others are taken down and the run ends as that node did,
+naming it. A stop stops every node and says stopped only once each confirmed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+from collections.abc import Awaitable, Callable, Sequence
+
+from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
+from rtrain.daemon.ssh.transport import Transport
+from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import RunLauncher, RunNode, StartParams
+
+from .launcher import Launcher
+
+# What torchrun's `--standalone` becomes on a run across hosts (the words rtrain adds).
+_RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
+# Seconds a node still running gets after SIGTERM once another node ended the run.
+TAKE_DOWN_GRACE = 5.0
+# How the far side says a run ended, in the order a run across nodes takes its end from: a
+# node lost explains the others' ranks failing in collectives after it vanished; a failure
+# explains the nodes rtrain took down after it (stopped).
+_ENDINGS = ("lost", "failed", "stopped")
+
+Connect = Callable[[str], Awaitable[Transport]]
+Resolve = Callable[[str], Awaitable[str]]
+
+
+class NodesLauncher(Launcher):
+    name: RunLauncher = "nodes"
+    # Each node's torchrun agent gives its ranks 30 s after SIGTERM.
+    default_grace = 35.0
+    # watch.sh on node 0 sees node 0 alone: the run's state is every node's (status).
+    states_from_status = True
+
+    def __init__(
+        self,
+        nodes: Sequence[RunNode],
+        connect: Connect,
+        resolve: Resolve,
+        master_addr: str | None = None,
+    ) -> None:
+        self.nodes = list(nodes)
+        self.connect = connect
+        self.resolve = resolve
+        self.master_addr = master_addr
+
+    async def launch(
+        self,
+        transport: Transport,
+        run_dir: str,
+        run_id: str,
+        python: str,
+        command: Sequence[str],
+        secrets: bytes,
+        params: StartParams | None = None,
+    ) -> Launched:
+        """`command` is node 0's (in `run_dir`); every other node runs it with its own run
+        directory in place of node 0's. A node that did not start takes the others down."""
+        port = await contract.free_port(transport, python)
+        if port.port is None:
+            why = " ".join(port.error) or port.error_text
+            return _not_launched(f"no free port for the rendezvous on {self.nodes[0].host}: {why}")
+        address = self.master_addr or await self.resolve(self.nodes[0].host)
+        plain = standalone(command)
+        if "--standalone" not in plain:
+            return _not_launched("a run across hosts runs {torchrun}; the command has none")
+        transports = [transport, *[await self.connect(n.host) for n in self.nodes[1:]]]
+        launches = [
+            contract.launch(
+                node_transport,
+                node.remote_dir,
+                run_id,
+                python,
+                rendezvous(
+                    _moved(plain, run_dir, node.remote_dir),
+                    len(self.nodes),
+                    f"{address}:{port.port}",
+                    run_id,
+                    host=index == 0,
+                ),
+                secrets,
+            )
+            for index, (node, node_transport) in enumerate(zip(self.nodes, transports, strict=True))
+        ]
+        answers = await asyncio.gather(*launches, return_exceptions=True)
+        failed = [
+            (node, answer)
+            for node, answer in zip(self.nodes, answers, strict=True)
+            if isinstance(answer, BaseException) or answer.pid is None
+        ]
+        if not failed:
+            first = answers[0]
+            assert isinstance(first, Launched)
+            return first
+        # One node did not start: the ones that did would wait for it until the rendezvous
+        # times out. Take them down now.
+        await asyncio.gather(
+            *(
+                contract.stop(t, n.remote_dir, run_id, TAKE_DOWN_GRACE, True)
+                for n, t, a in zip(self.nodes, transports, answers, strict=True)
+                if isinstance(a, Launched) and a.pid is not None
+            ),
+            return_exceptions=True,
+        )
+        node, answer = failed[0]
+        if isinstance(answer, Launched) and answer.already_launched:
+            return answer
+        why = (
+            answer.message
+            if isinstance(answer, RpcError)
+            else str(answer)
+            if isinstance(answer, BaseException)
+            else " ".join(answer.error) or answer.error_text
+        )
+        return _not_launched(f"node {self.nodes.index(node)} ({node.host}): {why}")
+
+    async def status(
+        self, transport: Transport, workdir: str, run_ids: Sequence[str]
+    ) -> StatusReport:
+        """One row for the run (the launcher is one run's): its nodes' rows together."""
+        runs: dict[str, RunRow] = {}
+        for run_id in run_ids:
+            rows = await self._rows(transport, run_id)
+            row = combined(run_id, self.nodes, rows)
+            first = first_ended(rows)
+            alive = [i for i, r in enumerate(rows) if r.state in ("running", "queued")]
+            if first is not None and alive and rows[0].state != "missing":
+                await self._take_down(transport, run_id, alive)
+                rows = await self._rows(transport, run_id)
+                row = combined(run_id, self.nodes, rows, ended_first=first)
+            runs[run_id] = row
+        return StatusReport(runs=runs, exit=contract.Exit.OK, error_text="")
+
+    async def stop(
+        self, transport: Transport, run_dir: str, run_id: str, grace: float, force: bool
+    ) -> StopReport:
+        transports = await self._transports(transport)
+        reports = await asyncio.gather(
+            *(
+                contract.stop(t, node.remote_dir, run_id, grace, force)
+                for node, t in zip(self.nodes, transports, strict=True)
+            )
+        )
+        outcomes = [r.outcome for r in reports]
+        survivors = [pid for r in reports for pid in r.survivors]
+        killed = [pid for r in reports for pid in r.killed]
+        rows = [
+            r.run or RunRow(run_id=run_id, state="missing", detail="no answer") for r in reports
+        ]
+        first = reports[0]
+        if first.outcome not in ("stopped", "not_running", "survived"):
+            return first  # node 0 refused, or has no such run: the operation says so
+        for index, report in enumerate(reports):
+            if report.outcome in ("refused", ""):
+                reason = (
+                    f"node {index} ({self.nodes[index].host}): {report.reason or report.error_text}"
+                )
+                return _stop_report(
+                    "survived" if report.outcome else "", reason, survivors, killed, None, report
+                )
+        if "survived" in outcomes:
+            index = outcomes.index("survived")
+            reason = f"node {index} ({self.nodes[index].host}) still runs"
+            return _stop_report("survived", reason, survivors, killed, None, first)
+        outcome = "stopped" if "stopped" in outcomes else "not_running"
+        return _stop_report(outcome, None, [], killed, combined(run_id, self.nodes, rows), first)
+
+    async def _transports(self, first: Transport) -> list[Transport]:
+        return [first, *[await self.connect(n.host) for n in self.nodes[1:]]]
+
+    async def _rows(self, transport: Transport, run_id: str) -> list[RunRow]:
+        transports = await self._transports(transport)
+        reports = await asyncio.gather(
+            *(
+                contract.status(t, posixpath.dirname(node.remote_dir), [run_id])
+                for node, t in zip(self.nodes, transports, strict=True)
+            )
+        )
+        rows = []
+        for node, report in zip(self.nodes, reports, strict=True):
+            row = report.runs.get(run_id)
+            if row is None:
+                raise app_error(
+                    Kind.REMOTE_FAILED, f"{node.host}: status failed: {report.error_text}"
+                )
+            rows.append(row)
+        return rows
+
+    async def _take_down(self, transport: Transport, run_id: str, alive: list[int]) -> None:
+        transports = await self._transports(transport)
+        await asyncio.gather(
+            *(
+                contract.stop(
+                    transports[i], self.nodes[i].remote_dir, run_id, TAKE_DOWN_GRACE, True
+                )
+                for i in alive
+            )
+        )
+
+
+def combined(
+    run_id: str, nodes: Sequence[RunNode], rows: Sequence[RunRow], ended_first: int | None = None
+) -> RunRow:
+    """The run's row from its nodes' rows (node 0 first). `ended_first`: the node whose end
+    ended the run (the others were taken down after it)."""
+    if rows[0].state == "missing":
+        return rows[0]
+    states = [r.state for r in rows]
+    if all(s == "completed" for s in states):
+        return rows[0]
+    if ended_first is None:
+        ended_first = first_ended(rows)
+        if ended_first is None:
+            waiting = "queued" if "queued" in states else "running"
+            if "unknown" in states:
+                waiting = "unknown"
+            stalls = [r.stalled_for for r in rows]
+            still = min(s for s in stalls if s is not None) if None not in stalls else None
+            return RunRow(
+                run_id=run_id,
+                state=waiting,
+                started_at=rows[0].started_at,
+                detail=_named(nodes, rows, waiting),
+                stalled_for=still,
+            )
+    why = rows[ended_first]
+    state = "lost" if why.state == "missing" else why.state
+    detail = why.detail or ("its run directory is gone" if why.state == "missing" else None)
+    if detail and detail.startswith("rank "):
+        # The far side numbers the ranks of its own node (torchrun's local rank).
+        detail = f"local {detail}"
+    if state != "stopped" or not (detail or "").startswith("limit: "):
+        # A limit's detail stays as the far side wrote it (the daemon reads which limit).
+        where = f"node {ended_first} ({nodes[ended_first].host})"
+        detail = f"{where}, {detail}" if detail else where
+        also = [i for i, r in enumerate(rows) if i != ended_first and r.state == "failed"]
+        if state == "failed" and also:
+            detail += f"; node {', '.join(map(str, also))} failed too"
+    return RunRow(
+        run_id=run_id,
+        state=state,
+        exit_code=why.exit_code,
+        signal=why.signal,
+        started_at=rows[0].started_at,
+        detail=detail,
+    )
+
+
+def first_ended(rows: Sequence[RunRow]) -> int | None:
+    """The node whose end says most of why the run ended (a missing run dir: lost), or None
+    while no node ended but by completing."""
+    ended = [i for i, r in enumerate(rows) if r.state in _ENDINGS or r.state == "missing"]
+    order = ("missing", *_ENDINGS)
+    return min(ended, key=lambda i: (order.index(rows[i].state), i), default=None)
+
+
+def _named(nodes: Sequence[RunNode], rows: Sequence[RunRow], state: str) -> str | None:
+    """Which nodes a run still waits on, or which already finished, in words."""
+    done = [i for i, r in enumerate(rows) if r.state == "completed"]
+    if state == "running" and done:
+        return f"node {', '.join(map(str, done))} completed; waiting for the others"
+    return rows[0].detail if rows[0].state == state else None
+
+
+def standalone(command: Sequence[str]) -> list[str]:
+    """`command` with the rendezvous words a launch added taken out again (`--standalone`
+    back in their place): what a later attempt starts from, with a new port."""
+    words: list[str] = []
+    for word in command:
+        if word.startswith(_RDZV_PREFIXES):
+            if "--standalone" not in words:
+                words.append("--standalone")
+            continue
+        words.append(word)
+    return words
+
+
+def rendezvous(
+    command: Sequence[str], nodes: int, endpoint: str, run_id: str, host: bool
+) -> list[str]:
+    """torchrun's `--standalone` in `command` swapped for the c10d rendezvous of `nodes`."""
+    at = list(command).index("--standalone")
+    words = [
+        f"--nnodes={nodes}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={endpoint}",
+        f"--rdzv-id={run_id}",
+        f"--rdzv-conf=is_host={1 if host else 0}",
+    ]
+    return [*command[:at], *words, *command[at + 1 :]]
+
+
+def _moved(command: Sequence[str], run_dir: str, node_dir: str) -> list[str]:
+    """Node 0's `command` for a node whose run dir is `node_dir`: node 0's work directory
+    (and so its run dir) in any word becomes that node's (homes differ between hosts)."""
+    here, there = posixpath.dirname(run_dir), posixpath.dirname(node_dir)
+    return [word.replace(here, there) for word in command]
+
+
+def _not_launched(why: str) -> Launched:
+    return Launched(
+        pid=None, started_at=None, error=[why], already_launched=False, exit=1, error_text=why
+    )
+
+
+def _stop_report(
+    outcome: str,
+    reason: str | None,
+    survivors: list[int],
+    killed: list[int],
+    run: RunRow | None,
+    answer: contract.Answer,
+) -> StopReport:
+    return StopReport(
+        outcome=outcome,
+        reason=reason,
+        survivors=survivors,
+        killed=killed,
+        run=run,
+        exit=answer.exit,
+        error_text=answer.error_text,
+    )

@@ -1,0 +1,230 @@
+"""run/start's first step: everything a user can get wrong judged, before any SSH, into one
+frozen plan that the later steps (claim, ship, launch, record) only read."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
+from rtrain.protocol import validation
+from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.messages import (
+    DEFAULT_PYTHON,
+    DEFAULT_WORKDIR,
+    AfterRun,
+    RetryPolicy,
+    StartParams,
+)
+
+from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words
+from .context import Ops, chosen
+from .node_list import node_hosts
+from .run_inputs import Inputs, gather
+from .run_limits import Limits, chosen_limits, slurm_time
+from .scheduler_options import check_scheduler_options
+from .then_options import after_run_plan
+
+DEMO_TRAINER = "demo_trainer.py"
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """A start as validated: what runs where, with what, under which limits."""
+
+    p: StartParams
+    run_id: str
+    # Every node's host, node 0 (`p.host`) first; one for a run on one host.
+    hosts: tuple[str, ...]
+    workdir: str
+    python: str
+    env: dict[str, str]
+    setup: str | None
+    datasets: tuple[Path, ...]
+    template: list[str] | None
+    inputs: Inputs
+    limits: Limits
+    after: AfterRun | None
+    retry: RetryPolicy | None
+
+    @property
+    def across_hosts(self) -> bool:
+        return len(self.hosts) > 1
+
+
+async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) -> StartPlan:
+    """`p` judged whole (raises the first mistake, in one sentence); `reserved`: the names
+    the run dir keeps for itself."""
+    validation.host(p.host)
+    hosts = node_hosts(ops, p)
+    settings = ops.hosts.config.host(p.host)
+    workdir = validation.workdir(chosen(p.workdir, settings.workdir, DEFAULT_WORKDIR))
+    python = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
+    for name in p.secrets:
+        validation.secret_name(name)
+        if name.startswith("RTRAIN_"):
+            # The far side keeps RTRAIN_* for itself (the run marker); refuse it here, before
+            # a run directory is made, rather than leave a half-started run behind.
+            raise app_error(
+                Kind.INVALID_SECRET,
+                f"secret name {name!r} is reserved: rtrain uses RTRAIN_* names itself.",
+            )
+    env = {**settings.env, **p.env}
+    for name, value in env.items():
+        given = name in p.env
+        validation.env_var(name, value, "--env" if given else f"config.toml [hosts.{p.host}] env")
+        if name in p.secrets:
+            raise app_error(
+                Kind.INVALID_COMMAND,
+                f"{name} is given both as --env and as --secret; keep one of them.",
+            )
+    setup = p.setup if p.setup is not None else settings.setup
+    code = p.code if p.code is not None else settings.code
+    config = _local_file(p.config, "config") if p.config is not None else None
+    datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
+    code_dir = _local_dir(code) if code else None
+    # An explicit empty command is a mistake to report, not a request for the demo trainer.
+    template = p.command if p.command is not None else settings.command
+    check_template(template, bool(datasets), config is not None)
+    launcher_word = "torchrun" if len(hosts) > 1 else p.launcher
+    template = _with_launcher(template, launcher_word, p.gpus)
+    if setup is not None:
+        if not setup.strip():
+            raise app_error(Kind.INVALID_COMMAND, "the setup command is empty.")
+        check_words([setup], bool(datasets), config is not None)
+    extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
+    reserved = reserved - {DEMO_TRAINER} if template is not None else reserved
+    # Walking a big code directory takes a while; the daemon answers others meanwhile.
+    inputs = await asyncio.to_thread(
+        gather,
+        config=config,
+        config_name=CONFIG_NAME,
+        datasets=datasets,
+        code=code_dir,
+        extra=extra,
+        reserved=reserved,
+        include=p.include,
+        follow_links=p.follow_links,
+    )
+    limits = chosen_limits(p, settings)
+    if not ops.launcher(p.host).runs_on_host:
+        p = _slurm_limits(p, limits)
+        if _retry(ops, p) is not None:
+            # Slurm requeues a job whose node failed or that was preempted by itself, as
+            # often as the cluster allows; the daemon's retry covers a job it reports lost.
+            p = msgspec.structs.replace(p, requeue=True)
+        # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
+        limits = Limits(max_duration=limits.max_duration)
+    # A run across hosts gives --nodes for its host list, not for a scheduler.
+    check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
+    after = after_run_plan(p, settings.terminate)
+    retry = _retry(ops, p)
+    if ops.known(p.host, run_id) is not None:
+        raise app_error(
+            Kind.RUN_EXISTS,
+            f"run {run_id} already exists on {p.host}; pick another --run-id.",
+            runId=run_id,
+        )
+    return StartPlan(
+        p=p,
+        run_id=run_id,
+        hosts=hosts,
+        workdir=workdir,
+        python=python,
+        env=env,
+        setup=setup,
+        datasets=tuple(datasets),
+        template=template,
+        inputs=inputs,
+        limits=limits,
+        after=after,
+        retry=retry,
+    )
+
+
+def _retry(ops: Ops, p: StartParams) -> RetryPolicy | None:
+    """The run's retries: its own `--retry`, else the host's config.toml `retry`."""
+    limit = p.retry if p.retry is not None else ops.hosts.config.host(p.host).retry
+    if p.retry_on is not None and not limit:
+        raise app_error(Kind.INVALID_COMMAND, "--retry-on says what --retry N retries; give both.")
+    if not limit:
+        return None
+    if p.secrets:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "a run with --secret cannot be retried by the daemon: secrets are never stored, "
+            "so no attempt could get them again; drop --retry, or restart it yourself.",
+        )
+    return RetryPolicy(limit=limit, on=p.retry_on or "lost")
+
+
+def _slurm_limits(p: StartParams, limits: Limits) -> StartParams:
+    """A batch job's maximum duration is its time limit: Slurm ends it there."""
+    if not limits.max_duration:
+        return p
+    if p.time is not None and p.max_duration is not None:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"on {p.host}, a Slurm host, --max-duration becomes the job's --time: "
+            "give one of them, not both.",
+        )
+    if p.time is not None:
+        return p  # the run's own --time wins over the host's max_duration
+    return msgspec.structs.replace(p, time=slurm_time(limits.max_duration))
+
+
+def _local_file(path: str, what: str) -> Path:
+    local = Path(path).expanduser()
+    if not local.is_file():
+        raise app_error(
+            Kind.LOCAL_FILE_MISSING, f"the {what} {path!r} does not exist or is not a file."
+        )
+    return local.resolve()
+
+
+def _local_input(path: str) -> Path:
+    local = Path(path).expanduser()
+    if not local.is_file() and not local.is_dir():
+        raise app_error(
+            Kind.LOCAL_FILE_MISSING,
+            f"the dataset {path!r} does not exist or is neither a file nor a directory.",
+        )
+    return local.resolve()
+
+
+def _local_dir(path: str) -> Path:
+    local = Path(path).expanduser()
+    if not local.is_dir():
+        raise app_error(
+            Kind.LOCAL_FILE_MISSING, f"the code directory {path!r} does not exist or is not one."
+        )
+    return local.resolve()
+
+
+def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) -> list[str] | None:
+    """The command template for the launcher asked for; refuses what cannot go together."""
+    uses_torchrun = template is not None and TORCHRUN_WORD in template
+    if launcher == "process" and uses_torchrun:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "the command uses {torchrun}, but --launcher process was asked for.",
+        )
+    if launcher != "torchrun" and not uses_torchrun:
+        return template
+    if gpus < 1:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "torchrun starts one rank per GPU: give --gpus N (1 or more), not --gpus 0.",
+        )
+    if template is None or uses_torchrun:
+        return template
+    if template[0] != "{python}":
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "--launcher torchrun needs a command that starts with {python} (it becomes "
+            "torchrun), or one that uses {torchrun} where torchrun goes.",
+        )
+    return [TORCHRUN_WORD, *template[1:]]

@@ -1,0 +1,54 @@
+"""The nodes launcher's pure parts: a run's state from its nodes' rows, and the rendezvous
+words a launch adds and a later attempt takes out again."""
+
+from __future__ import annotations
+
+from rtrain.daemon.launchers.nodes import combined, rendezvous, standalone
+from rtrain.daemon.remote.contract import RunRow
+from rtrain.protocol.messages import RunNode
+
+NODES = [RunNode(host="h1", remote_dir="/a/r"), RunNode(host="h2", remote_dir="/b/r")]
+
+
+def row(state: str, detail: str | None = None, exit_code: int | None = None) -> RunRow:
+    return RunRow(run_id="r", state=state, detail=detail, exit_code=exit_code, started_at=5.0)
+
+
+def test_running_while_every_node_runs_completed_once_all_completed() -> None:
+    assert combined("r", NODES, [row("running"), row("running")]).state == "running"
+    waiting = combined("r", NODES, [row("running"), row("completed")])
+    assert waiting.state == "running" and waiting.detail is not None
+    assert combined("r", NODES, [row("completed"), row("completed")]).state == "completed"
+
+
+def test_a_failure_names_its_node_and_local_rank() -> None:
+    ended = combined(
+        "r", NODES, [row("stopped"), row("failed", "rank 0: ValueError: no", exit_code=1)]
+    )
+    assert (ended.state, ended.exit_code) == ("failed", 1)
+    assert ended.detail == "node 1 (h2), local rank 0: ValueError: no"
+
+
+def test_a_lost_node_explains_the_others_failing_after_it() -> None:
+    ended = combined("r", NODES, [row("failed", "Connection closed by peer"), row("lost")])
+    assert ended.state == "lost" and ended.detail is not None
+    assert ended.detail.startswith("node 1 (h2)")
+
+
+def test_a_limit_stop_keeps_its_words_for_the_daemon() -> None:
+    ended = combined("r", NODES, [row("stopped", "limit: max_duration 60"), row("stopped")])
+    assert (ended.state, ended.detail) == ("stopped", "limit: max_duration 60")
+
+
+def test_node_0_gone_is_the_run_gone_and_another_gone_is_lost() -> None:
+    assert combined("r", NODES, [row("missing"), row("running")]).state == "missing"
+    assert combined("r", NODES, [row("running"), row("missing")]).state == "lost"
+
+
+def test_rendezvous_words_come_out_again_for_the_next_attempt() -> None:
+    command = ["py", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "t.py"]
+    launched = rendezvous(command, 2, "10.0.0.1:4000", "r", host=True)
+    assert "--standalone" not in launched
+    assert "--rdzv-endpoint=10.0.0.1:4000" in launched and "--rdzv-conf=is_host=1" in launched
+    assert launched[-2:] == ["--nproc-per-node=2", "t.py"]
+    assert standalone(launched) == command
