@@ -8,13 +8,15 @@ import time
 from pathlib import Path
 
 from rtrain.protocol import validation
-from rtrain.protocol.errors import Kind, app_error
-from rtrain.protocol.messages import HostInfo, PartitionInfo
+from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import HostInfo, LoginResult, PartitionInfo
 
 from .registry import Registry
 from .ssh.console_transport import ConsoleTransport
+from .ssh.control_master import ControlMaster
 from .ssh.exec_transport import ExecTransport
 from .ssh.local_transport import LOCAL_ALIAS, LocalTransport
+from .ssh.login import end_login, login_argv
 from .ssh.options import ssh_config_file
 from .ssh.transport import Transport
 from .user_config import UserConfig
@@ -93,6 +95,50 @@ class HostPool:
         await self._connect(alias, transport)
         self.registry.set_host(alias, "console", None)
         return transport
+
+    def master(self, alias: str) -> ControlMaster:
+        """The host's ControlMaster: its transport's, or a new one that starts nothing."""
+        master = getattr(self._transports.get(alias), "master", None)
+        if isinstance(master, ControlMaster):
+            return master
+        return ControlMaster(alias, self.runtime_dir, ssh_config_file(self.config.ssh_config))
+
+    async def login(self, alias: str) -> LoginResult:
+        """How to log in to `alias` on a terminal; nothing to run where a login is live or
+        the daemon gets in without one (it then connects: hosts/list shows the login)."""
+        validation.host(alias)
+        if alias == LOCAL_ALIAS:
+            raise app_error(Kind.INVALID_HOST, "local is this machine; it needs no login.")
+        try:
+            await self.get(alias)
+        except RpcError as error:
+            # Only a login can help where ssh wanted an answer (a password, a code, a new
+            # host key to accept); an unreachable host stays unreachable.
+            if error.kind not in (Kind.LOGIN_REQUIRED, Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED):
+                raise
+            master = self.master(alias)
+            await master.use_login()  # clears a dead login's socket for the new one
+            return LoginResult(argv=login_argv(master))
+        master = self.master(alias)
+        if master.login_since is not None:
+            return LoginResult(since=master.login_since)
+        return LoginResult(needed=False)
+
+    async def logout(self, alias: str) -> bool:
+        validation.host(alias)
+        return await end_login(self.master(alias))
+
+    async def logins(self, aliases: list[str]) -> dict[str, float]:
+        """Which of `aliases` hold a live login, and since when."""
+
+        async def since(alias: str) -> float | None:
+            if alias == LOCAL_ALIAS:
+                return None
+            master = self.master(alias)
+            return master.login_since if await master.use_login() else None
+
+        found = await asyncio.gather(*(since(alias) for alias in aliases))
+        return {alias: at for alias, at in zip(aliases, found, strict=True) if at is not None}
 
     def connected(self, alias: str) -> bool:
         """Whether a connection to `alias` is open and up now."""

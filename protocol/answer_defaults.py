@@ -12,6 +12,7 @@ from typing import Any
 
 # camelCase field name -> its default (a mutable one is copied before it is handed out)
 ANSWER_DEFAULTS: dict[str, Any] = {
+    "argv": [],
     "atLeast": False,
     "attempt": 0,
     "attempts": [],
@@ -35,6 +36,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "limits": [],
     "links": [],
     "logOffset": 0,
+    "needed": True,
     "notices": [],
     "output": [],
     "outside": False,
