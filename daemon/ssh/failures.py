@@ -93,6 +93,7 @@ def login_required(alias: str, detail: str | None = None) -> RpcError:
         f"once with `rtrain login {alias}` (or set up key authentication, e.g. "
         f"`ssh-copy-id {alias}`, where the host allows it).",
         detail=detail,
+        host=alias,  # for clients that offer the login themselves (the VS Code extension)
     )
 
 
