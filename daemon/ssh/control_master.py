@@ -281,7 +281,7 @@ class ControlMaster:
         await proc.wait()
         if self.state == "connected" and self.login_since is None:
             self.state = "disconnected"
-            self.last_error = self._stderr.decode(errors="replace").strip()[-300:] or None
+            self.last_error = last_words(self._stderr.decode(errors="replace"))
             log.info("ControlMaster for %s exited: %s", self.alias, self.last_error)
 
     async def _kill(self) -> None:
@@ -312,3 +312,10 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
+
+
+def last_words(stderr: str) -> str | None:
+    """What a master said as it exited, on one line: through a ProxyJump, the bastion's ssh
+    and the master often print the same line twice."""
+    lines = list(dict.fromkeys(line.strip() for line in stderr.splitlines() if line.strip()))
+    return "; ".join(lines)[-300:] or None

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cli.conftest import Cli, cli, link  # noqa: F401  (the CLI tests' own fixtures)
+from tests.cli.conftest import Cli, cli  # noqa: F401  (the CLI tests' own fixture)
 from tests.hosts import TestHosts
+from tests.hosts.bastions import Bastions, bastions
 from tests.hosts.login_host import LoginHost, login_host
 
 
@@ -17,6 +18,13 @@ def login_node(ssh_hosts: TestHosts) -> Iterator[LoginHost]:
     """The alias, user and password of an sshd that wants a key and a password."""
     with login_host(ssh_hosts) as host:
         yield host
+
+
+@pytest.fixture(scope="session")
+def jumps(ssh_hosts: TestHosts) -> Iterator[Bastions]:
+    """Two bastions and the aliases behind them (tests/hosts/bastions.py)."""
+    with bastions(ssh_hosts) as started:
+        yield started
 
 
 __all__ = ["Cli"]
