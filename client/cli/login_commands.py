@@ -3,6 +3,8 @@ or a second factor, and the daemon uses that connection (docs/cli.md#logging-in-
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,8 +44,7 @@ def register(app: typer.Typer) -> None:
                     )
                 note(f"logging in to {host}; answer its questions here")
                 try:
-                    # stdin, stdout and stderr are this terminal's: ssh asks on it.
-                    code = subprocess.run(how.argv, check=False).returncode
+                    code = _run_on_this_terminal(how.argv)
                 except OSError as error:
                     fail(f"could not run ssh: {error.strerror or error}.")
                 if code != 0:
@@ -78,6 +79,35 @@ def register(app: typer.Typer) -> None:
             note(f"logged out of {host}")
         else:
             note(f"{host} held no login")
+
+
+def _run_on_this_terminal(argv: list[str]) -> int:
+    """Run ssh on this terminal (it asks there), in a process group of its own that holds the
+    terminal's foreground while it runs; then take the foreground back.
+
+    Where rtrain itself owns the terminal (a VS Code terminal runs `rtrain login` as its
+    program), its exit hangs up the foreground group; a ProxyJump's ssh, which the login
+    master keeps as its child, must not be in it.
+    """
+    tty = sys.stdin.fileno()
+
+    def in_front() -> None:  # in the child, before exec
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a background group may not take it
+        os.tcsetpgrp(tty, os.getpgrp())
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+
+    proc = subprocess.Popen(argv, preexec_fn=in_front)
+    try:
+        return proc.wait()
+    finally:
+        ignored = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        try:
+            os.tcsetpgrp(tty, os.getpgrp())
+        except OSError:
+            pass  # the terminal is gone: nothing to take back
+        finally:
+            signal.signal(signal.SIGTTOU, ignored)
 
 
 def since_text(at: float) -> str:

@@ -17,9 +17,12 @@ import pytest
 from rtrain.client.cli.exit_codes import Exit
 from rtrain.daemon.ssh.control_master import LOGIN_PURPOSE, control_path
 from tests.cli.conftest import WAITING_TRAINER, Cli
+from tests.hosts import GPU_USER
 from tests.hosts.login_host import LoginHost
 from tests.reach.typed_login import login_on_a_terminal
 
+# The plain host behind the login node as its bastion: the password is the bastion's.
+BEHIND_LOGIN = "behindlogin"
 SENTENCE = "asks for a password or a second factor, which rtrain never types: log in once with"
 
 
@@ -29,9 +32,10 @@ def node(cli: Cli, login_node: LoginHost) -> Iterator[LoginHost]:
     try:
         yield login_node
     finally:
-        pid = login_master_pid(cli, login_node.alias)
-        if pid is not None:
-            os.kill(pid, signal.SIGTERM)
+        for alias in (login_node.alias, BEHIND_LOGIN):
+            pid = login_master_pid(cli, alias)
+            if pid is not None:
+                os.kill(pid, signal.SIGTERM)
         shutil.rmtree(login_node.home / ".rtrain-cli" / cli.tag, ignore_errors=True)
 
 
@@ -96,6 +100,11 @@ def test_a_login_serves_every_command_until_it_ends(cli: Cli, node: LoginHost) -
     assert any(line.startswith(alias) and " since " in line for line in table), table
     assert "loginSince" not in listed["local"], listed["local"]
 
+    # The login is the user's, not the daemon's: a new daemon finds it and uses it.
+    assert cli("daemon", "stop").code == 0
+    echoed = cli("exec", alias, done_id, "--", "echo", "still in")
+    assert (echoed.code, echoed.out) == (0, "still in\n"), echoed
+
     # The login ends (its ssh is killed): the same sentence again, at once.
     pid = login_master_pid(cli, alias)
     assert pid is not None
@@ -135,3 +144,15 @@ def test_login_needs_a_terminal_and_a_host_it_can_reach(cli: Cli, node: LoginHos
     assert unreachable.code == 1 and "host unreachable: closed" in unreachable.err, unreachable
     bad = cli("login", "bad;host")
     assert bad.code == 2, bad
+
+
+def test_a_bastion_that_asks_for_a_password(cli: Cli, node: LoginHost) -> None:
+    cli.hosts.add_alias(BEHIND_LOGIN, cli.hosts.plain_port, GPU_USER, {"ProxyJump": node.alias})
+    assert_login_required(cli, BEHIND_LOGIN, "status", BEHIND_LOGIN, "nosuch")
+    typed = login_on_a_terminal(BEHIND_LOGIN, node.password, cli.env, cli.cwd)
+    assert typed.code == 0, typed.screen
+    ready = cli("preflight", BEHIND_LOGIN, "--gpus", "0", "--workdir", cli.workdir)
+    assert ready.code == 0, ready
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", "print('step 1 | loss 0.5')", host=BEHIND_LOGIN)
+    cli.wait_state(BEHIND_LOGIN, run_id, "completed")
