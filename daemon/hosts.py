@@ -26,6 +26,8 @@ EXEC_PROBE = "echo rtrain-exec-ok"
 # An alias that never connected (a typo, a host tried once) leaves `hosts` this long after
 # its last try, so the list and shell completion do not keep every mistake.
 FORGET_UNCONNECTED_AFTER = 3600.0
+# A host that wants a login is tried again (in BatchMode) at most this often.
+LOGIN_RETRY_S = 60.0
 
 
 class HostPool:
@@ -37,10 +39,34 @@ class HostPool:
         self.partitions: dict[str, list[PartitionInfo]] = {}
         self._transports: dict[str, Transport] = {LOCAL_ALIAS: LocalTransport()}
         self._locks: dict[str, asyncio.Lock] = {}
+        # Hosts that last answered login_required: when, and the error.
+        self._login_needed: dict[str, tuple[float, RpcError]] = {}
 
     async def get(self, alias: str) -> Transport:
         """The connected transport for `alias`, detecting exec vs console the first time."""
         validation.host(alias)
+        await self._refuse_until_logged_in(alias)
+        try:
+            return await self._get(alias)
+        except RpcError as error:
+            if error.kind == Kind.LOGIN_REQUIRED:
+                self._login_needed[alias] = (time.monotonic(), error)
+            raise
+
+    async def _refuse_until_logged_in(self, alias: str) -> None:
+        """A host that just said it wants a login gets no new BatchMode attempt for a while:
+        the monitor would knock every few seconds, and a site's fail2ban counts each one as
+        a failed login. A login that appears meanwhile is used at once."""
+        last = self._login_needed.get(alias)
+        if last is None:
+            return
+        at, error = last
+        if time.monotonic() - at >= LOGIN_RETRY_S or await self.master(alias).use_login():
+            del self._login_needed[alias]
+            return
+        raise error
+
+    async def _get(self, alias: str) -> Transport:
         transport = self._transports.get(alias)
         if transport is not None:
             await transport.connect()
@@ -109,6 +135,7 @@ class HostPool:
         validation.host(alias)
         if alias == LOCAL_ALIAS:
             raise app_error(Kind.INVALID_HOST, "local is this machine; it needs no login.")
+        self._login_needed.pop(alias, None)  # asked by a person: try the host itself
         try:
             await self.get(alias)
         except RpcError as error:

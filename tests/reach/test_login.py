@@ -61,6 +61,10 @@ def login_master_pid(cli: Cli, alias: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def connections_to(node: LoginHost) -> int:
+    return node.sshd.log_path.read_text(errors="replace").count("Connection from ")
+
+
 def assert_login_required(cli: Cli, alias: str, *words: str) -> None:
     done = cli(*words)
     assert done.code == Exit.LOGIN_REQUIRED == 10, done
@@ -73,9 +77,12 @@ def test_a_login_serves_every_command_until_it_ends(cli: Cli, node: LoginHost) -
     waiting = cli.new_run_id("waits")
     # Before any login: the sentence, its exit status, and no prompt (stdin is no terminal).
     assert_login_required(cli, alias, "status", alias, waiting)
+    knocks = connections_to(node)
     refused = cli("preflight", alias, "--json")
     assert refused.code == 10, refused
     assert json.loads(refused.err)["error"]["kind"] == "login_required", refused
+    # The answer came without knocking again: a site's fail2ban counts every BatchMode try.
+    assert connections_to(node) == knocks
 
     typed = login_on_a_terminal(alias, node.password, cli.env, cli.cwd)
     assert typed.code == 0, typed.screen
