@@ -8,13 +8,15 @@ import time
 from pathlib import Path
 
 from rtrain.protocol import validation
-from rtrain.protocol.errors import Kind, app_error
-from rtrain.protocol.messages import HostInfo, PartitionInfo
+from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.messages import HostInfo, LoginResult, PartitionInfo
 
 from .registry import Registry
 from .ssh.console_transport import ConsoleTransport
+from .ssh.control_master import ControlMaster
 from .ssh.exec_transport import ExecTransport
 from .ssh.local_transport import LOCAL_ALIAS, LocalTransport
+from .ssh.login import end_login, login_argv
 from .ssh.options import ssh_config_file
 from .ssh.transport import Transport
 from .user_config import UserConfig
@@ -24,6 +26,8 @@ EXEC_PROBE = "echo rtrain-exec-ok"
 # An alias that never connected (a typo, a host tried once) leaves `hosts` this long after
 # its last try, so the list and shell completion do not keep every mistake.
 FORGET_UNCONNECTED_AFTER = 3600.0
+# A host that wants a login is tried again (in BatchMode) at most this often.
+LOGIN_RETRY_S = 60.0
 
 
 class HostPool:
@@ -35,10 +39,34 @@ class HostPool:
         self.partitions: dict[str, list[PartitionInfo]] = {}
         self._transports: dict[str, Transport] = {LOCAL_ALIAS: LocalTransport()}
         self._locks: dict[str, asyncio.Lock] = {}
+        # Hosts that last answered login_required: when, and the error.
+        self._login_needed: dict[str, tuple[float, RpcError]] = {}
 
     async def get(self, alias: str) -> Transport:
         """The connected transport for `alias`, detecting exec vs console the first time."""
         validation.host(alias)
+        await self._refuse_until_logged_in(alias)
+        try:
+            return await self._get(alias)
+        except RpcError as error:
+            if error.kind == Kind.LOGIN_REQUIRED:
+                self._login_needed[alias] = (time.monotonic(), error)
+            raise
+
+    async def _refuse_until_logged_in(self, alias: str) -> None:
+        """A host that just said it wants a login gets no new BatchMode attempt for a while:
+        the monitor would knock every few seconds, and a site's fail2ban counts each one as
+        a failed login. A login that appears meanwhile is used at once."""
+        last = self._login_needed.get(alias)
+        if last is None:
+            return
+        at, error = last
+        if time.monotonic() - at >= LOGIN_RETRY_S or await self.master(alias).use_login():
+            del self._login_needed[alias]
+            return
+        raise error
+
+    async def _get(self, alias: str) -> Transport:
         transport = self._transports.get(alias)
         if transport is not None:
             await transport.connect()
@@ -93,6 +121,51 @@ class HostPool:
         await self._connect(alias, transport)
         self.registry.set_host(alias, "console", None)
         return transport
+
+    def master(self, alias: str) -> ControlMaster:
+        """The host's ControlMaster: its transport's, or a new one that starts nothing."""
+        master = getattr(self._transports.get(alias), "master", None)
+        if isinstance(master, ControlMaster):
+            return master
+        return ControlMaster(alias, self.runtime_dir, ssh_config_file(self.config.ssh_config))
+
+    async def login(self, alias: str) -> LoginResult:
+        """How to log in to `alias` on a terminal; nothing to run where a login is live or
+        the daemon gets in without one (it then connects: hosts/list shows the login)."""
+        validation.host(alias)
+        if alias == LOCAL_ALIAS:
+            raise app_error(Kind.INVALID_HOST, "local is this machine; it needs no login.")
+        self._login_needed.pop(alias, None)  # asked by a person: try the host itself
+        try:
+            await self.get(alias)
+        except RpcError as error:
+            # Only a login can help where ssh wanted an answer (a password, a code, a new
+            # host key to accept); an unreachable host stays unreachable.
+            if error.kind not in (Kind.LOGIN_REQUIRED, Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED):
+                raise
+            master = self.master(alias)
+            await master.use_login()  # clears a dead login's socket for the new one
+            return LoginResult(argv=login_argv(master))
+        master = self.master(alias)
+        if master.login_since is not None:
+            return LoginResult(since=master.login_since)
+        return LoginResult(needed=False)
+
+    async def logout(self, alias: str) -> bool:
+        validation.host(alias)
+        return await end_login(self.master(alias))
+
+    async def logins(self, aliases: list[str]) -> dict[str, float]:
+        """Which of `aliases` hold a live login, and since when."""
+
+        async def since(alias: str) -> float | None:
+            if alias == LOCAL_ALIAS:
+                return None
+            master = self.master(alias)
+            return master.login_since if await master.use_login() else None
+
+        found = await asyncio.gather(*(since(alias) for alias in aliases))
+        return {alias: at for alias, at in zip(aliases, found, strict=True) if at is not None}
 
     def connected(self, alias: str) -> bool:
         """Whether a connection to `alias` is open and up now."""

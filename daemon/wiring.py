@@ -130,6 +130,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_hosts(p: m.Empty, ctx: RequestContext) -> m.HostsListResult:
         infos = []
         listed = hosts.host_infos()
+        logins = await hosts.logins([info.alias for info in listed])
         guards = await asyncio.gather(*(_guard_now(ops, info) for info in listed))
         for info, state in zip(listed, guards, strict=True):
             sample = ops.metrics.latest_gpus(info.alias)
@@ -137,9 +138,17 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
                 info = msgspec.structs.replace(info, gpus=sample.gpus, gpus_at=sample.time)
             if state is not None:
                 info = msgspec.structs.replace(info, guard=state)
+            if info.alias in logins:
+                info = msgspec.structs.replace(info, login_since=logins[info.alias])
             up, idle, _ = service.registry.host_uptime(info.alias)
             infos.append(priced_host(info, ops.price(info.alias), up, idle))
         return m.HostsListResult(hosts=infos)
+
+    async def do_login(p: m.LoginParams, ctx: RequestContext) -> m.LoginResult:
+        return await hosts.login(p.host)
+
+    async def do_logout(p: m.LoginParams, ctx: RequestContext) -> m.LogoutResult:
+        return m.LogoutResult(ended=await hosts.logout(p.host))
 
     async def do_forget(p: m.ForgetHostParams, ctx: RequestContext) -> m.ForgetHostResult:
         return m.ForgetHostResult(forgotten=await hosts.forget(p.alias))
@@ -166,6 +175,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/shell": do_shell,
             "hosts/list": do_hosts,
             "hosts/forget": do_forget,
+            "host/login": do_login,
+            "host/logout": do_logout,
             "hosts/price": do_price,
             "host/gc": do_gc,
             "host/guard": do_guard,

@@ -12,10 +12,10 @@ from typing import Any
 
 # camelCase field name -> its default (a mutable one is copied before it is handed out)
 ANSWER_DEFAULTS: dict[str, Any] = {
+    "argv": [],
     "atLeast": False,
     "attempt": 0,
     "attempts": [],
-    "backoff": 5.0,
     "command": [],
     "default": False,
     "dryRun": False,
@@ -36,9 +36,8 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "limits": [],
     "links": [],
     "logOffset": 0,
-    "nodes": [],
+    "needed": True,
     "notices": [],
-    "on": "lost",
     "output": [],
     "outside": False,
     "packages": [],
@@ -63,5 +62,4 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "terminate": False,
     "upSeconds": 0.0,
     "uploadedBytes": 0,
-    "used": 0,
 }

@@ -54,6 +54,9 @@ class Kind(StrEnum):
     PATH_OUTSIDE_RUN = "path_outside_run"
     HOST_UNREACHABLE = "host_unreachable"
     AUTH_FAILED = "auth_failed"
+    # The host asks for a password, a second factor or a passphrase, which the daemon never
+    # types, and no `rtrain login HOST` connection is live: the sentence names that command.
+    LOGIN_REQUIRED = "login_required"
     HOST_KEY_CHANGED = "host_key_changed"
     HOST_NOT_READY = "host_not_ready"
     RUN_EXISTS = "run_exists"

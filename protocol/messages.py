@@ -873,6 +873,28 @@ class ShellResult(Result):
     type_in: str | None = None
 
 
+class LoginParams(Params):
+    """`host/login` and `host/logout`: the host (an ssh alias) whose login is meant."""
+
+    host: str
+
+
+class LoginResult(Result):
+    """How to log in to a host once: run `argv` on the user's terminal, where ssh asks its
+    questions; once it exits 0 the daemon uses that connection. `argv` is empty when no login
+    is needed now: `since` is set when a login is live already, else the host lets the daemon
+    in without one (`needed` false)."""
+
+    argv: list[str] = []
+    needed: bool = True
+    since: float | None = None
+
+
+class LogoutResult(Result):
+    # False when the host held no live login.
+    ended: bool
+
+
 class ExecResult(Result):
     exit_code: int
     stdout: str = ""
@@ -938,6 +960,9 @@ class HostInfo(Result):
     runs: int = 0
     running: int = 0
     last_error: str | None = None
+    # When the live `rtrain login` connection the daemon uses for this host was opened
+    # (seconds since the epoch); null when the host holds no login.
+    login_since: float | None = None
     # The host's GPUs at the monitor's last poll (`gpusAt`), when it has any.
     gpus: list[GpuStat] = []
     gpus_at: float | None = None

@@ -140,6 +140,20 @@ _TABLE = [
         "The command that opens an interactive shell in a run's directory.",
     ),
     Method(
+        "host/login",
+        m.LoginParams,
+        m.LoginResult,
+        "client->server",
+        "The ssh command that logs in to a host once on the user's terminal.",
+    ),
+    Method(
+        "host/logout",
+        m.LoginParams,
+        m.LogoutResult,
+        "client->server",
+        "End a host's login connection.",
+    ),
+    Method(
         "runs/list",
         m.RunsListParams,
         m.RunsListResult,

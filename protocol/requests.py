@@ -37,6 +37,8 @@ CLIENT_REQUESTS = frozenset(
         "daemon/stop",
         "host/gc",
         "host/guard",
+        "host/login",
+        "host/logout",
         "host/preflight",
         "host/terminate",
         "hosts/forget",
@@ -488,6 +490,32 @@ def run_shell(
             host=host,
             runId=run_id,
             workdir=workdir,
+        ),
+    )
+
+
+def host_login(
+    *,
+    host: str,
+) -> Call:
+    """`host/login`: The ssh command that logs in to a host once on the user's terminal."""
+    return Call(
+        "host/login",
+        _present(
+            host=host,
+        ),
+    )
+
+
+def host_logout(
+    *,
+    host: str,
+) -> Call:
+    """`host/logout`: End a host's login connection."""
+    return Call(
+        "host/logout",
+        _present(
+            host=host,
         ),
     )
 

@@ -11,6 +11,7 @@ from rtrain.protocol.version import RTRAIN_VERSION
 from . import (
     daemon_commands,
     guard_commands,
+    login_commands,
     protocol_commands,
     run_care_commands,
     run_commands,
@@ -28,6 +29,7 @@ app = typer.Typer(
 run_commands.register(app)
 run_care_commands.register(app)
 guard_commands.register(app)
+login_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

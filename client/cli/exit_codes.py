@@ -22,6 +22,8 @@ class Exit(IntEnum):
     OK = 0
     FAILED = 1  # it was tried and did not work, or the answer is "no"
     BAD_INPUT = 2  # the request itself is wrong: nothing was done
+    # The host asks for a password or a second factor: `rtrain login HOST`, then try again.
+    LOGIN_REQUIRED = 10
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -39,6 +41,7 @@ class ClientKind(StrEnum):
 
 EXIT_BY_KIND: dict[str, Exit] = {
     **{kind.value: Exit.BAD_INPUT if kind in BAD_INPUT_KINDS else Exit.FAILED for kind in Kind},
+    Kind.LOGIN_REQUIRED: Exit.LOGIN_REQUIRED,
     ClientKind.USAGE: Exit.BAD_INPUT,
     ClientKind.INVALID_PARAMS: Exit.BAD_INPUT,
     ClientKind.INTERNAL_ERROR: Exit.FAILED,

@@ -788,6 +788,13 @@ def register(app: typer.Typer) -> None:
             headers.insert(5, "GUARD")
             for row, h in zip(rows, found, strict=True):
                 row.insert(5, guard_cell(h.guard))
+        # A LOGIN column only once some host holds a login (`rtrain login`).
+        if any(h.login_since is not None for h in found):
+            from .login_commands import since_text
+
+            headers.append("LOGIN")
+            for row, h in zip(rows, found, strict=True):
+                row.append("-" if h.login_since is None else f"since {since_text(h.login_since)}")
         if any(h.cost is not None for h in found):
             headers += ["COST", "IDLE"]
             for row, h in zip(rows, found, strict=True):

@@ -82,6 +82,8 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
             hf_token=p.secrets.get(HF_TOKEN, ""),
         )
     except RpcError as error:
+        if error.kind == Kind.LOGIN_REQUIRED:
+            raise  # not a verdict on the host: the user has a step to take first
         if host_did_not_answer(error) or error.kind == Kind.REMOTE_FAILED:
             return PreflightResult(
                 host=p.host,

@@ -31,7 +31,10 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
             [fresh] = await refresh(ops, p.host, [base])
     except RpcError as error:
         if host_did_not_answer(error):
-            return StatusResult(run=ops.mark_unknown(p.host, p.run_id, error))
+            run = ops.mark_unknown(p.host, p.run_id, error)
+            if error.kind == Kind.LOGIN_REQUIRED:
+                raise  # the user has a step to take first: the error says which
+            return StatusResult(run=run)
         raise
     return StatusResult(run=_settle(ops, p, run_dir, fresh))
 

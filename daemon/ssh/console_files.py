@@ -43,7 +43,12 @@ HASH_RATE = 20e6
 
 
 # After these, asking the host to clean up would only wait for the same failure again.
-_UNREACHABLE = (Kind.HOST_UNREACHABLE, Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED)
+_UNREACHABLE = (
+    Kind.HOST_UNREACHABLE,
+    Kind.AUTH_FAILED,
+    Kind.LOGIN_REQUIRED,
+    Kind.HOST_KEY_CHANGED,
+)
 
 
 def put_script() -> str:

@@ -3,6 +3,11 @@
 Every remote command of a host goes through its master, so each costs one round trip on an
 open connection instead of a fresh handshake. A master that died (network drop, sshd restart,
 laptop sleep) is noticed on the next use and started again.
+
+A host that asks for a password or a second factor gets its connection from `rtrain login`
+instead: a master the user's own terminal opened on the host's login path (login.py). While
+one answers there, every command goes through it; the daemon never starts one of its own in
+BatchMode beside it, and never ends it (it outlives the daemon, until `rtrain logout`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 from rtrain.daemon.private_dir import ensure_private_dir
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -23,6 +29,7 @@ from .failures import classify
 from .options import CONNECT_TIMEOUT, base_args
 
 log = logging.getLogger(__name__)
+LOGIN_PURPOSE = "login"
 
 # sun_path holds 108 bytes; ssh adds ".XXXXXXXXXXXXXXXX" while creating the socket.
 MAX_CONTROL_PATH = 90
@@ -30,11 +37,16 @@ MAX_CONTROL_PATH = 90
 # its own event loop, without asking the host. Silence this long means it is wedged.
 MUX_HELLO = b"\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00\x04"
 HELLO_TIMEOUT = 5.0
+# What a control socket path holds: a master that greets, something that listens but does not
+# (wedged, or no master at all), or nothing that listens.
+Greeting = Literal["live", "silent", "absent"]
 
 
-def control_path(runtime_dir: Path, alias: str, config: Path | None) -> Path:
-    """A short socket path, the same length for any alias, in a private directory."""
-    digest = hashlib.sha256(f"{alias}\0{config}".encode()).hexdigest()[:16]
+def control_path(runtime_dir: Path, alias: str, config: Path | None, purpose: str = "") -> Path:
+    """A short socket path, the same length for any alias, in a private directory; a
+    `purpose` (the login's) gives the host a second path of its own."""
+    key = f"{purpose}\0{alias}\0{config}" if purpose else f"{alias}\0{config}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     directory = runtime_dir / "cm"
     if len(str(directory)) + 1 + len(digest) > MAX_CONTROL_PATH:
         directory = Path(f"/tmp/rtrain-cm-{os.getuid()}")
@@ -42,11 +54,37 @@ def control_path(runtime_dir: Path, alias: str, config: Path | None) -> Path:
     return ensure_private_dir(directory) / digest
 
 
+async def greets(path: Path) -> Greeting:
+    """Whether a master greets a client on `path`."""
+    # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that comes as
+    # its inner await completes, and this runs before every command (a cancelled fetch
+    # then went on to the end).
+    try:
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            reader, writer = await asyncio.open_unix_connection(str(path))
+    except (OSError, TimeoutError):
+        return "absent"
+    try:
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            greeting = await reader.readexactly(len(MUX_HELLO))
+    except (OSError, TimeoutError, asyncio.IncompleteReadError):
+        greeting = b""
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return "live" if greeting == MUX_HELLO else "silent"
+
+
 class ControlMaster:
     def __init__(self, alias: str, runtime_dir: Path, config: Path | None) -> None:
         self.alias = alias
         self.config = config
-        self.path = control_path(runtime_dir, alias, config)
+        self.own_path = control_path(runtime_dir, alias, config)
+        self.login_path = control_path(runtime_dir, alias, config, LOGIN_PURPOSE)
+        # When the login in use was opened (its socket's mtime); None while the daemon's own
+        # master (or none) serves the host.
+        self.login_since: float | None = None
         self.state: ConnectionState = "disconnected"
         self.last_error: str | None = None
         self.started_at: float | None = None
@@ -55,11 +93,20 @@ class ControlMaster:
         self._lock = asyncio.Lock()
 
     @property
+    def path(self) -> Path:
+        """The control socket commands go through now: the login's while one serves."""
+        return self.login_path if self.login_since is not None else self.own_path
+
+    @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.returncode is None and self.path.is_socket()
+        return (
+            self._proc is not None and self._proc.returncode is None and self.own_path.is_socket()
+        )
 
     async def ensure(self) -> None:
         """Make sure a working master exists; raise the classified ssh error if not."""
+        if await self.use_login():
+            return
         proc = self._proc
         if self.alive and await self._answers(proc):
             return
@@ -68,8 +115,34 @@ class ControlMaster:
                 return  # another caller replaced it meanwhile
             await self._start()
 
+    async def use_login(self) -> bool:
+        """True when a login answers on the host's login path: commands go through it from
+        now on. A login that stopped answering (it expired, or was ended) is let go here."""
+        greeted = await greets(self.login_path)
+        if greeted == "live":
+            since = _mtime(self.login_path)
+            if since is not None and since != self.login_since:
+                log.info("using the login connection of %s", self.alias)
+                self.login_since = since
+                self.started_at = time.time()  # a new generation: shells of the old go
+                self.state = "connected"
+                self.last_error = None
+            return since is not None
+        if self.login_since is not None:
+            log.info("the login connection of %s ended", self.alias)
+            self.login_since = None
+            self.state = "disconnected"
+            self.last_error = "the login connection ended"
+        if greeted == "silent" or self.login_path.is_socket():
+            # Dead or wedged: nothing will answer there again, and a new login needs the name.
+            with contextlib.suppress(FileNotFoundError):
+                self.login_path.unlink()
+        return False
+
     async def answers(self) -> bool:
         """True when the master runs and greets clients: the connection is there."""
+        if self.login_since is not None:
+            return await greets(self.login_path) == "live"
         return self.alive and await self._answers(self._proc)
 
     async def _answers(self, proc: asyncio.subprocess.Process | None) -> bool:
@@ -79,24 +152,10 @@ class ControlMaster:
         behind until it is reaped (and ssh would then quietly bypass it with a fresh
         connection), and a wedged one would hold every command until its timeout.
         """
-        # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that comes as
-        # its inner await completes, and this runs before every command (a cancelled fetch
-        # then went on to the end).
-        try:
-            async with asyncio.timeout(HELLO_TIMEOUT):
-                reader, writer = await asyncio.open_unix_connection(str(self.path))
-        except (OSError, TimeoutError):
+        greeted = await greets(self.own_path)
+        if greeted == "absent":
             return False
-        try:
-            async with asyncio.timeout(HELLO_TIMEOUT):
-                greeting = await reader.readexactly(len(MUX_HELLO))
-        except (OSError, TimeoutError, asyncio.IncompleteReadError):
-            greeting = b""
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-        if greeting != MUX_HELLO:
+        if greeted == "silent":
             log.warning("ControlMaster for %s does not answer; replacing it", self.alias)
             # Wedged: it would not act on SIGTERM either. Its commands in flight end now
             # (exit 255, a connection failure) instead of at their timeouts.
@@ -128,17 +187,17 @@ class ControlMaster:
     async def _start(self) -> None:
         ours = self._proc is not None
         await self._kill()
-        if not ours and self.path.is_socket():
+        if not ours and self.own_path.is_socket():
             await self._retire_stale()
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            self.own_path.unlink()
         self.state = "connecting"
         self._stderr.clear()
         argv = [
             "ssh",
             *base_args(self.config),
             "-o",
-            f"ControlPath={self.path}",
+            f"ControlPath={self.own_path}",
             "-o",
             "ControlMaster=yes",
             "-o",
@@ -167,7 +226,7 @@ class ControlMaster:
                 )
                 self._fail(error)
                 raise error
-            if self.path.is_socket():
+            if self.own_path.is_socket():
                 self.state = "connected"
                 self.last_error = None
                 self.started_at = time.time()
@@ -189,7 +248,7 @@ class ControlMaster:
             "ssh",
             *base_args(self.config),
             "-o",
-            f"ControlPath={self.path}",
+            f"ControlPath={self.own_path}",
             "-O",
             "exit",
             self.alias,
@@ -220,9 +279,9 @@ class ControlMaster:
             if len(self._stderr) < 64 * 1024:
                 self._stderr += chunk
         await proc.wait()
-        if self.state == "connected":
+        if self.state == "connected" and self.login_since is None:
             self.state = "disconnected"
-            self.last_error = self._stderr.decode(errors="replace").strip()[-300:] or None
+            self.last_error = last_words(self._stderr.decode(errors="replace"))
             log.info("ControlMaster for %s exited: %s", self.alias, self.last_error)
 
     async def _kill(self) -> None:
@@ -239,7 +298,24 @@ class ControlMaster:
                 await proc.wait()
 
     async def close(self) -> None:
+        """End the daemon's own master; a login is the user's and lives on."""
         await self._kill()
         self.state = "disconnected"
+        self.login_since = None
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            self.own_path.unlink()
+
+
+def _mtime(path: Path) -> float | None:
+    """When the socket was made: a master binds it once, when its login succeeded."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def last_words(stderr: str) -> str | None:
+    """What a master said as it exited, on one line: through a ProxyJump, the bastion's ssh
+    and the master often print the same line twice."""
+    lines = list(dict.fromkeys(line.strip() for line in stderr.splitlines() if line.strip()))
+    return "; ".join(lines)[-300:] or None

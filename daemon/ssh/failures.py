@@ -33,12 +33,15 @@ def classify(
             f"`ssh {alias}` to check and accept it (rtrain never skips host-key checking).",
             detail=last,
         )
+    if asks_a_person(lowered):
+        return login_required(alias, last)
     if "permission denied" in lowered or "too many authentication failures" in lowered:
         return app_error(
             Kind.AUTH_FAILED,
             f"{alias}: ssh could not log in without a prompt ({last}). Set up key "
             f"authentication (e.g. `ssh-copy-id {alias}`) so `ssh {alias} true` works without "
-            "a password.",
+            f"a password, or, for a key that needs a passphrase or a touch, log in once with "
+            f"`rtrain login {alias}`.",
             detail=last,
         )
     unreachable = (
@@ -71,11 +74,34 @@ def classify(
     return app_error(Kind.REMOTE_FAILED, f"{alias}: {last}", detail=last)
 
 
+def asks_a_person(lowered: str) -> bool:
+    """ssh gave up where the host wanted a password or a second factor (keyboard-interactive
+    carries OTP and Duo prompts), which BatchMode never answers."""
+    for line in lowered.splitlines():
+        if "permission denied (" in line:
+            methods = line.split("permission denied (", 1)[1].split(")", 1)[0].split(",")
+            return bool({"password", "keyboard-interactive"} & {m.strip() for m in methods})
+    return False
+
+
+def login_required(alias: str, detail: str | None = None) -> RpcError:
+    """The one sentence for a host that needs `rtrain login`, before a login and after one
+    ended."""
+    return app_error(
+        Kind.LOGIN_REQUIRED,
+        f"{alias} asks for a password or a second factor, which rtrain never types: log in "
+        f"once with `rtrain login {alias}` (or set up key authentication, e.g. "
+        f"`ssh-copy-id {alias}`, where the host allows it).",
+        detail=detail,
+        host=alias,  # for clients that offer the login themselves (the VS Code extension)
+    )
+
+
 # The one reading of the taxonomy every operation shares. Asking a far-side script again
 # does no harm: prepare and launch claim atomically (a repeat is refused, never doubled),
 # and the others only look or converge; so "the answer may be lost" means "ask again".
 _ANSWER_MAY_BE_LOST = frozenset({Kind.HOST_UNREACHABLE, Kind.TIMEOUT})
-_LOGIN_REFUSED = frozenset({Kind.AUTH_FAILED, Kind.HOST_KEY_CHANGED})
+_LOGIN_REFUSED = frozenset({Kind.AUTH_FAILED, Kind.LOGIN_REQUIRED, Kind.HOST_KEY_CHANGED})
 
 
 def answer_may_be_lost(error: RpcError) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -188,9 +189,10 @@ def test_unreachable_host_is_not_ready(cli: Cli) -> None:
 def test_password_only_host_fails_fast_without_a_prompt(cli: Cli) -> None:
     # stdin is /dev/null and there is no tty: a prompt would hang until the timeout.
     done = cli("preflight", "passonly", "--json")
-    assert done.code == 1, done
-    (reason,) = done.json()["reasons"]
-    assert "key authentication" in reason, reason
+    assert done.code == 10, done
+    error = json.loads(done.err)["error"]
+    assert error["kind"] == "login_required", done
+    assert "`rtrain login passonly`" in error["message"], done
     assert "password:" not in done.err.lower()
 
 

@@ -191,10 +191,12 @@ def test_password_only_host_fails_fast_without_a_prompt(ops: Ops) -> None:
         },
     )
     assert time.monotonic() - began < CONNECT_BOUND_S
-    assert error.kind == "auth_failed"
+    # A password is what `rtrain login` is for; keys are the other way in.
+    assert error.kind == "login_required"
+    assert "`rtrain login passonly`" in error.message
     assert "key authentication" in error.message
-    result = ops.request("host/preflight", {"host": "passonly"})
-    assert not result.ok and "key authentication" in result.reasons[0]
+    again = ops.error("host/preflight", {"host": "passonly"})
+    assert again.kind == "login_required"
     # No ssh of this daemon is left waiting at a prompt.
     assert daemon_ssh_pids(ops) == []
 
