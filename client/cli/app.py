@@ -10,10 +10,12 @@ from rtrain.protocol.version import RTRAIN_VERSION
 
 from . import (
     daemon_commands,
+    forward_commands,
     guard_commands,
     protocol_commands,
     run_care_commands,
     run_commands,
+    wait_command,
 )
 
 app = typer.Typer(
@@ -28,6 +30,8 @@ app = typer.Typer(
 run_commands.register(app)
 run_care_commands.register(app)
 guard_commands.register(app)
+wait_command.register(app)
+forward_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 
