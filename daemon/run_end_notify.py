@@ -4,9 +4,10 @@
 The run's host, id, state and reason reach it only as environment variables (RTRAIN_HOST,
 RTRAIN_RUN_ID, RTRAIN_STATE, RTRAIN_REASON, RTRAIN_EXIT_CODE), never inside the command's
 text, so nothing a host or a trainer wrote is ever read by a shell as shell. The command
-gets the daemon's own environment plus those: not the run's `env`, and never a secret
-(rtrain keeps none). A string is run by the user's shell (`$SHELL -c`, as written); a list
-is run as it stands, with no shell.
+gets the daemon's own environment (the user's, from the client that started it) less every
+variable whose name says it holds a credential (`HF_TOKEN`, `WANDB_API_KEY`,
+`AWS_SECRET_ACCESS_KEY`, ...), plus those: not the run's `env`, and never a secret. A string
+is run by the user's shell (`$SHELL -c`, as written); a list is run as it stands, no shell.
 
 A run's end is told once: when the daemon sees it go from not ended to ended (each attempt
 of a restarted run has its own end). A run that had ended before this daemon first saw it
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 from pathlib import Path
 
 from rtrain.protocol.messages import RunInfo
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 NOTIFY_TIMEOUT_S = 60.0
 # As much of its output as the daemon log keeps.
 OUTPUT_KEPT = 2000
+# Names of variables that hold credentials: kept from a notify command (a hook that needs one
+# reads it from a file of its own).
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL", re.I)
 # How long a stopping daemon waits for the commands under way.
 CLOSE_GRACE_S = 5.0
 
@@ -100,7 +105,8 @@ async def _run(command: str | list[str], run: RunInfo) -> None:
         argv = [os.environ.get("SHELL") or "/bin/sh", "-c", command]
     else:
         argv = list(command)
-    env = {**os.environ, **notify_environment(run)}
+    kept = {name: value for name, value in os.environ.items() if not SECRET_NAME.search(name)}
+    env = {**kept, **notify_environment(run)}
     what = f"notify for {run.host}/{run.run_id} ({run.state})"
     try:
         proc = await asyncio.create_subprocess_exec(
