@@ -18,6 +18,7 @@ import errno
 import logging
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rtrain.protocol import validation
@@ -70,8 +71,10 @@ class Forward:
 
 
 class Forwards:
-    def __init__(self, ops: Ops) -> None:
+    def __init__(self, ops: Ops, changed: Callable[[], None] = lambda: None) -> None:
         self.ops = ops
+        # Called after a forward opened or ended (`forwards/changed` to subscribers).
+        self.changed = changed
         self._open: dict[int, Forward] = {}  # by local port
 
     def listed(self, host: str | None = None) -> list[ForwardInfo]:
@@ -120,6 +123,7 @@ class Forwards:
         )
         fwd.accepting = asyncio.create_task(self._accept(fwd))
         self._open[fwd.local_port] = fwd
+        self.changed()
         log.info("forwarding %s:%d to %s port %d", LOOPBACK, fwd.local_port, p.host, p.remote_port)
         return fwd.info()
 
@@ -149,6 +153,7 @@ class Forwards:
     async def _stop(self, fwd: Forward) -> None:
         if self._open.get(fwd.local_port) is fwd:
             del self._open[fwd.local_port]
+            self.changed()
             log.info("forward %s:%d to %s ended", LOOPBACK, fwd.local_port, fwd.host)
         tasks = [*fwd.carried, *([fwd.accepting] if fwd.accepting else [])]
         for task in tasks:

@@ -81,7 +81,15 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
     waits = RunWaits(ops)
-    forwards = Forwards(ops)
+
+    def forwards_changed() -> None:
+        assert forwards is not None
+        listed = m.ForwardsListResult(forwards=forwards.listed())
+        for session in list(service.sessions):
+            if session.subscribed:
+                session.notify("forwards/changed", listed)
+
+    forwards = Forwards(ops, forwards_changed)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)

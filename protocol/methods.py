@@ -199,6 +199,13 @@ _TABLE = [
     Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
     Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),
     Method("run/changed", m.RunChanged, None, "server->client", "A run's state changed."),
+    Method(
+        "forwards/changed",
+        m.ForwardsListResult,
+        None,
+        "server->client",
+        "The open port forwards, after one opened or ended (to runs/list subscribers).",
+    ),
     Method("run/points", m.MetricsUpdate, None, "server->client", "New metrics of a followed run."),
     Method(
         "run/reconnecting",
