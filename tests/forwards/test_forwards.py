@@ -4,12 +4,18 @@ refusals a user meets (a busy local port, a far port nothing listens on)."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import signal
 import socket
+import threading
 import time
 import urllib.request
+from pathlib import Path
+from typing import Any
 
+from rtrain.client.daemon_client import DaemonClient
 from tests.cli.conftest import QUICK_DEMO_CONFIG, WAIT_S, Cli
 from tests.operations.processes import process_gone, ssh_processes
 
@@ -137,3 +143,26 @@ def test_a_bad_port_is_refused_by_the_cli(cli: Cli) -> None:
     done = cli("forward", "plain", "70000")
     assert done.code == 2, done
     assert done.err_lines == ["rtrain: PORT must be a port number from 1 to 65535, not 70000."]
+
+
+def test_subscribers_hear_of_forwards_and_local_is_this_machine(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("from this machine\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+        heard: list[Any] = []
+        with DaemonClient.connect(name="rtrain-tests") as client:
+            client.request("runs/list", {"subscribe": True})
+            opened = cli("forward", "local", str(port), "--json")
+            assert opened.code == 0, opened
+            info = opened.json()
+            # `local`: this machine's own port, under another number.
+            assert info["localPort"] != port
+            assert get(info["url"] + "hello.txt") == "from this machine\n"
+            assert cli("forwards", "--stop", str(info["localPort"])).code == 0
+            # Any request lets the notifications that came first through.
+            client.request("daemon/info", on_notification=lambda m, p: heard.append((m, p)))
+        server.shutdown()
+    told = [params.forwards for method, params in heard if method == "forwards/changed"]
+    assert [[fwd.local_port for fwd in listed] for listed in told] == [[info["localPort"]], []]
