@@ -233,12 +233,17 @@ class Forwards:
                 return
             assert isinstance(transport, ExecTransport)  # checked when it was opened
             master = transport.master
-            proc = await asyncio.create_subprocess_exec(
-                *channel_argv(master, fwd.remote_port),
-                stdin=conn.fileno(),
-                stdout=conn.fileno(),
-                stderr=asyncio.subprocess.PIPE,
-            )
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *channel_argv(master, fwd.remote_port),
+                    stdin=conn.fileno(),
+                    stdout=conn.fileno(),
+                    stderr=asyncio.subprocess.PIPE,
+                )
+            except OSError as error:  # out of processes or descriptors, for now
+                fwd.last_error = f"ssh could not start: {error.strerror}"
+                log.warning("forward %d: %s", fwd.local_port, fwd.last_error)
+                return
         # ssh (and through it the master) holds the connection now; ours is closed.
         try:
             _, err = await proc.communicate()
