@@ -2,6 +2,7 @@
 
 ssh_config = "~/.ssh/config.rtrain"      # passed as `ssh -F` (RTRAIN_SSH_CONFIG wins)
 poll_interval = 5                         # seconds between state refreshes of active runs
+notify = 'notify-send "rtrain" "$RTRAIN_RUN_ID: $RTRAIN_STATE"'  # when a run ends (per host too)
 
 [hosts.gpubox]
 transport = "console"                     # pin: exec | console (default: detected)
@@ -89,6 +90,9 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry: Annotated[int, msgspec.Meta(ge=0, le=100)] | None = None
     # What an hour of the host costs, in any unit (the figures rtrain shows carry it).
     price_per_hour: Annotated[float, msgspec.Meta(ge=0, le=1e6)] | None = None
+    # Run on this machine when a run of the host ends, over the global `notify`; "" or []:
+    # none for this host (daemon/run_end_notify.py).
+    notify: str | list[str] | None = None
 
     def limit(self, key: Literal["max_duration", "stall_after"]) -> int | None:
         """The host's limit in seconds (0: off), None when the config sets none."""
@@ -103,6 +107,9 @@ _LIMIT_KEYS: tuple[Literal["max_duration", "stall_after"], ...] = ("max_duration
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ssh_config: str | None = None
     poll_interval: Annotated[float, msgspec.Meta(gt=0)] = 5.0
+    # A command run on this machine when a run ends: a string for the user's shell, or an
+    # argv; the run's host, id, state and reason are in its environment only.
+    notify: str | list[str] | None = None
     hosts: dict[str, HostSettings] = {}
 
     def host(self, alias: str) -> HostSettings:

@@ -18,6 +18,7 @@ from rtrain.protocol.errors import RpcError
 from .after_run import AfterRuns
 from .client_session import Handler, RequestContext
 from .costs import priced_host
+from .forwards import Forwards
 from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
@@ -37,6 +38,8 @@ from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
+from .run_end_notify import RunEndNotify
+from .run_waits import RunWaits
 from .service import Service
 from .user_config import ConfigError, UserConfig, load_user_config
 
@@ -57,6 +60,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     hosts = HostPool(service.runtime_dir, service.registry, config)
     after_runs: AfterRuns | None = None
     retrier: Retrier | None = None
+    waits: RunWaits | None = None
+    forwards: Forwards | None = None
+    run_ends = RunEndNotify(config, service.registry.list())
 
     def publish(run: m.RunInfo) -> None:
         service.publish_run(run)
@@ -64,13 +70,29 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             after_runs.seen(run)  # a run's end moves its --then-fetch/--then-terminate on
         if retrier is not None:
             retrier.seen(run)  # a run lost with retries left comes back (--retry)
+        if waits is not None:
+            waits.seen(run)
+        run_ends.seen(run)  # config.toml's notify, once a run ends
 
-    ops = Ops(
-        service.registry,
-        hosts,
-        publish,
-        publish_removed=lambda run: service.publish_run(run, removed=True),
-    )
+    def publish_removed(run: m.RunInfo) -> None:
+        service.publish_run(run, removed=True)
+        if waits is not None:
+            waits.seen(run, removed=True)
+        if forwards is not None:
+            forwards.run_removed(run)
+        run_ends.forget(run)
+
+    ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
+    waits = RunWaits(ops)
+
+    def forwards_changed() -> None:
+        assert forwards is not None
+        listed = m.ForwardsListResult(forwards=forwards.listed())
+        for session in list(service.sessions):
+            if session.subscribed:
+                session.notify("forwards/changed", listed)
+
+    forwards = Forwards(ops, forwards_changed)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)
@@ -94,6 +116,18 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     async def do_tail(p: m.TailParams, ctx: RequestContext) -> m.TailResult:
         return await tail(ops, p, ctx)
+
+    async def do_wait(p: m.WaitParams, ctx: RequestContext) -> m.WaitResult:
+        return await waits.wait(p)
+
+    async def do_forward(p: m.ForwardParams, ctx: RequestContext) -> m.ForwardInfo:
+        return await forwards.open(p)
+
+    async def do_forwards(p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
+        return m.ForwardsListResult(forwards=forwards.listed(p.host))
+
+    async def do_unforward(p: m.ForwardCloseParams, ctx: RequestContext) -> m.ForwardCloseResult:
+        return m.ForwardCloseResult(closed=await forwards.close(p))
 
     async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> m.FetchResult:
         return await fetch(ops, p, ctx)
@@ -165,6 +199,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "host/preflight": do_preflight,
             "run/start": do_start,
             "run/status": do_status,
+            "run/wait": do_wait,
+            "forwards/open": do_forward,
+            "forwards/list": do_forwards,
+            "forwards/close": do_unforward,
             "run/tail": do_tail,
             "run/metrics": do_metrics,
             "run/fetch": do_fetch,
@@ -186,7 +224,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     monitor.start()
     after_runs.start()
     retrier.resume()
-    return [after_runs.close, retrier.close, monitor.close, hosts.close]
+    return [forwards.close_all, after_runs.close, retrier.close, monitor.close, run_ends.close, hosts.close]
 
 
 # hosts/list reads a guard again for at most this long; past it, the last state read stands.

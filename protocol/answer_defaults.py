@@ -17,6 +17,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "attempt": 0,
     "attempts": [],
     "command": [],
+    "connections": 0,
     "default": False,
     "dryRun": False,
     "env": {},

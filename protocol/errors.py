@@ -62,6 +62,10 @@ class Kind(StrEnum):
     RUN_EXISTS = "run_exists"
     RUN_NOT_FOUND = "run_not_found"
     REMOTE_FILE_MISSING = "remote_file_missing"
+    # forwards/open: the local port asked for is taken on this machine.
+    PORT_IN_USE = "port_in_use"
+    # forwards/open: nothing listens on the host's port (or its sshd forwards no ports).
+    PORT_NOT_LISTENING = "port_not_listening"
     TRANSFER_FAILED = "transfer_failed"
     DISK_FULL = "disk_full"
     STOP_REFUSED = "stop_refused"
@@ -98,6 +102,7 @@ BAD_INPUT_KINDS: frozenset[Kind] = frozenset(
         Kind.RUN_EXISTS,
         Kind.NOT_A_RUN,
         Kind.NO_TERMINATE_COMMAND,
+        Kind.PORT_IN_USE,
     }
 )
 

@@ -672,6 +672,78 @@ class StatusResult(Result):
     run: RunInfo
 
 
+# A TCP port number (1-65535).
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+# How `run/wait` ended: the run reached `until`, it ended (its state says how), the wait's
+# own `timeout` passed (the run goes on), or the run was removed (`rtrain rm`) meanwhile.
+WaitOutcome = Literal["reached", "ended", "timeout", "removed"]
+
+
+class WaitParams(Params):
+    """`run/wait`: answer once the run has ended, or once its state is `until`; with
+    `timeout` (seconds), at the latest then. A run whose host does not answer stays
+    `unknown` and is waited for: only the host's word ends a wait."""
+
+    host: str
+    run_id: str
+    workdir: str | None = None
+    until: RunState | None = None
+    timeout: Annotated[float, msgspec.Meta(gt=0)] | None = None
+
+
+class WaitResult(Result):
+    run: RunInfo
+    outcome: WaitOutcome
+
+
+class ForwardParams(Params):
+    """`forwards/open`: listen on 127.0.0.1:`localPort` of this machine (null: the remote
+    port's own number where it is free, else any free one) and carry every connection to
+    127.0.0.1:`remotePort` on the host, over the host's ssh connection. With `runId`, the
+    forward belongs to that run and ends when the run is removed."""
+
+    host: str
+    remote_port: Port
+    local_port: Port | None = None
+    run_id: str | None = None
+
+
+class ForwardInfo(Result):
+    host: str
+    remote_port: int
+    local_port: int
+    # Where to point a browser: http://127.0.0.1:LOCAL/
+    url: str
+    # Epoch seconds it was opened.
+    since: float
+    run_id: str | None = None
+    # Connections carried now.
+    connections: int = 0
+    # Why the latest connection could not reach the host (null once one did again).
+    last_error: str | None = None
+
+
+class ForwardsListParams(Params):
+    host: str | None = None
+
+
+class ForwardsListResult(Result):
+    forwards: list[ForwardInfo]
+
+
+class ForwardCloseParams(Params):
+    """`forwards/close`: end the forward listening on `localPort`; or every forward to
+    `host` (on `remotePort` only, when given); with nothing named, every forward."""
+
+    local_port: Port | None = None
+    host: str | None = None
+    remote_port: Port | None = None
+
+
+class ForwardCloseResult(Result):
+    closed: list[ForwardInfo]
+
+
 class FetchParams(Params):
     host: str
     run_id: str

@@ -98,6 +98,34 @@ _TABLE = [
     ),
     Method("run/status", m.RunRef, m.StatusResult, "client->server", "The state of a run."),
     Method(
+        "run/wait",
+        m.WaitParams,
+        m.WaitResult,
+        "client->server",
+        "Answer once a run has ended (or reached a given state), or a timeout passed.",
+    ),
+    Method(
+        "forwards/open",
+        m.ForwardParams,
+        m.ForwardInfo,
+        "client->server",
+        "Reach a port on a host from 127.0.0.1 of this machine, over the host's connection.",
+    ),
+    Method(
+        "forwards/list",
+        m.ForwardsListParams,
+        m.ForwardsListResult,
+        "client->server",
+        "The daemon's open port forwards.",
+    ),
+    Method(
+        "forwards/close",
+        m.ForwardCloseParams,
+        m.ForwardCloseResult,
+        "client->server",
+        "End port forwards: one by its local port, a host's, or all.",
+    ),
+    Method(
         "run/fetch",
         m.FetchParams,
         m.FetchResult,
@@ -185,6 +213,13 @@ _TABLE = [
     Method("daemon/stop", m.Empty, m.StopDaemonResult, "client->server", "Stop the daemon."),
     Method("run/log", m.LogChunk, None, "server->client", "A chunk of a tailed log."),
     Method("run/changed", m.RunChanged, None, "server->client", "A run's state changed."),
+    Method(
+        "forwards/changed",
+        m.ForwardsListResult,
+        None,
+        "server->client",
+        "The open port forwards, after one opened or ended (to runs/list subscribers).",
+    ),
     Method("run/points", m.MetricsUpdate, None, "server->client", "New metrics of a followed run."),
     Method(
         "run/reconnecting",

@@ -35,6 +35,9 @@ CLIENT_REQUESTS = frozenset(
     [
         "daemon/info",
         "daemon/stop",
+        "forwards/close",
+        "forwards/list",
+        "forwards/open",
         "host/gc",
         "host/guard",
         "host/login",
@@ -55,6 +58,7 @@ CLIENT_REQUESTS = frozenset(
         "run/status",
         "run/stop",
         "run/tail",
+        "run/wait",
         "runs/list",
         "shutdown",
     ]
@@ -362,6 +366,78 @@ def run_status(
             host=host,
             runId=run_id,
             workdir=workdir,
+        ),
+    )
+
+
+def run_wait(
+    *,
+    host: str,
+    run_id: str,
+    workdir: str | None = None,
+    until: RunState | None = None,
+    timeout: float | None = None,
+) -> Call:
+    """`run/wait`: Answer once a run has ended (or reached a given state), or a timeout passed."""
+    return Call(
+        "run/wait",
+        _present(
+            host=host,
+            runId=run_id,
+            workdir=workdir,
+            until=until,
+            timeout=timeout,
+        ),
+    )
+
+
+def forwards_open(
+    *,
+    host: str,
+    remote_port: int,
+    local_port: int | None = None,
+    run_id: str | None = None,
+) -> Call:
+    """`forwards/open`: Reach a port on a host from 127.0.0.1 of this machine, over the host's
+    connection.
+    """
+    return Call(
+        "forwards/open",
+        _present(
+            host=host,
+            remotePort=remote_port,
+            localPort=local_port,
+            runId=run_id,
+        ),
+    )
+
+
+def forwards_list(
+    *,
+    host: str | None = None,
+) -> Call:
+    """`forwards/list`: The daemon's open port forwards."""
+    return Call(
+        "forwards/list",
+        _present(
+            host=host,
+        ),
+    )
+
+
+def forwards_close(
+    *,
+    local_port: int | None = None,
+    host: str | None = None,
+    remote_port: int | None = None,
+) -> Call:
+    """`forwards/close`: End port forwards: one by its local port, a host's, or all."""
+    return Call(
+        "forwards/close",
+        _present(
+            localPort=local_port,
+            host=host,
+            remotePort=remote_port,
         ),
     )
 

@@ -10,11 +10,13 @@ from rtrain.protocol.version import RTRAIN_VERSION
 
 from . import (
     daemon_commands,
+    forward_commands,
     guard_commands,
     login_commands,
     protocol_commands,
     run_care_commands,
     run_commands,
+    wait_command,
 )
 
 app = typer.Typer(
@@ -30,6 +32,8 @@ run_commands.register(app)
 run_care_commands.register(app)
 guard_commands.register(app)
 login_commands.register(app)
+wait_command.register(app)
+forward_commands.register(app)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

@@ -111,8 +111,10 @@ class ControlMaster:
         if self.alive and await self._answers(proc):
             return
         async with self._lock:
-            if self._proc is not proc and self.alive:
-                return  # another caller replaced it meanwhile
+            # Another caller replaced it meanwhile; or had begun to, and `proc` is that new
+            # master, seen before its socket appeared: it must not be replaced in turn.
+            if self.alive and (self._proc is not proc or await self._answers(self._proc)):
+                return
             await self._start()
 
     async def use_login(self) -> bool:

@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import { registerCommands } from "./commands/registerCommands";
 import { DaemonConnection } from "./daemon/daemonConnection";
 import { socketPath } from "./daemon/locations";
+import { runNotifications } from "./runNotifications";
 import { createStatusBar } from "./statusBar";
 import { RunsModel } from "./tree/runsModel";
 import { RunsSync } from "./tree/runsSync";
@@ -52,6 +53,7 @@ export function activate(context: vscode.ExtensionContext): void {
     tree,
     view,
     createStatusBar(connection, model),
+    runNotifications(model),
     ...registerCommands({ connection, model, sync, view, log, env: daemonEnv, extensionUri: context.extensionUri }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("rtrain.socketPath")) {

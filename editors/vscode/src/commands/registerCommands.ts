@@ -5,6 +5,7 @@ import { daemonLogPath } from "../daemon/locations";
 import { describeError } from "../protocol/rpcError";
 import { showError } from "../ui/showError";
 import type { CommandContext } from "./context";
+import { ForwardsWatch, forwardPortCommand, openForwardedPort } from "./forwardCommands";
 import { preflightHost, startRun } from "./hostCommands";
 import { LogTails } from "./logTails";
 import { pickRun } from "./pickTarget";
@@ -14,6 +15,7 @@ import { RunPanels } from "../panel/runPanel";
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const tails = new LogTails(ctx.connection);
   const panels = new RunPanels(ctx.connection, ctx.extensionUri, (line) => ctx.log.appendLine(line));
+  const forwards = new ForwardsWatch(ctx.connection, (line) => ctx.log.appendLine(line));
   const command = (id: string, run: (arg: unknown) => Promise<void>): vscode.Disposable =>
     vscode.commands.registerCommand(id, async (arg: unknown) => {
       try {
@@ -25,6 +27,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   return [
     tails,
     panels,
+    forwards,
     command("rtrain.refresh", () => refresh(ctx)),
     command("rtrain.startRun", (arg) => startRun(ctx, tails, arg)),
     command("rtrain.tail", async (arg) => {
@@ -40,6 +43,8 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     command("rtrain.stop", (arg) => stopRun(ctx, arg)),
     command("rtrain.preflight", (arg) => preflightHost(ctx, arg)),
     command("rtrain.openDaemonLog", () => openDaemonLog(ctx)),
+    command("rtrain.openForward", (arg) => openForwardedPort(ctx, forwards, arg)),
+    command("rtrain.forwardPort", (arg) => forwardPortCommand(ctx, forwards, arg)),
   ];
 }
 
