@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -94,3 +95,49 @@ class Partial:
         self.record.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.data.parent.rmdir()
+
+
+STREAMED = ".streamed-"
+# The copies of this daemon's streams in flight: never swept.
+_streaming: set[Path] = set()
+
+
+def stream_copy(target: Path, source: str) -> Path:
+    """Where a file that comes whole in a tree's stream is written until it is verified:
+    a copy of this stream's own (two fetches of one tree never share one), beside the
+    target's partial copies, which the next fetch into that folder sweeps if a killed
+    daemon left it."""
+    stem = _stem(target, source)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    path = stem.with_name(f"{stem.name}{STREAMED}{secrets.token_hex(4)}")
+    _streaming.add(path)
+    return path
+
+
+def drop_stream_copies(paths: list[Path]) -> None:
+    """Remove the stream copies `paths` (those moved under their names are gone already),
+    and each partial folder they were in once it is empty."""
+    for path in paths:
+        _streaming.discard(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    for folder in {path.parent for path in paths}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def sweep_stream_copies(folder: Path) -> None:
+    """Remove the stream copies in `folder`'s partial folder that no stream of this daemon
+    is writing: what a killed daemon left."""
+    partial = folder / FOLDER
+    try:
+        names = [entry.name for entry in os.scandir(partial)]
+    except OSError:
+        return
+    for name in names:
+        path = partial / name
+        if STREAMED in name and path not in _streaming:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    with contextlib.suppress(OSError):
+        partial.rmdir()
