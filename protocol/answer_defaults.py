@@ -34,6 +34,8 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "level": "ok",
     "limits": [],
     "links": [],
+    "localFreedBytes": 0,
+    "localPartials": 0,
     "logOffset": 0,
     "notices": [],
     "output": [],

@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import partial_book
+
 FOLDER = ".rtrain-partial"
 
 # The lock of each partial copy in use, by the path of its data; gone with its last user.
@@ -34,6 +36,21 @@ _in_use: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDict
 def _stem(target: Path, source: str) -> Path:
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
     return target.parent / FOLDER / f"{target.name}.{key}"
+
+
+def _host(source: str) -> str:
+    """The host of a far file named `HOST:PATH`."""
+    return source.partition(":")[0]
+
+
+def in_use(path: Path) -> bool:
+    """Whether a fetch of this daemon is writing `path` of a partial folder now."""
+    if path in _streaming:
+        return True
+    return any(
+        lock.locked() and used.parent == path.parent and path.name.startswith(f"{used.name}.")
+        for used, lock in list(_in_use.items())
+    )
 
 
 @contextlib.asynccontextmanager
@@ -61,6 +78,7 @@ class Partial:
         the far file is in the same state, else a fresh start. Only under `claimed`."""
         stem = _stem(target, source)
         stem.parent.mkdir(parents=True, exist_ok=True)
+        partial_book.remember(_host(source), stem.parent)
         partial = cls(
             stem.with_name(f"{stem.name}.part"), stem.with_name(f"{stem.name}.json"), state, size
         )
@@ -109,6 +127,7 @@ def stream_copy(target: Path, source: str) -> Path:
     daemon left it."""
     stem = _stem(target, source)
     stem.parent.mkdir(parents=True, exist_ok=True)
+    partial_book.remember(_host(source), stem.parent)
     path = stem.with_name(f"{stem.name}{STREAMED}{secrets.token_hex(4)}")
     _streaming.add(path)
     return path
