@@ -20,8 +20,12 @@ from tests.transfers.test_engine import (
     partial_records,
     patterned,
     sha256,
+    small_local_disk,
     transfers_running,
+    two_sessions,
 )
+
+__all__ = ["small_local_disk", "two_sessions"]
 
 ODD_NAMES = [
     "a b.txt",
@@ -170,3 +174,54 @@ def test_ctrl_c_during_a_tree_fetch_stops_it_and_the_next_fetch_sends_only_the_r
     landed = sum(len(files[rel]) for rel in home)
     assert rest.sent_bytes == total - landed
     assert rest.skipped == len(home)
+
+
+def test_a_tree_comes_home_and_a_code_tree_ships_on_a_host_with_two_sessions(
+    ops: Ops, two_sessions: str
+) -> None:
+    code = ops.tmp / "code"
+    for n in range(60):
+        (code / f"p{n % 4}").mkdir(parents=True, exist_ok=True)
+        (code / f"p{n % 4}" / f"m{n}.py").write_bytes(patterned(n * 101, salt=n))
+    started = ops.request(
+        "run/start",
+        {
+            "host": two_sessions,
+            "runId": ops.new_run_id(),
+            "workdir": ops.workdir,
+            "gpus": 0,
+            "config": str(ops.file("config.yaml", "epochs: 1\n")),
+            "code": str(code),
+            "command": ["{python}", "-c", "print(1)"],
+        },
+    )
+    run_id = started.run.run_id
+    ops.wait_state(run_id, lambda run: run.state != "running", host=two_sessions)
+    files = far_tree(ops, run_id, 300)
+    dest = ops.tmp / "home"
+    fetch(ops, run_id, "tree", dest, host=two_sessions)
+    for rel, data in files.items():
+        assert (dest / rel).read_bytes() == data, rel
+    for path in code.rglob("*.py"):
+        inner = path.relative_to(code)
+        assert (ops.far_run_dir(run_id) / inner).read_bytes() == path.read_bytes()
+
+
+def test_a_full_local_disk_during_a_tree_fetch_is_one_sentence_and_no_file_is_cut(
+    ops: Ops, small_local_disk: Path
+) -> None:
+    run_id = finished_run(ops)
+    files = far_tree(ops, run_id, 400)  # about 13 MB into 4 MiB
+    error = ops.error(
+        "run/fetch",
+        {"host": "plain", "runId": run_id, "path": "tree", "dest": str(small_local_disk)},
+    )
+    assert error.kind == "disk_full", error.message
+    assert "local disk is full" in error.message and "nothing was written" in error.message
+    # What landed before the disk filled is whole; nothing else is under a name.
+    for path in small_local_disk.rglob("*"):
+        if path.is_file():
+            assert path.read_bytes() == files[path.relative_to(small_local_disk).as_posix()]
+    assert no_stream_copies(small_local_disk)
+    assert transfers_running(ops) == []
+    assert ops.request("daemon/info", {}) is not None
