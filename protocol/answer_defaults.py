@@ -36,6 +36,8 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "level": "ok",
     "limits": [],
     "links": [],
+    "localFreedBytes": 0,
+    "localPartials": 0,
     "logOffset": 0,
     "needed": True,
     "notices": [],

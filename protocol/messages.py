@@ -785,6 +785,9 @@ class GcResult(Result):
     freed_bytes: int
     entries: int
     partials: int
+    # On this machine: the cut fetches from the host whose partial data was swept, and its bytes.
+    local_partials: int = 0
+    local_freed_bytes: int = 0
 
 
 class GuardParams(Params):

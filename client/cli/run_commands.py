@@ -687,6 +687,11 @@ def register(app: typer.Typer) -> None:
                 f"freed {human_bytes(result.freed_bytes)} on {host}: {result.entries} cached "
                 f"input(s) no run uses, {result.partials} cut upload(s)"
             )
+            if result.local_partials or result.local_freed_bytes:
+                print(
+                    f"freed {human_bytes(result.local_freed_bytes)} here: partial data of "
+                    f"{result.local_partials} cut fetch(es) from {host}"
+                )
 
     @app.command(cls=PlainUsage)
     @friendly_errors

@@ -1,11 +1,12 @@
 """run/fetch: bring files of a run home, each checked against the far side's sha256.
 
 The listing gives names and sizes only. A file already at its target with the same size and
-sha256 is not sent again (unless `force`). Each other file comes through the transfer engine
-(daemon/transfer/fetching.py): a small one in one stream hashed by the far side as it is
-sent, a large one in verified pieces over several channels, resumable. Files of a tree come
-several at a time. Nothing is under its final name before it is whole and verified, so an
-interrupted, damaged or changing fetch never leaves a truncated file there.
+sha256 is not sent again (unless `force`). The small files of a tree come in a few streams,
+each file verified on its own (daemon/transfer/tree_fetch.py); each other file comes through
+the transfer engine (daemon/transfer/fetching.py): in one stream hashed by the far side as
+it is sent, or in verified pieces over several channels, resumable. Nothing is under its
+final name before it is whole and verified, so an interrupted, damaged or changing fetch
+never leaves a truncated file there.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.fetching import fetch_file
 from rtrain.daemon.transfer.lanes import Lanes, first_error
-from rtrain.daemon.transfer.plan import channels_for
+from rtrain.daemon.transfer.plan import PIECE, channels_for
 from rtrain.daemon.transfer.shipping import sha256_of
+from rtrain.daemon.transfer.tree_fetch import TreeFile, WriteFailed, fetch_streamed
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte_progress
@@ -146,12 +148,25 @@ async def _fetch_listed(
     report("begin")
     for directory in dirs:
         _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
+    source_of = {path: f"{p.host}:{run_dir}/{path}" for _size, path in files}
+    # Small files of a tree come in a few streams (tree_fetch.py); large ones striped, one by
+    # one. A transport without streams (the console) takes each file on its own.
+    streamed = [
+        TreeFile(path, size, targets[path], source_of[path])
+        for size, path in files
+        if path not in skip and size <= PIECE
+    ]
+    if not transport.streams or len(streamed) < 2:
+        streamed = []
+    in_stream = {f.path for f in streamed}
     largest = max((size for size, path in files if path not in skip), default=0)
-    lanes = Lanes(channels_for(largest, round_trip, ops.hosts.config.host(p.host).channels))
+    wanted = max(largest, sum(f.size for f in streamed))
+    lanes = Lanes(channels_for(wanted, round_trip, ops.hosts.config.host(p.host).channels))
     # Several small files at once, so a tree is not a round trip per file after another.
     side_by_side = asyncio.Semaphore(max(lanes.limit, FILES_AT_ONCE))
     fetched: dict[str, FetchedFile] = {}
     sent = 0
+    sizes = {path: size for size, path in files}
 
     async def one(size: int, path: str) -> None:
         nonlocal sent
@@ -163,10 +178,9 @@ async def _fetch_listed(
             async with side_by_side:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _sweep_old_temporaries(target)
-                source = f"{p.host}:{run_dir}/{path}"
                 try:
                     sha, count = await fetch_file(
-                        transport, lanes, run_dir, path, size, target, advance, source
+                        transport, lanes, run_dir, path, size, target, advance, source_of[path]
                     )
                 except OSError as error:
                     raise _local_failure(target, error) from None
@@ -175,10 +189,33 @@ async def _fetch_listed(
             remote_path=path, local_path=str(target), size=size, sha256=sha, verified=True
         )
 
+    def landed(path: str, sha: str) -> None:
+        fetched[path] = FetchedFile(
+            remote_path=path, local_path=str(targets[path]), size=sizes[path], sha256=sha,
+            verified=True,
+        )  # fmt: skip
+
+    async def tree(group: asyncio.TaskGroup) -> None:
+        nonlocal sent
+        try:
+            done = await fetch_streamed(transport, lanes, run_dir, streamed, advance)
+        except WriteFailed as failed:
+            raise _local_failure(failed.target, failed.error) from None
+        sent += done.sent
+        for path, sha in done.landed.items():
+            landed(path, sha)
+        # What the stream did not vouch for comes again on its own (and is refused there if
+        # it keeps changing).
+        for f in done.left:
+            group.create_task(one(f.size, f.path))
+
     try:
         async with asyncio.TaskGroup() as group:
+            if streamed:
+                group.create_task(tree(group))
             for size, path in files:
-                group.create_task(one(size, path))
+                if path not in in_stream:
+                    group.create_task(one(size, path))
     except BaseExceptionGroup as failed:
         # The first failure stopped the others; it is the one to tell, as for one file.
         raise first_error(failed) from None

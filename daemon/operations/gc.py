@@ -1,8 +1,11 @@
-"""host/gc: free the host's input cache of what no run uses, and of cut uploads left behind."""
+"""host/gc: free the host's input cache of what no run uses, and of cut uploads left behind;
+and, on this machine, the partial data that cut fetches from the host left (partial_book.py)."""
 
 from __future__ import annotations
 
 from rtrain.daemon.remote import contract
+from rtrain.daemon.transfer import partial_book
+from rtrain.daemon.transfer.partial import in_use
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GcParams, GcResult
@@ -23,6 +26,12 @@ async def gc(ops: Ops, p: GcParams) -> GcResult:
         )
     assert done.freed_bytes is not None and done.entries is not None
     assert done.partials is not None
+    swept, freed_here = partial_book.sweep(p.host, in_use)
     return GcResult(
-        host=p.host, freed_bytes=done.freed_bytes, entries=done.entries, partials=done.partials
+        host=p.host,
+        freed_bytes=done.freed_bytes,
+        entries=done.entries,
+        partials=done.partials,
+        local_partials=swept,
+        local_freed_bytes=freed_here,
     )

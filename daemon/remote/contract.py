@@ -1287,6 +1287,36 @@ async def file_state(
     )
 
 
+class TreeSent(msgspec.Struct, frozen=True, kw_only=True):
+    """send_tree.sh's verdict on stderr: per file, in the order asked, whether it is the
+    bytes sent (its states before and after agree) and their far sha256; `count` None when
+    the script never got to the end (then no file is vouched for)."""
+
+    held: list[bool]
+    sizes: list[int | None]  # each file's size when it was read, by its state
+    sha256: list[str]
+    count: int | None
+    error: list[str] | None
+
+
+def tree_sent(done: Completed) -> TreeSent:
+    lines = Lines(done.stderr)
+    before = [" ".join(row) for row in lines.rows("state")]
+    after = [" ".join(row) for row in lines.rows("after")]
+    digests = [row[0] if row else "" for row in lines.rows("sha256")]
+    count = _int(lines.value("sent"))
+    if (
+        done.returncode != Exit.OK
+        or count is None
+        or not (len(before) == len(after) == len(digests) == count)
+    ):
+        return TreeSent(held=[], sizes=[], sha256=[], count=None, error=lines.last("error"))
+    held = [a == b and a != "-" for a, b in zip(before, after, strict=True)]
+    # file_state: device, inode, size, mtime.
+    sizes = [_int(state.split(" ")[2]) if state.count(" ") >= 2 else None for state in before]
+    return TreeSent(held=held, sizes=sizes, sha256=digests, count=count, error=None)
+
+
 def range_sent(done: Completed) -> Sent:
     """send_range.sh's verdict on stderr: as send.sh's."""
     return sent(done)

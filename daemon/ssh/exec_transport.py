@@ -115,9 +115,16 @@ class ExecTransport(ProcessTransport):
         )
 
     async def stream_out(
-        self, name: str, args: Sequence[str], sink: Callable[[bytes], None]
+        self,
+        name: str,
+        args: Sequence[str],
+        sink: Callable[[bytes], None],
+        *,
+        stdin: bytes = b"",
     ) -> Completed:
-        return await self._on_channel(lambda: ProcessTransport.stream_out(self, name, args, sink))
+        return await self._on_channel(
+            lambda: ProcessTransport.stream_out(self, name, args, sink, stdin=stdin)
+        )
 
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt` on a channel of its own. A host that allows few sessions per connection

@@ -111,11 +111,16 @@ class Transport(ABC):
         raise NotImplementedError
 
     async def stream_out(
-        self, name: str, args: Sequence[str], sink: Callable[[bytes], None]
+        self,
+        name: str,
+        args: Sequence[str],
+        sink: Callable[[bytes], None],
+        *,
+        stdin: bytes = b"",
     ) -> Completed:
-        """Run script `name`, handing each piece of its stdout to `sink` as it comes; its
-        answer (stderr, exit status; stdout empty) once it has ended. An exception from
-        `sink` stops the script and is raised here."""
+        """Run script `name` with `stdin`, handing each piece of its stdout to `sink` as it
+        comes; its answer (stderr, exit status; stdout empty) once it has ended. An exception
+        from `sink` stops the script and is raised here."""
         raise NotImplementedError
 
 
@@ -234,17 +239,23 @@ class ProcessTransport(Transport):
         return self._answer(proc.returncode, out, err, marker)
 
     async def stream_out(
-        self, name: str, args: Sequence[str], sink: Callable[[bytes], None]
+        self,
+        name: str,
+        args: Sequence[str],
+        sink: Callable[[bytes], None],
+        *,
+        stdin: bytes = b"",
     ) -> Completed:
         proc, marker = await self._spawn(
             name,
             args,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stdout is not None and proc.stderr is not None
         errors = asyncio.ensure_future(proc.stderr.read())
+        feeding = asyncio.ensure_future(_feed(proc, stdin)) if stdin else None
         try:
             noise = await skip_noise(proc.stdout, marker, sink)
             while True:
@@ -258,8 +269,12 @@ class ProcessTransport(Transport):
             async with asyncio.timeout(STALL_TIMEOUT):
                 err = await errors
                 await proc.wait()
+                if feeding is not None:
+                    await feeding
         except BaseException as error:
             errors.cancel()
+            if feeding is not None:
+                feeding.cancel()
             await _reap(proc)
             if isinstance(error, TimeoutError):
                 raise self._stalled(f"reading {args[-1] if args else name}") from None
@@ -350,6 +365,16 @@ def split_noise(data: bytes, marker: bytes) -> tuple[bytes, bytes]:
     if at < 0:
         return b"", data
     return data[:at], data[at + len(marker) :]
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write `data` to the script's stdin and close it; a script that quit early says why in
+    its answer, not here."""
+    assert proc.stdin is not None
+    with contextlib.suppress(ConnectionError, BrokenPipeError):
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+        proc.stdin.close()
 
 
 async def _reap(proc: asyncio.subprocess.Process) -> None:

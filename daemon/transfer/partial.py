@@ -19,10 +19,13 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import partial_book
 
 FOLDER = ".rtrain-partial"
 
@@ -33,6 +36,21 @@ _in_use: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDict
 def _stem(target: Path, source: str) -> Path:
     key = hashlib.sha256(source.encode()).hexdigest()[:16]
     return target.parent / FOLDER / f"{target.name}.{key}"
+
+
+def _host(source: str) -> str:
+    """The host of a far file named `HOST:PATH`."""
+    return source.partition(":")[0]
+
+
+def in_use(path: Path) -> bool:
+    """Whether a fetch of this daemon is writing `path` of a partial folder now."""
+    if path in _streaming:
+        return True
+    return any(
+        lock.locked() and used.parent == path.parent and path.name.startswith(f"{used.name}.")
+        for used, lock in list(_in_use.items())
+    )
 
 
 @contextlib.asynccontextmanager
@@ -60,6 +78,7 @@ class Partial:
         the far file is in the same state, else a fresh start. Only under `claimed`."""
         stem = _stem(target, source)
         stem.parent.mkdir(parents=True, exist_ok=True)
+        partial_book.remember(_host(source), stem.parent)
         partial = cls(
             stem.with_name(f"{stem.name}.part"), stem.with_name(f"{stem.name}.json"), state, size
         )
@@ -94,3 +113,50 @@ class Partial:
         self.record.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.data.parent.rmdir()
+
+
+STREAMED = ".streamed-"
+# The copies of this daemon's streams in flight: never swept.
+_streaming: set[Path] = set()
+
+
+def stream_copy(target: Path, source: str) -> Path:
+    """Where a file that comes whole in a tree's stream is written until it is verified:
+    a copy of this stream's own (two fetches of one tree never share one), beside the
+    target's partial copies, which the next fetch into that folder sweeps if a killed
+    daemon left it."""
+    stem = _stem(target, source)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    partial_book.remember(_host(source), stem.parent)
+    path = stem.with_name(f"{stem.name}{STREAMED}{secrets.token_hex(4)}")
+    _streaming.add(path)
+    return path
+
+
+def drop_stream_copies(paths: list[Path]) -> None:
+    """Remove the stream copies `paths` (those moved under their names are gone already),
+    and each partial folder they were in once it is empty."""
+    for path in paths:
+        _streaming.discard(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    for folder in {path.parent for path in paths}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def sweep_stream_copies(folder: Path) -> None:
+    """Remove the stream copies in `folder`'s partial folder that no stream of this daemon
+    is writing: what a killed daemon left."""
+    partial = folder / FOLDER
+    try:
+        names = [entry.name for entry in os.scandir(partial)]
+    except OSError:
+        return
+    for name in names:
+        path = partial / name
+        if STREAMED in name and path not in _streaming:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    with contextlib.suppress(OSError):
+        partial.rmdir()

@@ -30,6 +30,7 @@ from rtrain.daemon.remote.error_words import ErrorWord, FarError, says_disk_full
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
+from . import tree_ship
 from .lanes import Lanes, first_error
 from .plan import channels_for, pieces
 
@@ -177,11 +178,15 @@ async def _ship_through_cache(
             shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, how[f.name])
             advance(f.size)
             landed(shipped[f.name])
+    # Many small files go in one stream each batch, straight into the run directory.
+    small = [f for f in files if f.name not in how and f.size <= tree_ship.MOST_BYTES]
+    streamed = small if len(small) >= tree_ship.FEWEST else []
+    in_stream = {f.name for f in streamed}
     # Files of the same content are sent once; the others are placed from the cache after.
     missing: list[_File] = []
     copies: list[_File] = []
     for f in files:
-        if f.name not in how:
+        if f.name not in how and f.name not in in_stream:
             (copies if any(m.sha256 == f.sha256 for m in missing) else missing).append(f)
     largest = max((f.size for f in missing), default=0)
     lanes = Lanes(max(channels_for(largest, round_trip, channels), min(len(missing), 4)))
@@ -192,8 +197,23 @@ async def _ship_through_cache(
         )
         landed(shipped[f.name])
 
+    async def stream(batch: list[_File]) -> None:
+        shipped_now = await lanes.run(
+            lambda: _stream_batch(transport, workdir, run_dir, batch, advance)
+        )
+        if shipped_now is None:
+            # No tar on the host: each file on its own, as any other.
+            for f in batch:
+                await send(f)
+            return
+        for one in shipped_now:
+            shipped[one.name] = one
+            landed(one)
+
     try:
         async with asyncio.TaskGroup() as group:
+            for batch in tree_ship.batches(streamed):
+                group.create_task(stream(batch))
             for f in missing:
                 group.create_task(send(f))
     except BaseExceptionGroup as failed:
@@ -273,6 +293,33 @@ async def _send_file(
         if not sealed.ok:
             raise _failure(transport, sealed.error, sealed.error_text, f"shipping {f.name}")
     return Shipped(f.name, f.size, f.sha256, sent, "sent")
+
+
+async def _stream_batch(
+    transport: Transport, workdir: str, run_dir: str, batch: list[_File], advance: Progress
+) -> list[Shipped] | None:
+    """Ship `batch` in one stream; what landed, or None when the host has no tar."""
+    try:
+        done = await tree_ship.ship_stream(transport, workdir, run_dir, list(batch), advance)
+    except tree_ship.Changed as changed:
+        raise _changed(next(f for f in batch if f.name == changed.name)) from None
+    received, mismatched, error = tree_ship.verdict(done)
+    if mismatched:
+        raise _changed(next(f for f in batch if f.name == mismatched[0]))
+    if error is not None and error[:1] == ["no_tar"]:
+        return None
+    if not received:
+        raise _failure(transport, error, done.error_text, f"shipping {len(batch)} file(s)")
+    # A content sent once; the files of the same content are its copies there.
+    first: set[str] = set()
+    shipped = []
+    for f in batch:
+        again = f.sha256 in first
+        first.add(f.sha256)
+        shipped.append(
+            Shipped(f.name, f.size, f.sha256, 0 if again else f.size, "copied" if again else "sent")
+        )
+    return shipped
 
 
 def _changed(f: _File) -> Exception:

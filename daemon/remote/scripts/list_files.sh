@@ -23,7 +23,9 @@ emit_file() {
 	emit file "$ef_size" "$ef_sha" "$2"
 }
 
-# walk MODE DIR RELDIR. MODE `check` only validates names and links; MODE `emit` prints.
+# walk MODE DIR RELDIR. MODE `check` only validates names and links; MODE `emit` prints
+# `f<TAB>REL<TAB>PATH` for each file and `d<TAB>REL` for each empty directory, which `listed`
+# then turns into the listing (sizes and hashes by the batch, not a tool run per file).
 # Returns 0 when something below DIR was listed, 1 when nothing was; errors exit.
 # Each subdirectory is walked in a subshell, which keeps this function's variables its own.
 walk() {
@@ -52,13 +54,13 @@ walk() {
 			case $w_rc in
 			0) w_empty=0 ;;
 			1)
-				[ "$1" = emit ] && emit dir "$w_rel"
+				[ "$1" = emit ] && emit d "$w_rel"
 				w_empty=0
 				;;
 			*) exit "$w_rc" ;;
 			esac
 		elif [ -f "$w_entry" ]; then
-			[ "$1" = emit ] && emit_file "$w_entry" "$w_rel"
+			[ "$1" = emit ] && emit f "$w_rel" "$w_entry"
 			w_empty=0
 		else
 			[ "$1" = check ] && say "skipping $w_rel: not a regular file"
@@ -67,16 +69,59 @@ walk() {
 	return "$w_empty"
 }
 
+# listed FOUND: the listing of what `walk emit` found, or one error line (exit 14) when some
+# file could not be read.
+listed() {
+	ls_paths=$(printf '%s\n' "$1" | sed -n "s/^f${TAB}[^${TAB}]*${TAB}//p")
+	ls_sizes=$(sizes_of "$ls_paths")
+	ls_hashes=
+	[ "$hashes" = sha256 ] && ls_hashes=$(hashes_of "$ls_paths")
+	# Three lists, each ended by a lone tab, zipped by one awk; nothing is printed unless
+	# every file was read.
+	{
+		printf '%s\n\t\n' "$1"
+		[ -z "$ls_sizes" ] || printf '%s\n' "$ls_sizes"
+		printf '\t\n'
+		[ -z "$ls_hashes" ] || printf '%s\n' "$ls_hashes"
+	} | LC_ALL=C awk -F "$TAB" '
+		BEGIN { n = s = h = part = 0 }
+		$0 == "\t" { part++; next }
+		part == 0 { kind[n] = $1; rel[n] = $2; n++; next }
+		part == 1 { size[s++] = $0; next }
+		part == 2 { sha[h++] = $0 }
+		END {
+			f = 0
+			for (i = 0; i < n; i++) if (kind[i] == "f") {
+				if (size[f] !~ /^[0-9]+$/ || (h && sha[f] !~ /^[0-9a-f]+$/)) {
+					printf "error\tunreadable\t%s\n", rel[i]
+					exit 14
+				}
+				f++
+			}
+			f = 0
+			for (i = 0; i < n; i++) {
+				if (kind[i] == "f") {
+					printf "file\t%s\t%s\t%s\n", size[f], (h ? sha[f] : "-"), rel[i]
+					f++
+				} else printf "dir\t%s\n", rel[i]
+			}
+		}'
+}
+
 if [ -f "$TARGET" ]; then
 	emit_file "$TARGET" "$REL"
 elif [ -d "$TARGET" ]; then
 	(walk check "$TARGET" "$REL")
 	rc=$?
 	[ "$rc" -le 1 ] || exit "$rc"
-	(walk emit "$TARGET" "$REL")
+	found=$(walk emit "$TARGET" "$REL")
 	rc=$?
-	[ "$rc" = 1 ] && emit dir "${REL:-.}"
-	[ "$rc" -le 1 ] || exit "$rc"
+	if [ "$rc" -gt 1 ]; then
+		printf '%s\n' "$found"
+		exit "$rc"
+	fi
+	[ "$rc" = 1 ] && found="d$TAB${REL:-.}"
+	listed "$found" || exit "$?"
 else
 	fail "$E_NOT_FOUND" not_a_file "$(flat "$2")"
 fi

@@ -1,0 +1,68 @@
+"""The small files of a code directory (or a dataset directory) go to the host in one stream,
+not a channel per file, each verified by its own sha256 there, against the real sshd."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.operations.harness import Ops
+from tests.transfers.test_engine import patterned
+from tests.transfers.test_tree_stream import ODD_NAMES, sessions_in
+
+
+def code_tree(root: Path, count: int) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for n in range(count):
+        name = ODD_NAMES[n] if n < len(ODD_NAMES) else f"pkg{n % 13}/m{n:04d}.py"
+        files[name] = b"" if name == "empty" else patterned((n * 1291) % 70000, salt=n)
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    (root / "nothing here").mkdir()
+    return files
+
+
+def start_with_code(ops: Ops, code: Path) -> Any:
+    return ops.request(
+        "run/start",
+        {
+            "host": "plain",
+            "runId": ops.new_run_id(),
+            "workdir": ops.workdir,
+            "gpus": 0,
+            "config": str(ops.file("config.yaml", "epochs: 1\n")),
+            "code": str(code),
+            "command": ["{python}", "train.py"],
+        },
+    )
+
+
+def test_a_code_directory_of_many_small_files_ships_in_one_stream_byte_exact(ops: Ops) -> None:
+    code = ops.tmp / "code"
+    files = code_tree(code, 400)
+    (code / "train.py").write_text("print('trained')\n")
+    log = ops.hosts.plain_log
+    before = log.stat().st_size
+
+    started = start_with_code(ops, code)
+
+    run_dir = ops.far_run_dir(started.run.run_id)
+    for rel, data in files.items():
+        assert (run_dir / rel).read_bytes() == data, rel
+    assert (run_dir / "nothing here").is_dir()
+    assert not any(p.name.startswith(".rtrain-receiving") for p in run_dir.iterdir())
+    assert not (run_dir / "pwned").exists()
+    shipped = {f.path: (f.sha256, f.how) for f in started.shipped}
+    assert shipped["a b.txt"][1] == "sent"
+    assert started.uploaded_bytes >= sum(map(len, files.values()))
+    # A channel per file would be 400 sessions and more.
+    assert sessions_in(log, before) <= 12
+    run = ops.wait_state(started.run.run_id, lambda run: run.state != "running")
+    assert run.state == "completed", run
+    # Each content entered the host's cache: the same code again sends nothing.
+    again = start_with_code(ops, code)
+    assert again.uploaded_bytes == 0
+    again_dir = ops.far_run_dir(again.run.run_id)
+    for rel, data in files.items():
+        assert (again_dir / rel).read_bytes() == data, rel
