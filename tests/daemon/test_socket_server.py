@@ -20,6 +20,7 @@ from rtrain.client.errors import DaemonUnavailable, RemoteError
 from rtrain.protocol.framing import FrameReader, encode_frame
 from rtrain.protocol.version import PROTOCOL_VERSION
 from tests.daemon_fixtures import DaemonEnv
+from tests.hosts import GPU_USER
 
 
 def init_frame(msg_id: int = 1) -> bytes:
@@ -127,7 +128,7 @@ def test_another_uid_is_refused_even_when_the_socket_is_reachable(
     )
     # The system python: the test runner's own may live where the other user cannot go.
     proc = ssh_hosts.run_as(
-        "rtrain-gpu",
+        GPU_USER,
         ["/usr/bin/python3", "-c", probe, str(daemon_env.socket)],
         input=init_frame().decode(),
     )

@@ -27,11 +27,23 @@ def ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestHosts]:
         hosts.close()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Tests that use the hosts carry the `ssh` marker, so `-m "not ssh"` leaves them out.
+# Session fixtures that are costly to start (or, for Slurm, one cluster a machine can
+# comfortably hold): under pytest-xdist's `--dist loadgroup` the tests that use one run on
+# one worker, which starts it once.
+WORKER_GROUPS = {"slurm": "slurm", "pythons_host": "pythons", "notorch_host": "notorch"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if {"ssh_hosts", "pythons_host", "notorch_host"} & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        # Tests that use the hosts carry the `ssh` marker, so `-m "not ssh"` leaves them out.
+        if {"ssh_hosts", "pythons_host", "notorch_host"} & fixtures:
             item.add_marker(pytest.mark.ssh)
+        groups = sorted(WORKER_GROUPS[name] for name in WORKER_GROUPS.keys() & fixtures)
+        if grouping and groups:
+            # One group per test: a test using two of them (none today) goes with the first.
+            item.add_marker(pytest.mark.xdist_group(groups[0]))
 
 
 @pytest.fixture(scope="session")

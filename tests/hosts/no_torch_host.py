@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from tests.hosts.session import TestHosts
 from tests.hosts.sshd import Sshd
 from tests.hosts.user_accounts import authorize_key, ensure_user, install_home_files, revoke_key
+from tests.hosts.worker import worker_user
 
-NO_TORCH_USER = "rtrain-notorch"
+NO_TORCH_USER = worker_user("rtrain-notorch")
 ALIAS = "notorch"
 # sshd runs as the last word of the shell command, in the namespace the mount made.
 HIDE_OPT = [

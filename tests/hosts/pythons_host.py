@@ -34,8 +34,9 @@ from tests.hosts.user_accounts import (
     revoke_key,
     write_atomically,
 )
+from tests.hosts.worker import worker_user
 
-PYTHONS_USER = "rtrain-pythons"
+PYTHONS_USER = worker_user("rtrain-pythons")
 ACCEPTED = ("HF_ENDPOINT", "RTRAIN_TEST_NOISE")
 # What `import torch` loads besides itself (see the module docstring).
 TORCH_DISTRIBUTIONS = ("torch", "numpy", "typing_extensions")

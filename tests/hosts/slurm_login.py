@@ -18,8 +18,9 @@ from tests.hosts.user_accounts import (
     revoke_key,
     write_atomically,
 )
+from tests.hosts.worker import worker_user
 
-SLURM_USER = "rtrain-slurm"
+SLURM_USER = worker_user("rtrain-slurm")
 ALIAS = "cluster"
 # First on the login user's PATH: a squeue that notes each call, then runs the real one.
 COUNTING_BIN = ".test-hosts/slurm-bin"

@@ -23,17 +23,18 @@ from tests.hosts.remote_shell_files import (
     NOISY_PROFILE,
     PROFILE,
 )
+from tests.hosts.worker import worker_user
 
-GPU_USER = "rtrain-gpu"
-NOGPU_USER = "rtrain-nogpu"
+GPU_USER = worker_user("rtrain-gpu")
+NOGPU_USER = worker_user("rtrain-nogpu")
 # Its ~/.bashrc and ~/.profile print to stdout and stderr (a lab server's greeting).
-NOISY_USER = "rtrain-noisy"
+NOISY_USER = worker_user("rtrain-noisy")
 # A GPU user of its own for GPU telemetry: its fake nvidia-smi answers to loads that test
 # trainers declare (fake_nvidia_smi.py), and no older copy of the suite rewrites it.
-GPULOAD_USER = "rtrain-gpuload"
+GPULOAD_USER = worker_user("rtrain-gpuload")
 # A GPU user of its own for GPUs shared between runs, where a test's process that is no run
 # loads a GPU (someone else's job) without any other test seeing it.
-GPUSHARE_USER = "rtrain-gpushare"
+GPUSHARE_USER = worker_user("rtrain-gpushare")
 
 # Comment on this session's client key; the pid lets a later session drop keys of dead ones.
 KEY_COMMENT_PREFIX = "rtrain-test-hosts:"

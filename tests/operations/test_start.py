@@ -13,6 +13,7 @@ import pytest
 
 from rtrain.client.errors import Interrupted
 from rtrain.daemon.operations.gpu_sharing import gate_file
+from tests.hosts import GPU_USER
 from tests.operations import trainers
 from tests.operations.harness import Ops
 from tests.operations.processes import pid_alive, run_pids
@@ -106,9 +107,7 @@ def test_a_run_id_that_exists_on_the_host_is_refused(ops: Ops) -> None:
 
     # Also when this daemon never heard of it: the host itself is the judge.
     stranger = ops.new_run_id("foreign")
-    made = ops.hosts.run_as(
-        "rtrain-gpu", ["mkdir", "-p", "-m", "700", str(ops.far_run_dir(stranger))]
-    )
+    made = ops.hosts.run_as(GPU_USER, ["mkdir", "-p", "-m", "700", str(ops.far_run_dir(stranger))])
     assert made.returncode == 0, made.stderr
     error = ops.error(
         "run/start",

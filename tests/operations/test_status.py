@@ -6,6 +6,7 @@ import signal
 import subprocess
 
 from rtrain.client.errors import RemoteError
+from tests.hosts import GPU_USER
 from tests.operations import trainers
 from tests.operations.harness import Ops
 from tests.operations.processes import kill_run, pid_alive
@@ -64,8 +65,8 @@ def test_a_recycled_pid_is_not_mistaken_for_the_run(ops: Ops) -> None:
     # Another process of the same user now holds a pid, and the pid file names it.
     stranger = subprocess.Popen(
         ["sleep", "60"],
-        user="rtrain-gpu",
-        group="rtrain-gpu",
+        user=GPU_USER,
+        group=GPU_USER,
         extra_groups=[],
         stdin=subprocess.DEVNULL,
     )
