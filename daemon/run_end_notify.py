@@ -24,8 +24,8 @@ import re
 from pathlib import Path
 
 from rtrain.protocol.messages import RunInfo
+from rtrain.protocol.run_states import is_ended
 
-from .operations.context import ENDED_STATES
 from .user_config import UserConfig
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,9 @@ class RunEndNotify:
         now = (run.state, len(run.attempts))
         before = self._last.get(key)
         self._last[key] = now
-        if before is None or run.state not in ENDED_STATES:
+        if before is None or not is_ended(run.state):
             return
-        if before[0] in ENDED_STATES and before[1] == now[1]:
+        if is_ended(before[0]) and before[1] == now[1]:
             return  # this end was told already
         command = self.command(run.host)
         if command is None:

@@ -14,8 +14,9 @@ from collections import defaultdict
 
 from rtrain.protocol import validation
 from rtrain.protocol.messages import RunInfo, RunRef, WaitOutcome, WaitParams, WaitResult
+from rtrain.protocol.run_states import is_ended
 
-from .operations.context import ENDED_STATES, Ops
+from .operations.context import Ops
 from .operations.status import status
 
 Seen = tuple[RunInfo, bool]  # the run as published, and whether it was removed
@@ -65,6 +66,6 @@ def _outcome(run: RunInfo, until: str | None, removed: bool) -> WaitOutcome | No
         return "removed"
     if until is not None and run.state == until:
         return "reached"
-    if run.state in ENDED_STATES:
+    if is_ended(run.state):
         return "ended"
     return None

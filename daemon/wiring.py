@@ -224,7 +224,14 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     monitor.start()
     after_runs.start()
     retrier.resume()
-    return [forwards.close_all, after_runs.close, retrier.close, monitor.close, run_ends.close, hosts.close]
+    return [
+        forwards.close_all,
+        after_runs.close,
+        retrier.close,
+        monitor.close,
+        run_ends.close,
+        hosts.close,
+    ]
 
 
 # hosts/list reads a guard again for at most this long; past it, the last state read stands.

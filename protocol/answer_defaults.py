@@ -16,6 +16,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "atLeast": False,
     "attempt": 0,
     "attempts": [],
+    "backoff": 5.0,
     "command": [],
     "connections": 0,
     "default": False,
@@ -40,7 +41,9 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "localPartials": 0,
     "logOffset": 0,
     "needed": True,
+    "nodes": [],
     "notices": [],
+    "on": "lost",
     "output": [],
     "outside": False,
     "packages": [],
@@ -65,4 +68,5 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "terminate": False,
     "upSeconds": 0.0,
     "uploadedBytes": 0,
+    "used": 0,
 }

@@ -21,9 +21,11 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
+from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunLauncher, RunNode, StartParams
+from rtrain.protocol.run_states import RunState, is_live
 
 from .launcher import Launcher
 
@@ -125,7 +127,7 @@ class NodesLauncher(Launcher):
             if isinstance(answer, RpcError)
             else str(answer)
             if isinstance(answer, BaseException)
-            else " ".join(answer.error) or answer.error_text
+            else (answer.error.said if answer.error else "") or answer.error_text
         )
         return _not_launched(f"node {self.nodes.index(node)} ({node.host}): {why}")
 
@@ -138,7 +140,7 @@ class NodesLauncher(Launcher):
             rows = await self._rows(transport, run_id)
             row = combined(run_id, self.nodes, rows)
             first = first_ended(rows)
-            alive = [i for i, r in enumerate(rows) if r.state in ("running", "queued")]
+            alive = [i for i, r in enumerate(rows) if is_live(r.state)]
             if first is not None and alive and rows[0].state != "missing":
                 await self._take_down(transport, run_id, alive)
                 rows = await self._rows(transport, run_id)
@@ -226,7 +228,7 @@ def combined(
     if ended_first is None:
         ended_first = first_ended(rows)
         if ended_first is None:
-            waiting = "queued" if "queued" in states else "running"
+            waiting: RunState = "queued" if "queued" in states else "running"
             if "unknown" in states:
                 waiting = "unknown"
             stalls = [r.stalled_for for r in rows]
@@ -314,7 +316,12 @@ def _moved(command: Sequence[str], run_dir: str, node_dir: str) -> list[str]:
 
 def _not_launched(why: str) -> Launched:
     return Launched(
-        pid=None, started_at=None, error=[why], already_launched=False, exit=1, error_text=why
+        pid=None,
+        started_at=None,
+        error=FarError(word=ErrorWord.OTHER, said=why),
+        already_launched=False,
+        exit=1,
+        error_text=why,
     )
 
 

@@ -26,7 +26,6 @@ from rtrain.daemon.launchers.torchrun import (
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.remote.error_words import ErrorWord
-from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation

@@ -29,6 +29,7 @@ class ErrorWord(StrEnum):
     BAD_GRACE = "bad_grace"
     BAD_IDLE = "bad_idle"
     BAD_PARTITION = "bad_partition"
+    BAD_PYTHON = "bad_python"
     # Files and directories.
     WRITE = "write"
     UNREADABLE = "unreadable"
@@ -74,6 +75,10 @@ class ErrorWord(StrEnum):
     NO_SBATCH = "no_sbatch"
     NO_SQUEUE = "no_squeue"
     NO_SCANCEL = "no_scancel"
+    NO_TAR = "no_tar"
+    NO_PYTHON = "no_python"
+    # A free port could not be read on the host (a multi-node run's rendezvous).
+    NO_PORT = "no_port"
     # Slurm.
     SBATCH_REFUSED = "sbatch_refused"
     BATCH_SCRIPT = "batch_script"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.error_words import ErrorWord, FarError, says_disk_full
+from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, says_disk_full
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
@@ -303,10 +303,11 @@ async def _stream_batch(
         done = await tree_ship.ship_stream(transport, workdir, run_dir, list(batch), advance)
     except tree_ship.Changed as changed:
         raise _changed(next(f for f in batch if f.name == changed.name)) from None
-    received, mismatched, error = tree_ship.verdict(done)
+    received, mismatched, said = tree_ship.verdict(done)
+    error = far_error(said)
     if mismatched:
         raise _changed(next(f for f in batch if f.name == mismatched[0]))
-    if error is not None and error[:1] == ["no_tar"]:
+    if error is not None and error.word == ErrorWord.NO_TAR:
         return None
     if not received:
         raise _failure(transport, error, done.error_text, f"shipping {len(batch)} file(s)")
