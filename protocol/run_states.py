@@ -64,6 +64,24 @@ def is_billed(state: str) -> bool:
     return state != "queued" and state != "unknown"
 
 
+# What ends a run with a retry left start its next attempt: `lost` (its processes vanished
+# without a status, or its host came back without it), or `failed` as well.
+RetryOn = Literal["lost", "failed"]
+RETRY_ON: Final[tuple[RetryOn, ...]] = get_args(RetryOn)
+
+# How a run of several parts (the nodes of a run across hosts) takes its end from theirs,
+# first to last: a part whose run dir is gone (`missing`) or lost explains the others'
+# ranks failing in collectives after it vanished; a failure explains the parts rtrain took
+# down after it (stopped).
+_PARTS_ENDING: Final = ("missing", "lost", "failed", "stopped")
+
+
+def part_ending_rank(state: str) -> int | None:
+    """Where a part's end comes in explaining the whole run's (lower explains more), or
+    None when the part has not ended, or completed."""
+    return _PARTS_ENDING.index(state) if state in _PARTS_ENDING else None
+
+
 # The active states as a tuple, for a query that selects them (the registry's).
 ACTIVE_STATES: Final[tuple[RunState, ...]] = tuple(s for s in RUN_STATES if is_active(s))
 

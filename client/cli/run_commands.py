@@ -18,6 +18,7 @@ from rtrain.protocol.durations import DurationError, human_duration
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.limit_words import cost_text, parse_limit
 from rtrain.protocol.messages import RunState
+from rtrain.protocol.run_states import RETRY_ON
 
 from .after_run_view import state_with_plan
 from .completion import complete_host, complete_run_id
@@ -40,7 +41,7 @@ from .status_view import show_status
 from .usage import PlainUsage
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import Launcher, OnStall, RetryOn
+    from rtrain.protocol.requests import Launcher, OnStall
 
 HostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host (or `local`).", autocompletion=complete_host
@@ -416,7 +417,7 @@ def register(app: typer.Typer) -> None:
             check(host=one)
         host = hosts[0] if hosts else host
         check(host=host, run_id=run_id, workdir=workdir, python=python)
-        if retry_on is not None and retry_on not in ("lost", "failed"):
+        if retry_on is not None and retry_on not in RETRY_ON:
             fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
         if launcher is not None and launcher not in ("process", "torchrun"):
             fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
@@ -451,7 +452,7 @@ def register(app: typer.Typer) -> None:
             hosts=hosts or None,
             master_addr=master_addr,
             retry=retry,
-            retry_on=cast("RetryOn | None", retry_on),  # checked above
+            retry_on=retry_on,  # checked above
             requeue=requeue or None,
             max_duration=limits[0],
             stall_after=limits[1],

@@ -15,6 +15,7 @@ from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.run_state_text import state_text
 from rtrain.protocol import requests
 from rtrain.protocol.durations import DurationError, parse_duration
+from rtrain.protocol.run_states import RUN_STATES
 
 from .exit_codes import Exit
 from .input_checks import check
@@ -25,8 +26,6 @@ from .usage import PlainUsage
 
 if TYPE_CHECKING:
     from rtrain.protocol.requests import RunState
-
-STATES = ("queued", "running", "completed", "failed", "stopped", "lost", "unknown")
 
 
 class WaitExit(IntEnum):
@@ -102,10 +101,10 @@ def _ask(
     json: bool,
 ) -> Any:
     check(host=host, run_id=run_id, workdir=workdir)
-    if until is not None and until not in STATES:
-        fail(f"--until takes one of {', '.join(STATES)}, not {until!r}.", code=Exit.BAD_INPUT)
+    if until is not None and until not in RUN_STATES:
+        fail(f"--until takes one of {', '.join(RUN_STATES)}, not {until!r}.", code=Exit.BAD_INPUT)
     seconds = None if timeout is None else _seconds(timeout)
-    state: RunState | None = until  # type: ignore[assignment]  # checked against STATES
+    state: RunState | None = until  # checked against RUN_STATES
     call = requests.run_wait(
         host=host, run_id=run_id, workdir=workdir or None, until=state, timeout=seconds
     )

@@ -25,7 +25,7 @@ from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunLauncher, RunNode, StartParams
-from rtrain.protocol.run_states import RunState, is_live
+from rtrain.protocol.run_states import RunState, is_live, part_ending_rank
 
 from .launcher import Launcher
 
@@ -33,10 +33,6 @@ from .launcher import Launcher
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
 # Seconds a node still running gets after SIGTERM once another node ended the run.
 TAKE_DOWN_GRACE = 5.0
-# How the far side says a run ended, in the order a run across nodes takes its end from: a
-# node lost explains the others' ranks failing in collectives after it vanished; a failure
-# explains the nodes rtrain took down after it (stopped).
-_ENDINGS = ("lost", "failed", "stopped")
 
 Connect = Callable[[str], Awaitable[Transport]]
 Resolve = Callable[[str], Awaitable[str]]
@@ -266,9 +262,10 @@ def combined(
 def first_ended(rows: Sequence[RunRow]) -> int | None:
     """The node whose end says most of why the run ended (a missing run dir: lost), or None
     while no node ended but by completing."""
-    ended = [i for i, r in enumerate(rows) if r.state in _ENDINGS or r.state == "missing"]
-    order = ("missing", *_ENDINGS)
-    return min(ended, key=lambda i: (order.index(rows[i].state), i), default=None)
+    ranked = [
+        (rank, i) for i, r in enumerate(rows) if (rank := part_ending_rank(r.state)) is not None
+    ]
+    return min(ranked, default=(None, None))[1]
 
 
 def _named(nodes: Sequence[RunNode], rows: Sequence[RunRow], state: str) -> str | None:

@@ -14,6 +14,7 @@ from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import LogChunk, RunNode, RunRef, TailParams, TailResult
+from rtrain.protocol.run_states import is_live
 
 from .context import Ops
 from .notifier import Notifier
@@ -59,7 +60,7 @@ async def tail_nodes(ops: Ops, p: TailParams, ctx: Notifier, nodes: list[RunNode
     unreachable_since: float | None = None
     while True:
         known = ops.known(p.host, p.run_id)
-        running = known is not None and known.state in ("queued", "running")
+        running = known is not None and is_live(known.state)
         moved = False
         try:
             for node_log in logs:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from rtrain.daemon.remote.contract import Lines
+from rtrain.daemon.remote.contract import Exit, Lines
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Completed, Transport
 
 # The largest file that goes in the stream, and the fewest files worth one.
@@ -124,7 +124,7 @@ def verdict(done: Completed) -> tuple[bool, list[str], list[str] | None]:
     """(all received, the names that arrived other than hashed, the error line)."""
     lines = Lines(done.stdout)
     mismatched = [row[0] for row in lines.rows("mismatch") if row]
-    received = lines.value("received") is not None and done.returncode == 0
+    received = lines.value("received") is not None and done.returncode == Exit.OK
     return received, mismatched, lines.last("error")
 
 
