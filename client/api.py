@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from rtrain.protocol import requests
 from rtrain.protocol.durations import parse_duration
@@ -54,6 +54,9 @@ from .errors import (
     RunRefused,
 )
 from .run_state_text import state_text
+
+# The answer a call promises (requests.py's `...Answer` views).
+R = TypeVar("R")
 
 __all__ = [
     "DaemonUnavailable",
@@ -113,7 +116,7 @@ class RemoteRunner:
     ) -> None:
         self.host = RemoteHost(alias, python, workdir)
 
-    def _call(self, call: Call, on_notification: Callable[[str, Any], None] | None = None) -> Any:
+    def _call(self, call: Call[R], on_notification: Callable[[str, Any], None] | None = None) -> R:
         with DaemonClient.connect(name="rtrain-python") as client:
             return client.call(call, on_notification=on_notification)
 

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rtrain.protocol import errors as pe
 from rtrain.protocol import locations, requests
@@ -29,6 +29,9 @@ from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
 from . import daemon_notices
 from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError, remote_error
+
+# The answer a call promises (requests.py's `...Answer` views; a WireObject at run time).
+R = TypeVar("R")
 
 NotificationHandler = Callable[[str, Any], None]
 SPAWN_WAIT = 5.0
@@ -165,10 +168,10 @@ class DaemonClient:
 
     def call(
         self,
-        call: Call,
+        call: Call[R],
         on_notification: NotificationHandler | None = None,
         cancel_on_interrupt: bool = False,
-    ) -> Any:
+    ) -> R:
         """Send a request built by `rtrain.protocol.requests` and wait for its answer,
         passing notifications that arrive meanwhile to `on_notification`. Raises
         RemoteError for an error answer.
@@ -183,7 +186,8 @@ class DaemonClient:
             raise DaemonProtocolError(f"Cannot send {call.method} now: {error}") from None
         self._send()
         try:
-            return self._wait(msg_id, on_notification)
+            answer: R = self._wait(msg_id, on_notification)
+            return answer
         except KeyboardInterrupt:
             if not cancel_on_interrupt:
                 raise
@@ -206,7 +210,8 @@ class DaemonClient:
     ) -> Any:
         """`call` with the wire's own method name and params, for tools and tests that
         speak the wire directly; rtrain's own code builds its calls with `requests`."""
-        return self.call(Call(method, params or {}), on_notification, cancel_on_interrupt)
+        call: Call[Any] = Call(method, params or {})
+        return self.call(call, on_notification, cancel_on_interrupt)
 
     def _wait(self, msg_id: int, on_notification: NotificationHandler | None) -> Any:
         while True:

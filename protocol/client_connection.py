@@ -34,7 +34,7 @@ class ClientConnection:
 
     # ---- output --------------------------------------------------------------------
 
-    def send_request(self, call: Call) -> int:
+    def send_request(self, call: Call[Any]) -> int:
         """Queue a request; returns its id. Its answer arrives as Response or ErrorResponse."""
         if call.method not in CLIENT_REQUESTS:
             raise e.LocalProtocolError(f"{call.method} is not a request a client sends")
@@ -48,7 +48,7 @@ class ClientConnection:
         self._queue({"jsonrpc": "2.0", "id": msg_id, "method": call.method, **_params(call)})
         return msg_id
 
-    def send_notification(self, call: Call) -> None:
+    def send_notification(self, call: Call[Any]) -> None:
         if call.method not in CLIENT_NOTIFICATIONS:
             raise e.LocalProtocolError(f"{call.method} is not a notification a client sends")
         if not admits_notification(self.state, call.method):
@@ -134,7 +134,7 @@ class ClientConnection:
         return Response(answer_id, sent, message["result"])
 
 
-def _params(call: Call) -> dict[str, Any]:
+def _params(call: Call[Any]) -> dict[str, Any]:
     return {"params": call.params} if call.params else {}
 
 

@@ -37,10 +37,14 @@ daemon applies its default. A misspelt argument is a type error (and a TypeError
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+# What the daemon answers a call with: one of the `...Answer` views below, for the type
+# checker; at run time the answer is a WireObject (protocol/wire_object.py), read alike.
+R = TypeVar("R")
 
 
-class Call:
+class Call(Generic[R]):
     """A request or a notification, ready to send (a plain class: cheap to import)."""
 
     __slots__ = ("method", "params")
@@ -106,6 +110,7 @@ def _named_literals() -> dict[frozenset[Any], str]:
 
 class _Writer:
     def __init__(self) -> None:
+        self.answers: dict[str, str] = {}
         self.typed_dicts: dict[str, str] = {}
         self.aliases: dict[str, str] = {}  # name -> its Literal, for the module's top
         self._named = _named_literals()
@@ -154,6 +159,42 @@ class _Writer:
             self.typed_dicts[name] = "\n".join(lines)
         return name
 
+    def answer_type(self, info: mi.Type) -> str:
+        """A result's type as the client reads it: Structs as their `...Answer` views."""
+        if isinstance(info, mi.StructType):
+            return self.answer_view(info)
+        if isinstance(info, mi.ListType | mi.TupleType | mi.VarTupleType):
+            items = getattr(info, "item_type", None)
+            return f"list[{self.answer_type(items) if items is not None else 'Any'}]"
+        if isinstance(info, mi.DictType):
+            key, value = self.answer_type(info.key_type), self.answer_type(info.value_type)
+            return f"dict[{key}, {value}]"
+        if isinstance(info, mi.UnionType):
+            return " | ".join(self.answer_type(t) for t in info.types)
+        return self.annotation(info)
+
+    def answer_view(self, info: mi.StructType) -> str:
+        """A result Struct as the client reads it: a dict (the JSON as sent) whose fields
+        read as attributes in snake_case (WireObject), absent ones as their default."""
+        name = f"{info.cls.__name__}Answer"
+        if name not in self.answers:
+            self.answers[name] = ""  # a cycle refers to it by name
+            lines = [f"class {name}(dict[str, Any]):"]
+            for field in info.fields:
+                kind = self.answer_type(field.type)
+                # A field named like a dict method is read as the field (WireObject).
+                clash = "  # type: ignore[assignment]" if field.name in _DICT_NAMES else ""
+                lines.append(f"    {field.name}: {kind}{clash}")
+            if len(lines) == 1:
+                lines.append("    pass")
+            self.answers[name] = "\n".join(lines)
+        return name
+
+    def result(self, method: Method) -> str:
+        if method.result is None or method.result is type(None):
+            return "Call[None]"
+        return f"Call[{self.answer_type(mi.type_info(method.result))}]"
+
     def builder(self, method: Method) -> str:
         info = mi.type_info(method.params)
         assert isinstance(info, mi.StructType)
@@ -171,16 +212,28 @@ class _Writer:
         # Exploded, with trailing commas, so that `ruff format` leaves the text as it is.
         name = _builder_name(method.name)
         doc = _docstring(f"`{method.name}`: {method.summary}")
+        result = self.result(method)
         if not arguments:
-            lines = [f"def {name}() -> Call:", doc, f"    return Call({_q(method.name)}, {{}})"]
+            lines = [f"def {name}() -> {result}:", doc, f"    return Call({_q(method.name)}, {{}})"]
         else:
             lines = [f"def {name}(", "    *,"]
             lines += [f"    {argument}," for argument in arguments]
-            lines += [") -> Call:", doc, "    return Call(", f"        {_q(method.name)},"]
+            lines += [f") -> {result}:", doc, "    return Call(", f"        {_q(method.name)},"]
             lines += ["        _present("]
             lines += [f"            {pair}," for pair in wire]
             lines += ["        ),", "    )"]
         return "\n".join(lines)
+
+
+def _alias(name: str, literal: str) -> str:
+    """`NAME = Literal[...]` inside the TYPE_CHECKING block, wrapped as `ruff format` would."""
+    if len(name) + len(literal) + 7 <= 100:
+        return f"{name} = {literal}"
+    inner = literal.removeprefix("Literal[").removesuffix("]")
+    return f"{name} = Literal[\n    {inner}\n]"
+
+
+_DICT_NAMES = frozenset(name for name in dir(dict) if not name.startswith("_"))
 
 
 def _sends(method: Method) -> bool:
@@ -199,8 +252,10 @@ def requests_module_source() -> str:
     # Types for the type checker only (the annotations are strings): building Literals and
     # TypedDicts at import would cost the CLI's start-up.
     typing_only = ["from typing import Literal, NotRequired, TypedDict", ""]
-    typing_only += [f"{name} = {literal}" for name, literal in sorted(writer.aliases.items())]
+    typing_only += [_alias(name, literal) for name, literal in sorted(writer.aliases.items())]
     typing_only += [""] + list(writer.typed_dicts.values())
+    for name in sorted(writer.answers):
+        typing_only += ["", writer.answers[name]]
     indented = "\n".join(
         f"    {line}" if line else "" for text in typing_only for line in text.split("\n")
     )

@@ -10,10 +10,14 @@ daemon applies its default. A misspelt argument is a type error (and a TypeError
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+# What the daemon answers a call with: one of the `...Answer` views below, for the type
+# checker; at run time the answer is a WireObject (protocol/wire_object.py), read alike.
+R = TypeVar("R")
 
 
-class Call:
+class Call(Generic[R]):
     """A request or a notification, ready to send (a plain class: cheap to import)."""
 
     __slots__ = ("method", "params")
@@ -75,14 +79,445 @@ CLIENT_NOTIFICATIONS = frozenset(
 if TYPE_CHECKING:
     from typing import Literal, NotRequired, TypedDict
 
+    AfterRunStage = Literal["done", "failed", "fetching", "terminating", "waiting"]
+    ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
+    FindingLevel = Literal["info", "ok", "problem", "warning"]
+    HubVerdict = Literal[
+        "error", "no_token", "not_found", "not_granted", "ok", "token_scope", "unreachable"
+    ]
     Launcher = Literal["process", "torchrun"]
     OnStall = Literal["flag", "stop"]
     RetryOn = Literal["failed", "lost"]
+    RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
+    StoppedBy = Literal["max_duration", "stall"]
+    Transport = Literal["console", "exec", "local"]
+    WaitOutcome = Literal["ended", "reached", "removed", "timeout"]
 
     class ClientInfo(TypedDict):
         name: str
         version: NotRequired[str | None]
+
+    class AfterRunAnswer(dict[str, Any]):
+        fetch: str | None
+        into: str | None
+        terminate: bool
+        stage: AfterRunStage
+        detail: str | None
+        fetched_files: int | None
+        fetched_bytes: int | None
+        terminated_at: float | None
+
+    class AttemptAnswer(dict[str, Any]):
+        number: int
+        state: RunState
+        started_at: float | None
+        ended_at: float | None
+        exit_code: int | None
+        reason: str | None
+        running_at: float | None
+        cause: str | None
+
+    class CodeReportAnswer(dict[str, Any]):
+        rules: str | None
+        left_home: list[LeftHomePathAnswer]
+        left_home_files: int
+        left_home_bytes: int
+        links: list[ShippedLinkAnswer]
+        secrets: list[str]
+
+    class DaemonInfoAnswer(dict[str, Any]):
+        pid: int
+        version: str
+        protocol_version: str
+        uptime: float
+        socket_path: str
+        state_dir: str
+        log_path: str
+        clients: int
+        notices: list[str]
+        settings: dict[str, str]
+
+    class DiskCheckAnswer(dict[str, Any]):
+        free_bytes: int
+        ship_bytes: int
+        margin_bytes: int
+        ok: bool
+
+    class DriverInfoAnswer(dict[str, Any]):
+        version: str | None
+        cuda_version: str | None
+
+    class ExecResultAnswer(dict[str, Any]):
+        exit_code: int
+        stdout: str
+        stderr: str
+
+    class FetchResultAnswer(dict[str, Any]):
+        files: list[FetchedFileAnswer]
+        total_bytes: int
+        skipped: int
+        sent_bytes: int
+
+    class FetchedFileAnswer(dict[str, Any]):
+        remote_path: str
+        local_path: str
+        size: int
+        sha256: str
+        verified: bool
+
+    class FindingAnswer(dict[str, Any]):
+        topic: str
+        text: str
+        level: FindingLevel
+
+    class ForgetHostResultAnswer(dict[str, Any]):
+        forgotten: bool
+
+    class ForwardCloseResultAnswer(dict[str, Any]):
+        closed: list[ForwardInfoAnswer]
+
+    class ForwardInfoAnswer(dict[str, Any]):
+        host: str
+        remote_port: int
+        local_port: int
+        url: str
+        since: float
+        run_id: str | None
+        connections: int
+        last_error: str | None
+
+    class ForwardsListResultAnswer(dict[str, Any]):
+        forwards: list[ForwardInfoAnswer]
+
+    class GcResultAnswer(dict[str, Any]):
+        host: str
+        freed_bytes: int
+        entries: int
+        partials: int
+        local_partials: int
+        local_freed_bytes: int
+
+    class GpuInfoAnswer(dict[str, Any]):
+        index: int
+        name: str
+        memory_mib: int | None
+        memory_used_mib: int | None
+        utilization_percent: int | None
+        uuid: str | None
+        processes: list[GpuProcessAnswer]
+        in_use_by_other: bool
+
+    class GpuProcessAnswer(dict[str, Any]):
+        pid: int
+        used_memory_mib: float | None
+        name: str | None
+        run_id: str | None
+
+    class GpuSampleAnswer(dict[str, Any]):
+        time: float
+        gpus: list[GpuStatAnswer]
+
+    class GpuStatAnswer(dict[str, Any]):
+        index: int
+        name: str | None
+        uuid: str | None
+        utilization: float | None
+        memory_used_mib: float | None
+        memory_total_mib: float | None
+        temperature_c: float | None
+        power_w: float | None
+        processes: list[GpuProcessAnswer]
+
+    class GuardFiredAnswer(dict[str, Any]):
+        at: float
+        exit_code: int | None
+
+    class GuardResultAnswer(dict[str, Any]):
+        host: str
+        workdir: str
+        guard: GuardStateAnswer
+
+    class GuardStateAnswer(dict[str, Any]):
+        armed: bool
+        at: float
+        idle_seconds: int | None
+        command: str | None
+        ignore_sessions: bool
+        stalled_idle: bool
+        checked_at: float | None
+        idle_since: float | None
+        busy: str | None
+        acts_at: float | None
+        last_fired: GuardFiredAnswer | None
+
+    class HostInfoAnswer(dict[str, Any]):
+        alias: str
+        connection: ConnectionState
+        transport: Transport | None
+        runs: int
+        running: int
+        last_error: str | None
+        login_since: float | None
+        gpus: list[GpuStatAnswer]
+        gpus_at: float | None
+        scheduler: str | None
+        partitions: list[PartitionInfoAnswer]
+        guard: GuardStateAnswer | None
+        price_per_hour: float | None
+        up_seconds: float
+        idle_seconds: float
+        cost: float | None
+        idle_cost: float | None
+
+    class HostPriceResultAnswer(dict[str, Any]):
+        alias: str
+        price_per_hour: float | None
+
+    class HostsListResultAnswer(dict[str, Any]):
+        hosts: list[HostInfoAnswer]
+
+    class HubAccessAnswer(dict[str, Any]):
+        model: str
+        ok: bool
+        verdict: HubVerdict
+        message: str
+        status: int | None
+        error_code: str | None
+        endpoint: str | None
+        token_source: str | None
+
+    class InitializeResultAnswer(dict[str, Any]):
+        protocol_version: str
+        server_info: ServerInfoAnswer
+        capabilities: ServerCapabilitiesAnswer
+        notices: list[str]
+        settings: dict[str, str]
+
+    class LeftHomePathAnswer(dict[str, Any]):
+        path: str
+        rule: str
+        files: int
+        size: int
+        at_least: bool
+
+    class LoginResultAnswer(dict[str, Any]):
+        argv: list[str]
+        needed: bool
+        since: float | None
+
+    class LogoutResultAnswer(dict[str, Any]):
+        ended: bool
+
+    class MetricsResultAnswer(dict[str, Any]):
+        host: str
+        run_id: str
+        series: list[SeriesAnswer]
+        latest: dict[str, float | None]
+        progress: ProgressAnswer | None
+        gpu_history: list[GpuSampleAnswer]
+        run: RunInfoAnswer | None
+
+    class PackageCheckAnswer(dict[str, Any]):
+        requirement: str
+        name: str
+        ok: bool
+        installed: str | None
+        problem: str | None
+        fix: str | None
+
+    class PartitionInfoAnswer(dict[str, Any]):
+        name: str
+        up: bool
+        nodes: int
+        gpus: int
+        free_gpus: int
+        default: bool
+
+    class PreflightResultAnswer(dict[str, Any]):
+        host: str
+        ok: bool
+        reasons: list[str]
+        transport: Transport | None
+        python_version: str | None
+        gpus: list[GpuInfoAnswer]
+        workdir: str | None
+        free_disk_bytes: int | None
+        torch_version: str | None
+        cuda_version: str | None
+        findings: list[FindingAnswer]
+        python_executable: str | None
+        torch: TorchInfoAnswer | None
+        python_candidates: list[PythonCandidateAnswer]
+        suggested_python: str | None
+        driver: DriverInfoAnswer | None
+        gpus_free: int | None
+        packages: list[PackageCheckAnswer]
+        disk: DiskCheckAnswer | None
+        hugging_face: list[HubAccessAnswer]
+        shell_noise: str | None
+        slurm: SlurmFindingsAnswer | None
+
+    class ProgressAnswer(dict[str, Any]):
+        n: float
+        total: float | None
+        percent: float | None
+        rate: float | None
+        eta: float | None
+        elapsed: float | None
+
+    class PythonCandidateAnswer(dict[str, Any]):
+        path: str
+        usable: bool
+        version: str | None
+        executable: str | None
+        torch: TorchInfoAnswer | None
+        error: str | None
+
+    class RemoveResultAnswer(dict[str, Any]):
+        removed: list[RemovedRunAnswer]
+
+    class RemovedRunAnswer(dict[str, Any]):
+        run_id: str
+        remote_dir: str
+        had_dir: bool
+
+    class RestartResultAnswer(dict[str, Any]):
+        run: RunInfoAnswer
+        pid: int | None
+        log_offset: int
+        command: list[str]
+        attempt: int
+        setup: str | None
+        dry_run: bool
+
+    class RetryPolicyAnswer(dict[str, Any]):
+        limit: int
+        on: RetryOn
+        used: int
+        backoff: float
+
+    class RunInfoAnswer(dict[str, Any]):
+        host: str
+        run_id: str
+        state: RunState
+        remote_dir: str | None
+        log_path: str | None
+        workdir: str | None
+        command: list[str] | None
+        exit_code: int | None
+        signal: int | None
+        created_at: float | None
+        started_at: float | None
+        last_seen: float | None
+        reason: str | None
+        progress: ProgressAnswer | None
+        latest: dict[str, float | None] | None
+        gpus: list[int] | None
+        env: dict[str, str]
+        setup: str | None
+        attempts: list[AttemptAnswer]
+        job_id: str | None
+        scheduler_state: str | None
+        max_duration: int | None
+        stall_after: int | None
+        on_stall: OnStall | None
+        stalled_since: float | None
+        stopped_by: StoppedBy | None
+        billed_seconds: float | None
+        price_per_hour: float | None
+        cost: float | None
+        after: AfterRunAnswer | None
+        launcher: RunLauncher | None
+        nodes: list[RunNodeAnswer]
+        retry: RetryPolicyAnswer | None
+
+    class RunNodeAnswer(dict[str, Any]):
+        host: str
+        remote_dir: str
+
+    class RunsListResultAnswer(dict[str, Any]):
+        runs: list[RunInfoAnswer]
+
+    class SeriesAnswer(dict[str, Any]):
+        name: str
+        steps: list[float]
+        values: list[float | None]  # type: ignore[assignment]
+
+    class ServerCapabilitiesAnswer(dict[str, Any]):
+        methods: list[str]
+        notifications: list[str]
+
+    class ServerInfoAnswer(dict[str, Any]):
+        name: str
+        version: str
+
+    class ShellResultAnswer(dict[str, Any]):
+        argv: list[str]
+        cwd: str | None
+        type_in: str | None
+
+    class ShippedFileAnswer(dict[str, Any]):
+        path: str
+        size: int
+        sha256: str
+        sent_bytes: int
+        how: Literal["copied", "linked", "sent"]
+
+    class ShippedLinkAnswer(dict[str, Any]):
+        path: str
+        target: str
+        outside: bool
+
+    class SlurmFindingsAnswer(dict[str, Any]):
+        partition: str | None
+        partition_up: bool
+        gpus: int
+        free_gpus: int
+        accounting: bool
+        accounting_error: str | None
+        limits: list[str]
+        partitions: list[PartitionInfoAnswer]
+
+    class StartResultAnswer(dict[str, Any]):
+        run: RunInfoAnswer
+        pid: int | None
+        uploaded_bytes: int
+        shipped: list[ShippedFileAnswer]
+        code: CodeReportAnswer | None
+
+    class StatusResultAnswer(dict[str, Any]):
+        run: RunInfoAnswer
+
+    class StopDaemonResultAnswer(dict[str, Any]):
+        stopping: bool
+
+    class StopResultAnswer(dict[str, Any]):
+        outcome: Literal["not_running", "stopped"]
+        killed: list[int]
+        run: RunInfoAnswer
+
+    class TailResultAnswer(dict[str, Any]):
+        run: RunInfoAnswer
+        offset: int
+
+    class TerminateResultAnswer(dict[str, Any]):
+        host: str
+        command: str
+        source: Literal["config", "guard"]
+        outcome: Literal["disconnected", "ended", "running"]
+        exit_code: int | None
+        output: list[str]
+
+    class TorchInfoAnswer(dict[str, Any]):
+        version: str
+        cuda: str | None
+        cuda_available: bool | None
+        device_count: int | None
+
+    class WaitResultAnswer(dict[str, Any]):
+        run: RunInfoAnswer
+        outcome: WaitOutcome
 
 
 def initialize(
@@ -90,7 +525,7 @@ def initialize(
     protocol_version: str | None = None,
     client_info: ClientInfo | None = None,
     process_id: int | None = None,
-) -> Call:
+) -> Call[InitializeResultAnswer]:
     """`initialize`: Open the session; agree on the protocol version."""
     return Call(
         "initialize",
@@ -102,17 +537,17 @@ def initialize(
     )
 
 
-def initialized() -> Call:
+def initialized() -> Call[None]:
     """`initialized`: The client is ready."""
     return Call("initialized", {})
 
 
-def shutdown() -> Call:
+def shutdown() -> Call[None]:
     """`shutdown`: Stop accepting requests on this connection."""
     return Call("shutdown", {})
 
 
-def exit() -> Call:
+def exit() -> Call[None]:
     """`exit`: Close this connection."""
     return Call("exit", {})
 
@@ -120,7 +555,7 @@ def exit() -> Call:
 def cancel_request(
     *,
     id: int | str,
-) -> Call:
+) -> Call[None]:
     """`$/cancelRequest`: Cancel a pending request."""
     return Call(
         "$/cancelRequest",
@@ -145,7 +580,7 @@ def host_preflight(
     follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
-) -> Call:
+) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
         "host/preflight",
@@ -171,7 +606,7 @@ def host_gc(
     *,
     host: str,
     workdir: str | None = None,
-) -> Call:
+) -> Call[GcResultAnswer]:
     """`host/gc`: Remove the host's cached inputs that no run uses, and cut uploads."""
     return Call(
         "host/gc",
@@ -191,7 +626,7 @@ def host_guard(
     command: str | None = None,
     ignore_sessions: bool | None = None,
     stalled_idle: bool | None = None,
-) -> Call:
+) -> Call[GuardResultAnswer]:
     """`host/guard`: Show, arm or disarm the host's guard, which runs a command once the host is
     idle.
     """
@@ -214,7 +649,7 @@ def host_terminate(
     host: str,
     workdir: str | None = None,
     force: bool | None = None,
-) -> Call:
+) -> Call[TerminateResultAnswer]:
     """`host/terminate`: Run the host's terminate command now, unless a run or a transfer keeps it
     busy.
     """
@@ -264,7 +699,7 @@ def run_start(
     then_terminate: bool | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
-) -> Call:
+) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
         "run/start",
@@ -316,7 +751,7 @@ def run_tail(
     follow: bool | None = None,
     lines: int | None = None,
     node: int | None = None,
-) -> Call:
+) -> Call[TailResultAnswer]:
     """`run/tail`: Stream a run's log as run/log notifications until it ends."""
     return Call(
         "run/tail",
@@ -338,7 +773,7 @@ def run_metrics(
     run_id: str,
     workdir: str | None = None,
     follow: bool | None = None,
-) -> Call:
+) -> Call[MetricsResultAnswer]:
     """`run/metrics`: A run's metrics, progress and its host's GPUs; with follow, run/points until
     it ends.
     """
@@ -358,7 +793,7 @@ def run_status(
     host: str,
     run_id: str,
     workdir: str | None = None,
-) -> Call:
+) -> Call[StatusResultAnswer]:
     """`run/status`: The state of a run."""
     return Call(
         "run/status",
@@ -377,7 +812,7 @@ def run_wait(
     workdir: str | None = None,
     until: RunState | None = None,
     timeout: float | None = None,
-) -> Call:
+) -> Call[WaitResultAnswer]:
     """`run/wait`: Answer once a run has ended (or reached a given state), or a timeout passed."""
     return Call(
         "run/wait",
@@ -397,7 +832,7 @@ def forwards_open(
     remote_port: int,
     local_port: int | None = None,
     run_id: str | None = None,
-) -> Call:
+) -> Call[ForwardInfoAnswer]:
     """`forwards/open`: Reach a port on a host from 127.0.0.1 of this machine, over the host's
     connection.
     """
@@ -415,7 +850,7 @@ def forwards_open(
 def forwards_list(
     *,
     host: str | None = None,
-) -> Call:
+) -> Call[ForwardsListResultAnswer]:
     """`forwards/list`: The daemon's open port forwards."""
     return Call(
         "forwards/list",
@@ -430,7 +865,7 @@ def forwards_close(
     local_port: int | None = None,
     host: str | None = None,
     remote_port: int | None = None,
-) -> Call:
+) -> Call[ForwardCloseResultAnswer]:
     """`forwards/close`: End port forwards: one by its local port, a host's, or all."""
     return Call(
         "forwards/close",
@@ -452,7 +887,7 @@ def run_fetch(
     progress_token: str | int | None = None,
     force: bool | None = None,
     node: int | None = None,
-) -> Call:
+) -> Call[FetchResultAnswer]:
     """`run/fetch`: Copy files of a run home, checksummed."""
     return Call(
         "run/fetch",
@@ -476,7 +911,7 @@ def run_stop(
     workdir: str | None = None,
     force: bool | None = None,
     grace: float | None = None,
-) -> Call:
+) -> Call[StopResultAnswer]:
     """`run/stop`: Take a run off the host and confirm it is gone."""
     return Call(
         "run/stop",
@@ -499,7 +934,7 @@ def run_restart(
     command: list[str] | None = None,
     append: list[str] | None = None,
     dry_run: bool | None = None,
-) -> Call:
+) -> Call[RestartResultAnswer]:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
         "run/restart",
@@ -520,7 +955,7 @@ def run_remove(
     host: str,
     run_ids: list[str],
     workdir: str | None = None,
-) -> Call:
+) -> Call[RemoveResultAnswer]:
     """`run/remove`: Remove runs that are not running: their far directories and registry rows."""
     return Call(
         "run/remove",
@@ -539,7 +974,7 @@ def run_exec(
     command: list[str],
     workdir: str | None = None,
     timeout: float | None = None,
-) -> Call:
+) -> Call[ExecResultAnswer]:
     """`run/exec`: Run a command in a run's directory; its exit code and output."""
     return Call(
         "run/exec",
@@ -558,7 +993,7 @@ def run_shell(
     host: str,
     run_id: str,
     workdir: str | None = None,
-) -> Call:
+) -> Call[ShellResultAnswer]:
     """`run/shell`: The command that opens an interactive shell in a run's directory."""
     return Call(
         "run/shell",
@@ -573,7 +1008,7 @@ def run_shell(
 def host_login(
     *,
     host: str,
-) -> Call:
+) -> Call[LoginResultAnswer]:
     """`host/login`: The ssh command that logs in to a host once on the user's terminal."""
     return Call(
         "host/login",
@@ -586,7 +1021,7 @@ def host_login(
 def host_logout(
     *,
     host: str,
-) -> Call:
+) -> Call[LogoutResultAnswer]:
     """`host/logout`: End a host's login connection."""
     return Call(
         "host/logout",
@@ -601,7 +1036,7 @@ def runs_list(
     host: str | None = None,
     state: RunState | None = None,
     subscribe: bool | None = None,
-) -> Call:
+) -> Call[RunsListResultAnswer]:
     """`runs/list`: Runs in the registry; optionally subscribe to run/changed."""
     return Call(
         "runs/list",
@@ -613,7 +1048,7 @@ def runs_list(
     )
 
 
-def hosts_list() -> Call:
+def hosts_list() -> Call[HostsListResultAnswer]:
     """`hosts/list`: Known hosts and their connections."""
     return Call("hosts/list", {})
 
@@ -621,7 +1056,7 @@ def hosts_list() -> Call:
 def hosts_forget(
     *,
     alias: str,
-) -> Call:
+) -> Call[ForgetHostResultAnswer]:
     """`hosts/forget`: Forget a host's connection record; one with runs is refused."""
     return Call(
         "hosts/forget",
@@ -635,7 +1070,7 @@ def hosts_price(
     *,
     alias: str,
     price_per_hour: float | None = None,
-) -> Call:
+) -> Call[HostPriceResultAnswer]:
     """`hosts/price`: Set what a host costs per hour, over config.toml's price_per_hour."""
     return Call(
         "hosts/price",
@@ -646,11 +1081,11 @@ def hosts_price(
     )
 
 
-def daemon_info() -> Call:
+def daemon_info() -> Call[DaemonInfoAnswer]:
     """`daemon/info`: About the daemon."""
     return Call("daemon/info", {})
 
 
-def daemon_stop() -> Call:
+def daemon_stop() -> Call[StopDaemonResultAnswer]:
     """`daemon/stop`: Stop the daemon."""
     return Call("daemon/stop", {})

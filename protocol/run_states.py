@@ -34,8 +34,8 @@ def is_ended(state: str) -> bool:
 
 def is_active(state: str) -> bool:
     """Not over, as far as rtrain knows: queued, running, or unknown (the host did not
-    answer, so it may still run). The monitor polls these runs, a host with one is busy,
-    and a follower of its metrics goes on."""
+    answer, so it may still run). The monitor polls these runs, and a terminate counts
+    their work directories as busy."""
     return state not in _ENDED
 
 
@@ -43,6 +43,12 @@ def is_live(state: str) -> bool:
     """The far side said the run holds its host or waits for it: queued or running. A stop
     has work to do, a restart or a removal is refused, a log is still to come."""
     return state in _LIVE
+
+
+def is_writing(state: str) -> bool:
+    """The run's trainer may be writing its log and metrics now: running, or unknown (it may
+    still run). A follower of its points goes on (docs/protocol.md, `run/metrics`)."""
+    return state == "running" or state == "unknown"
 
 
 def is_settled(state: str) -> bool:

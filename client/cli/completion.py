@@ -32,7 +32,7 @@ def ssh_config_hosts(path: Path) -> list[str]:
     return names
 
 
-def _daemon_request(call: Call) -> Any:
+def _daemon_request(call: Call[Any]) -> Any:
     from rtrain.client.daemon_client import DaemonClient
 
     try:

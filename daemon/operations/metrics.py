@@ -13,7 +13,7 @@ from __future__ import annotations
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import MetricsParams, MetricsResult, MetricsUpdate, RunInfo, RunRef
-from rtrain.protocol.run_states import is_active, is_ended
+from rtrain.protocol.run_states import is_ended, is_writing
 
 from .context import Ops
 from .notifier import Notifier
@@ -83,7 +83,7 @@ async def _follow(ops: Ops, p: MetricsParams, ctx: Notifier, run: RunInfo) -> Ru
             reset=True,
         ),
     )
-    while is_active(run.state):
+    while is_writing(run.state):
         await store.wait(FOLLOW_CHECK)
         now_seq, now_progress = store.seq(p.host, p.run_id), store.progress(p.host, p.run_id)
         now_gpu = store.latest_gpus(p.host)

@@ -838,7 +838,7 @@ class LogSlice(Answer, frozen=True, kw_only=True):
     inode: str = "-"
     size: int = 0
     start: int = 0
-    state: str = ""
+    state: RunState = "unknown"
     exit_code: int | None = None
     data: bytes = b""
 
@@ -861,7 +861,7 @@ async def read_log(
         inode=inode_now,
         size=int(size),
         start=int(start),
-        state=state,
+        state=far_state(state),
         exit_code=_int(exit_code),
         data=body[: int(count)],
         exit=done.returncode,

@@ -53,6 +53,7 @@ def test_the_predicates_agree_with_each_other() -> None:
     assert [s for s in RUN_STATES if is_live(s)] == ["queued", "running"]
     assert [s for s in RUN_STATES if not is_settled(s) and is_ended(s)] == ["lost"]
     assert [s for s in RUN_STATES if not is_billed(s)] == ["queued", "unknown"]
+    assert [s for s in RUN_STATES if run_states.is_writing(s)] == ["running", "unknown"]
     assert run_states.ACTIVE_STATES == ("queued", "running", "unknown")
 
 
