@@ -135,8 +135,9 @@ class ControlMaster:
             self.login_since = None
             self.state = "disconnected"
             self.last_error = "the login connection ended"
-        if greeted == "silent" or self.login_path.is_socket():
-            # Dead or wedged: nothing will answer there again, and a new login needs the name.
+        if greeted == "absent" and self.login_path.is_socket():
+            # Its master is gone (it was killed): a new login needs the name. One that is
+            # only slow to greet keeps it; the user's login is not the daemon's to end.
             with contextlib.suppress(FileNotFoundError):
                 self.login_path.unlink()
         return False
