@@ -118,7 +118,7 @@ def _s(sample: Sample) -> str:
 
 
 def cut_rows(world: BenchWorld, links: list[Link], size_mb: int, reps: int) -> Iterator[str]:
-    from rtrain.client.daemon_client import Interrupted
+    from rtrain.client.errors import Interrupted
 
     assert world.daemon is not None
     client = world.daemon.client()
