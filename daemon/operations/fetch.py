@@ -198,15 +198,15 @@ async def _fetch_listed(
     async def tree(group: asyncio.TaskGroup) -> None:
         nonlocal sent
         try:
-            done = await fetch_streamed(transport, lanes, run_dir, streamed, advance)
+            came = await fetch_streamed(transport, lanes, run_dir, streamed, advance)
         except WriteFailed as failed:
             raise _local_failure(failed.target, failed.error) from None
-        sent += done.sent
-        for path, sha in done.landed.items():
+        sent += came.sent
+        for path, sha in came.landed.items():
             landed(path, sha)
         # What the stream did not vouch for comes again on its own (and is refused there if
         # it keeps changing).
-        for f in done.left:
+        for f in came.left:
             group.create_task(one(f.size, f.path))
 
     try:

@@ -143,7 +143,7 @@ def test_ctrl_c_during_a_tree_fetch_stops_it_and_the_next_fetch_sends_only_the_r
             pressed.set()
             raise KeyboardInterrupt
 
-    from rtrain.client.daemon_client import Interrupted
+    from rtrain.client.errors import Interrupted
 
     with pytest.raises(Interrupted) as caught:
         ops.client().request(
