@@ -55,7 +55,7 @@ install_tool() {
     echo "$name: already installed in $tools/$name"
     return
   fi
-  rm -rf "$tools/$name"
+  rm -rf "${tools:?}/${name:?}"
   mkdir -p "$tools/$name"
   cp "e2e/tools/$name/package.json" "e2e/tools/$name/package-lock.json" "$tools/$name/"
   (cd "$tools/$name" && npm ci --no-audit --no-fund --loglevel=error)

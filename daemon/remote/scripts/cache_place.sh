@@ -10,7 +10,7 @@ run_dir=$(expand_workdir "$2") || fail "$E_USAGE" bad_dest
 cache_dirs "$workdir"
 shift 2
 while [ "$#" -ge 3 ]; do
-	is_sha256 "$1" && is_uint "$2" || fail "$E_USAGE" usage
+	{ is_sha256 "$1" && is_uint "$2"; } || fail "$E_USAGE" usage
 	entry=$CACHE_INPUTS/$1
 	if [ -f "$entry" ] && [ "$(size_of "$entry")" = "$2" ]; then
 		place_input "$entry" "$run_dir" "$3" "$2"

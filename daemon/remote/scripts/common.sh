@@ -101,6 +101,7 @@ valid_run_id() {
 # `~user` is not supported: returns 1.
 expand_workdir() {
 	ew_home=${HOME%/}
+	# shellcheck disable=SC2088 # the word as typed, tilde and all: expanded here
 	case $1 in
 	'') return 1 ;;
 	'~') ew_path=$ew_home/ ;;
@@ -441,7 +442,7 @@ failure_reason() {
 # True when a line of a log reads like an error message (what a failed program says last on
 # stderr, where stdout and stderr share one log).
 reads_like_why() {
-	rw_text=$(printf '%s' "$1" | tr 'A-Z' 'a-z')
+	rw_text=$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]')
 	case $rw_text in
 	*error* | *fail* | *fatal* | *exception* | *abort* | *denied* | *"not found"* | *"no such"* | \
 		*cannot* | *"can't"* | *"could not"* | *unable* | *invalid* | *refused* | *killed* | \
@@ -569,6 +570,7 @@ torchrun_failure() {
 			continue
 		fi
 		# The file written first: its time to the nanosecond (the stamp inside has seconds).
+		# shellcheck disable=SC3013 # dash, bash, busybox and zsh all have -ot; POSIX has no mtime test
 		if [ -z "$tf_best" ] || [ "$tf_file" -ot "$tf_best" ]; then
 			tf_best=$tf_file tf_message=$tf_text
 			tf_rank=${tf_file%/error.json}

@@ -13,16 +13,22 @@ if [ -d "$workdir/.cache" ]; then
 		case $used in
 		*"$NL${entry##*/}$NL"*) continue ;;
 		esac
+		# shellcheck disable=SC2012 # the link count: POSIX has no stat(1), and the name is a sha256
 		links=$(ls -ld -- "$entry" | awk '{print $2}')
 		[ "$links" = 1 ] || continue
 		bytes=$(size_of "$entry") || continue
 		rm -f -- "$entry" && freed=$((freed + bytes)) && entries=$((entries + 1))
 	done
 	# An upload in progress touches its partial copy at least once a piece.
-	for part in $(find "$CACHE_PARTIAL" -maxdepth 1 -type f -mmin +60 2>/dev/null); do
+	# One name a line, read whole: the workdir may hold spaces.
+	stale=$(find "$CACHE_PARTIAL" -maxdepth 1 -type f -mmin +60 2>/dev/null)
+	while IFS= read -r part; do
+		[ -n "$part" ] || continue
 		bytes=$(size_of "$part") || bytes=0
 		rm -rf -- "$part" "$part.pieces" && freed=$((freed + bytes)) && partials=$((partials + 1))
-	done
+	done <<EOF
+$stale
+EOF
 fi
 emit freed "$freed" "$entries" "$partials"
 exit 0

@@ -61,6 +61,7 @@ EOF
 
 # The claims lock: a directory, taken atomically; one left by a dead holder is broken.
 lock_claims() {
+	# shellcheck disable=SC2174 # private: the claims dir itself; its parents are the workdir's
 	mkdir -p -m 700 -- "$claims" 2>/dev/null || fail "$E_IO" gpus "cannot create $claims"
 	lc_tries=0
 	nap_init

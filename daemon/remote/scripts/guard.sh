@@ -47,7 +47,7 @@ show() {
 		emit guard off
 	fi
 	if [ -f "$dir/settings" ]; then
-		sw_idle= sw_ignore= sw_stalled=
+		sw_idle='' sw_ignore='' sw_stalled=''
 		{ IFS= read -r sw_idle && IFS= read -r sw_ignore && IFS= read -r sw_stalled; } \
 			<"$dir/settings" 2>/dev/null
 		emit settings "$sw_idle" "$sw_ignore" "${sw_stalled:-0}"
@@ -75,7 +75,7 @@ arm)
 	ignore=$4
 	command=$5
 	stalled=${6:-0}
-	is_uint "$idle" && [ "${#idle}" -le 9 ] && [ "$idle" -ge 1 ] || fail "$E_USAGE" bad_idle
+	{ is_uint "$idle" && [ "${#idle}" -le 9 ] && [ "$idle" -ge 1 ]; } || fail "$E_USAGE" bad_idle
 	case $ignore$stalled in
 	00 | 01 | 10 | 11) ;;
 	*) fail "$E_USAGE" usage ;;

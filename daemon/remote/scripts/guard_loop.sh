@@ -151,6 +151,7 @@ fire() {
 terminate_now() {
 	tn_out=$1
 	tn_command=$2
+	# shellcheck disable=SC2016 # a script of its own: it expands its own words when it runs
 	tn_runner='out=$1 log=$2 command=$3
 cd "$HOME" 2>/dev/null || cd /
 umask "$4"
@@ -190,7 +191,7 @@ terminate)
 	need_args "$#" 5
 	force=$3
 	wait_s=$4
-	is_uint "$wait_s" && [ "${#wait_s}" -le 4 ] || fail "$E_USAGE" usage
+	{ is_uint "$wait_s" && [ "${#wait_s}" -le 4 ]; } || fail "$E_USAGE" usage
 	case $5 in
 	armed) command=$(cat "$dir/command" 2>/dev/null) || command= ;;
 	given)

@@ -37,7 +37,7 @@ while IFS= read -r tree_line || [ -n "$tree_line" ]; do
 		case $tree_rel in
 		*/*) tree_parent=$RUN_DIR/${tree_rel%/*} ;;
 		esac
-		[ -d "$tree_parent" ] && [ ! -L "$tree_parent" ] && inside_run "$tree_parent" ||
+		{ [ -d "$tree_parent" ] && [ ! -L "$tree_parent" ] && inside_run "$tree_parent"; } ||
 			fail "$E_OUTSIDE" path_outside_run "$(flat "$tree_rel")"
 		if ! msg=$(ln -s -- "$tree_target" "$RUN_DIR/$tree_rel" 2>&1); then
 			say "$msg"

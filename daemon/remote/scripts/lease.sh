@@ -8,14 +8,15 @@ workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 token=$2
 seconds=$3
 valid_run_id "$token" || fail "$E_USAGE" bad_token
-is_uint "$seconds" && [ "${#seconds}" -le 6 ] || fail "$E_USAGE" usage
+{ is_uint "$seconds" && [ "${#seconds}" -le 6 ]; } || fail "$E_USAGE" usage
 dir=$workdir/.leases
 now=$(date +%s)
 if [ "$seconds" -eq 0 ]; then
 	rm -f -- "$dir/$token"
 	emit dropped "$token"
 else
-	mkdir -p -m 700 -- "$workdir" 2>/dev/null && mkdir -p -- "$dir" 2>/dev/null ||
+	# shellcheck disable=SC2174 # private: the workdir itself; its parents are the user's own
+	{ mkdir -p -m 700 -- "$workdir" 2>/dev/null && mkdir -p -- "$dir" 2>/dev/null; } ||
 		fail "$E_WRITE" mkdir "$dir"
 	expires=$((now + seconds))
 	# tmp + mv: the guard never reads half a lease.

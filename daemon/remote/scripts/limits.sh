@@ -21,7 +21,7 @@ stall=$5
 on_stall=$6
 grace=$7
 for number in "$attempt" "$max" "$stall"; do
-	is_uint "$number" && [ "${#number}" -le 9 ] || fail "$E_USAGE" usage
+	{ is_uint "$number" && [ "${#number}" -le 9 ]; } || fail "$E_USAGE" usage
 done
 case $on_stall in
 flag | stop) ;;
@@ -89,6 +89,7 @@ EOF
 	[ -n "$gb_mine" ] || return 1
 	gb_gpus=$(nvidia-smi --query-gpu=index,uuid,utilization.gpu --format=csv,noheader,nounits 2>/dev/null) ||
 		return 1
+	# shellcheck disable=SC2034 # gb_rest takes any column a newer nvidia-smi adds
 	while IFS=', ' read -r gb_index gb_uuid gb_util gb_rest; do
 		case $gb_mine in
 		*" $gb_uuid "* | *" $gb_index "*) ;;

@@ -2,7 +2,7 @@
 # (`offset OFFSET`); 0 when the log holds fewer, or is not there yet.
 need_args "$#" 3
 take_run_dir "$1" "$2"
-is_uint "$3" && [ "${#3}" -le 9 ] || fail "$E_USAGE" usage
+{ is_uint "$3" && [ "${#3}" -le 9 ]; } || fail "$E_USAGE" usage
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
 log=$RUN_DIR/train.log
 if [ ! -f "$log" ]; then

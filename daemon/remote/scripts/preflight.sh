@@ -35,6 +35,7 @@ fi
 # also parses under Python 2, so an old `python` still says which version it is. It runs
 # through a bootstrap that reads it from the environment: an interpreter that is not Python
 # (`--python ls`) then never prints the probe back into a message.
+# shellcheck disable=SC2089 # Python text, never split into words: it goes into the environment
 PF_PROBE='import os, sys
 try:
     import signal
@@ -222,6 +223,7 @@ py_probe() {
 		# Everything but the bootstrap travels in the environment: a program that is not
 		# Python has nothing of ours to print back.
 		RTRAIN_PROBE=$PF_PROBE RTRAIN_PROBE_MODE=$2 RTRAIN_PROBE_NAMES=${3-}
+		# shellcheck disable=SC2090 # exported whole, never split into words
 		export RTRAIN_PROBE RTRAIN_PROBE_MODE RTRAIN_PROBE_NAMES
 		if have timeout; then
 			exec timeout 45 "$1" -c "$PF_BOOT" </dev/null 2>&1
@@ -375,6 +377,7 @@ else
 fi
 
 # PYTHON may be `~/venv/bin/python`: expand the tilde like a workdir.
+# shellcheck disable=SC2088 # the word as typed: expand_workdir expands it
 case $python_arg in
 '~/'*) python_cmd=$(expand_workdir "$python_arg") ;;
 *) python_cmd=$python_arg ;;
@@ -410,14 +413,14 @@ else
 			search=1
 		elif py_has torch_missing; then
 			search=1
-		elif py_has done; then
+		elif py_has 'done'; then
 			: # too old a Python to look for torch
 		else
 			emit torch_error "$(flat "the probe ended (exit status $PY_STATUS) while importing torch: $(py_last_words)")"
 			search=1
 		fi
 		printf '%s' "$PY_DISTS"
-		py_has done || [ -z "$pf_dists" ] || emit dists_unchecked
+		py_has 'done' || [ -z "$pf_dists" ] || emit dists_unchecked
 	else
 		emit python_ok 0
 		emit python_status "$PY_STATUS"
@@ -521,7 +524,7 @@ EOF
 		cand_devices=${PY_TORCH_GPUS#*"$TAB"}
 		cand_devices=${cand_devices%%"$TAB"*}
 		cand_error=$PY_TORCH_ERROR
-		if ! py_has torch && [ -z "$cand_error" ] && ! py_has done; then
+		if ! py_has torch && [ -z "$cand_error" ] && ! py_has 'done'; then
 			cand_error="the probe ended (exit status $PY_STATUS) while importing torch"
 		fi
 		emit candidate "$(flat "$cand")" "$PY_VERSION" "$PY_TORCH" "$PY_TORCH_CUDA" \
@@ -547,6 +550,7 @@ EOF
 			unset PYTHONPATH
 			cd -- "${HOME:-/}" 2>/dev/null || cd /
 			RTRAIN_PROBE=$PF_PROBE RTRAIN_PROBE_MODE=hub RTRAIN_PROBE_NAMES=$pf_models
+			# shellcheck disable=SC2090 # exported whole, never split into words
 			export RTRAIN_PROBE RTRAIN_PROBE_MODE RTRAIN_PROBE_NAMES
 			printf '%s\n' "$pf_token" | "$hub_python" -c "$PF_BOOT" 2>&1
 		)

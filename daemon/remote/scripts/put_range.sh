@@ -7,8 +7,8 @@
 need_args "$#" 6
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 sha=$2 size=$3 offset=$4 length=$5 expected=$6
-is_sha256 "$sha" && is_sha256 "$expected" || fail "$E_USAGE" usage
-is_uint "$size" && is_uint "$offset" && is_uint "$length" || fail "$E_USAGE" usage
+{ is_sha256 "$sha" && is_sha256 "$expected"; } || fail "$E_USAGE" usage
+{ is_uint "$size" && is_uint "$offset" && is_uint "$length"; } || fail "$E_USAGE" usage
 [ "$((offset % 1048576))" = 0 ] || fail "$E_USAGE" usage
 cache_dirs "$workdir"
 whole=0
@@ -23,7 +23,7 @@ if [ "$whole" = 1 ]; then
 else
 	msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
 fi
-have tee && fd_by_name || fail "$E_USAGE" no_tee
+{ have tee && fd_by_name; } || fail "$E_USAGE" no_tee
 # dd writes in place (conv=notrunc): pieces of one input arrive side by side, in any order.
 sums=$({
 	{

@@ -4,7 +4,7 @@
 need_args "$#" 5
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 run_dir=$(expand_workdir "$4") || fail "$E_USAGE" bad_dest
-is_sha256 "$2" && is_uint "$3" || fail "$E_USAGE" usage
+{ is_sha256 "$2" && is_uint "$3"; } || fail "$E_USAGE" usage
 cache_dirs "$workdir"
 part=$CACHE_PARTIAL/$2
 if in_cache "$2" "$3"; then

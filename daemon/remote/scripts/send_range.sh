@@ -4,13 +4,13 @@
 # `changed REL` (exit 3) when it moved before or during the read.
 need_args "$#" 5
 run_file "$1" "$2"
-is_uint "$3" && is_uint "$4" || fail "$E_USAGE" usage
+{ is_uint "$3" && is_uint "$4"; } || fail "$E_USAGE" usage
 changed() {
 	emit changed "$(flat "$2")" >&2
 	exit "$E_MISMATCH"
 }
 [ "$(file_state "$REAL_PATH")" = "$5" ] || changed "$@"
-have tee && fd_by_name || fail "$E_USAGE" no_tee
+{ have tee && fd_by_name; } || fail "$E_USAGE" no_tee
 # tail seeks in a regular file; the resolved path, so a swapped link cannot lead outside.
 exec 3>&1
 sums=$({

@@ -48,6 +48,7 @@ for_each_run() {
 	done
 }
 
+# shellcheck disable=SC2317 # called through $poll_step
 status_of() {
 	sf=- stop=- setup=-
 	[ -e "$workdir/$1/stop_requested" ] && stop=1
@@ -65,6 +66,7 @@ status_of() {
 	fi
 }
 
+# shellcheck disable=SC2317 # called through $poll_step
 from_queue() {
 	line=$(printf '%s\n' "$queue" | grep -E "^$2\\|" | head -n 1)
 	if [ "$queue_code" = 0 ] && [ -n "$line" ]; then
@@ -98,6 +100,7 @@ else
 	accounting_code=127
 	accounting='sacct is not on PATH'
 fi
+# shellcheck disable=SC2317 # called through $poll_step
 from_accounting() {
 	status_of "$1"
 	line=

@@ -41,6 +41,7 @@ if have sacctmgr; then
 			emit limit "${l_part:--}" "${l_grp:--}" "${l_max:--}" "${l_jobs:--}" "${l_qos:--}"
 		done
 fi
+# shellcheck disable=SC2174 # private: the workdir itself; its parents are the user's own
 mkdir -p -m 700 -- "$workdir" 2>/dev/null
 free=$(df -Pk -- "$workdir" 2>/dev/null | awk 'NR == 2 { print $4 * 1024 }')
 emit workdir "$workdir" "${free:--}"

@@ -12,7 +12,7 @@ attempt=$3
 meta_lines=$4
 batch_text=$5
 shift 5
-is_uint "$attempt" && [ "$attempt" -ge 1 ] || fail "$E_USAGE" usage "bad attempt"
+{ is_uint "$attempt" && [ "$attempt" -ge 1 ]; } || fail "$E_USAGE" usage "bad attempt"
 
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
 prove_run_dir "$run_id"
@@ -37,8 +37,8 @@ fi
 
 read_secrets
 
-printf '%s' "$batch_text" >"$RUN_DIR/rtrain.sbatch.tmp" &&
-	mv -f -- "$RUN_DIR/rtrain.sbatch.tmp" "$RUN_DIR/rtrain.sbatch" ||
+{ printf '%s' "$batch_text" >"$RUN_DIR/rtrain.sbatch.tmp" &&
+	mv -f -- "$RUN_DIR/rtrain.sbatch.tmp" "$RUN_DIR/rtrain.sbatch"; } ||
 	fail "$E_IO" batch_script "cannot write rtrain.sbatch"
 
 cd "$RUN_DIR" || fail "$E_IO" cd "cannot enter the run directory"

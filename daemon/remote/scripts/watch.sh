@@ -16,7 +16,7 @@ workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 gpus=$2
 max_bytes=$3
 shift 3
-is_uint "$max_bytes" && [ "${#max_bytes}" -le 9 ] || fail "$E_USAGE" usage
+{ is_uint "$max_bytes" && [ "${#max_bytes}" -le 9 ]; } || fail "$E_USAGE" usage
 [ $(($# % 3)) -eq 0 ] || fail "$E_USAGE" usage
 set -f
 found=
