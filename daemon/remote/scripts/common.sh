@@ -1021,11 +1021,9 @@ read_launch_input() {
 		RTRAIN_*) fail "$E_BAD_SECRET" bad_secret "$line_no" "RTRAIN_ names are reserved" ;;
 		esac
 		decode_b64 "$secret_b64"
-		secret_value=$B64_VALUE
-		B64_VALUE=
 		secret_count=$((secret_count + 1))
-		eval "secret_name_$secret_count=\$secret_name secret_value_$secret_count=\$secret_value"
-		secret_value=
+		eval "secret_name_$secret_count=\$secret_name secret_value_$secret_count=\$B64_VALUE"
+		B64_VALUE=
 		secret_b64=
 	done
 }
@@ -1061,8 +1059,9 @@ launch_option() {
 		;;
 	"+attempt$TAB"*)
 		attempt=${1#+attempt"$TAB"}
-		is_uint "$attempt" && [ "${#attempt}" -le 6 ] && [ "$attempt" -ge 1 ] ||
+		if ! { is_uint "$attempt" && [ "${#attempt}" -le 6 ] && [ "$attempt" -ge 1 ]; }; then
 			fail "$E_USAGE" usage "bad attempt"
+		fi
 		;;
 	"+limits$TAB"*"$TAB"*"$TAB"*"$TAB"*)
 		opt=${1#+limits"$TAB"}
@@ -1070,7 +1069,9 @@ launch_option() {
 $opt
 EOF
 		for lim_number in "$lim_max" "$lim_stall"; do
-			is_uint "$lim_number" && [ "${#lim_number}" -le 9 ] || fail "$E_USAGE" usage "bad limits"
+			if ! { is_uint "$lim_number" && [ "${#lim_number}" -le 9 ]; }; then
+				fail "$E_USAGE" usage "bad limits"
+			fi
 		done
 		case $lim_on in
 		flag | stop) ;;
@@ -1085,7 +1086,9 @@ EOF
 		;;
 	"+wrapper$TAB"*)
 		wrapper=${1#+wrapper"$TAB"}
-		is_uint "$wrapper" && [ "${#wrapper}" -le 3 ] || fail "$E_USAGE" usage "bad wrapper"
+		if ! { is_uint "$wrapper" && [ "${#wrapper}" -le 3 ]; }; then
+			fail "$E_USAGE" usage "bad wrapper"
+		fi
 		;;
 	*) fail "$E_BAD_SECRET" bad_secret "$line_no" "unknown option line" ;;
 	esac

@@ -2,6 +2,7 @@
 # the c10d rendezvous of a run across hosts that this host leads. Chosen with the run's own
 # python (the one tool a training host surely has), then let go: torchrun binds it next.
 need_args "$#" 1
+# shellcheck disable=SC2088 # the word as typed: expand_workdir expands it
 case $1 in
 '~/'*) fp_python=$(expand_workdir "$1") || fail "$E_USAGE" bad_python ;;
 *) fp_python=$1 ;;

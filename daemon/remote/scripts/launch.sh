@@ -27,6 +27,7 @@ prove_run_dir "$run_id"
 # gets the caller's umask. It is the file `rtrain-run` in the run dir, so `ps` shows a short
 # line (`/bin/sh ./rtrain-run RUN_ID ...`), not this whole text. Its arguments: RUN_ID (for
 # `ps` alone; the marker is RTRAIN_RUN_ID in its environment) MV_PATH UMASK CMD...
+# shellcheck disable=SC2016 # a script of its own: it expands its own words when it runs
 WRAPPER='mv_bin=$2
 trainer_umask=$3
 shift 3
@@ -113,6 +114,7 @@ exit "$code"
 # the log. Each failure leaves a file the status scripts read. Its arguments: SETUP N CMD...,
 # where CMD's first N words are rtrain's wrapper and the trainer's program comes after (N is
 # 0 where the wrapper runs these steps, as the GPU gate does).
+# shellcheck disable=SC2016 # a script of its own: it expands its own words when it runs
 STEPS='setup=$1
 wrapper=$2
 shift 2
@@ -231,6 +233,7 @@ mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" || fail "$E_IO" meta "can
 word_no=0
 for word in "$@"; do
 	if [ "$word_no" = "$wrapper" ]; then
+		# shellcheck disable=SC2088 # the word as typed: expand_workdir expands it
 		case $word in
 		'~' | '~/'*) expanded=$(expand_workdir "$word") && word=$expanded ;;
 		esac
