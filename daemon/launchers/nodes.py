@@ -239,9 +239,6 @@ def combined(
     why = rows[ended_first]
     state = "lost" if why.state == "missing" else why.state
     detail = why.detail or ("its run directory is gone" if why.state == "missing" else None)
-    if detail and detail.startswith("rank "):
-        # The far side numbers the ranks of its own node (torchrun's local rank).
-        detail = f"local {detail}"
     if state != "stopped" or not (detail or "").startswith("limit: "):
         # A limit's detail stays as the far side wrote it (the daemon reads which limit).
         where = f"node {ended_first} ({nodes[ended_first].host})"

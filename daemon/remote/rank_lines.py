@@ -38,6 +38,9 @@ FAILURE_FILE = "rank_failure"
 PREFIXED = re.compile(rb"^\[rank\d+\]:")
 SEGMENT = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)")
 RANK_LINE = re.compile(r"^\s*rank\s*:\s*(\d+)")
+# `rank : 3 (local_rank: 1)`: the rank's number on its own node names its folder here (the
+# two differ on every node but the first of a run across hosts).
+LOCAL_RANK = re.compile(r"\(local_rank:\s*(\d+)\)")
 EXIT_LINE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
 ERROR_FILE_LINE = re.compile(r"^\s*error_file\s*:\s*(.*?)\s*$")
 CLOSING = re.compile(r"Sending process (\d+) closing signal")
@@ -164,12 +167,13 @@ class Relay:
 
         def order(failure: dict[str, str]) -> tuple[int, int, int]:
             rank = int(failure["rank"])
-            return (self._last_sign_of_life(rank), 0 if failure["rank"] == root else 1, rank)
+            last = self._last_sign_of_life(int(failure.get("local", rank)))
+            return (last, 0 if failure["rank"] == root else 1, rank)
 
         first = min(own, key=order)
         rank = int(first["rank"])
         code = int(first["exit"])
-        folder = self.rank_dirs.get(rank, (0, ""))[1]
+        folder = self.rank_dirs.get(int(first.get("local", rank)), (0, ""))[1]
         stderr = os.path.join(folder, "stderr.log") if folder else ""
         if stderr.startswith(self.run_dir.rstrip("/") + "/"):
             stderr = stderr[len(self.run_dir.rstrip("/")) + 1 :]
@@ -215,6 +219,8 @@ def summary_failures(log: str) -> list[dict[str, str]]:
             found.append(current)
         elif (match := RANK_LINE.match(line)) is not None:
             current["rank"] = match.group(1)
+            local = LOCAL_RANK.search(line)
+            current["local"] = local.group(1) if local is not None else match.group(1)
         elif (match := EXIT_LINE.match(line)) is not None:
             current["exit"], current["pid"] = match.group(1), match.group(2)
         elif (match := ERROR_FILE_LINE.match(line)) is not None:

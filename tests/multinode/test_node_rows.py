@@ -21,12 +21,12 @@ def test_running_while_every_node_runs_completed_once_all_completed() -> None:
     assert combined("r", NODES, [row("completed"), row("completed")]).state == "completed"
 
 
-def test_a_failure_names_its_node_and_local_rank() -> None:
+def test_a_failure_names_its_node_and_rank() -> None:
     ended = combined(
         "r", NODES, [row("stopped"), row("failed", "rank 0: ValueError: no", exit_code=1)]
     )
     assert (ended.state, ended.exit_code) == ("failed", 1)
-    assert ended.detail == "node 1 (h2), local rank 0: ValueError: no"
+    assert ended.detail == "node 1 (h2), rank 0: ValueError: no"
 
 
 def test_a_lost_node_explains_the_others_failing_after_it() -> None:
@@ -52,3 +52,23 @@ def test_rendezvous_words_come_out_again_for_the_next_attempt() -> None:
     assert "--rdzv-endpoint=10.0.0.1:4000" in launched and "--rdzv-conf=is_host=1" in launched
     assert launched[-2:] == ["--nproc-per-node=2", "t.py"]
     assert standalone(launched) == command
+
+
+def test_the_relay_finds_a_rank_by_its_number_on_its_own_node() -> None:
+    from rtrain.daemon.remote.rank_lines import summary_failures
+
+    summary = """Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-04_23:59:01
+  host      : box
+  rank      : 1 (local_rank: 0)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+    [failure] = summary_failures(summary)
+    assert (failure["rank"], failure["local"], failure["pid"]) == ("1", "0", "4242")
