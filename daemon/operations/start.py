@@ -490,8 +490,8 @@ def _bytes(shipped: list[ShippedFile]) -> int:
 
 def _nothing_started(error: RpcError, host: str) -> RpcError:
     """`error`, saying that the start launched nothing (a user must not wonder)."""
-    if error.kind == Kind.RUN_EXISTS:
-        return error
+    if error.kind == Kind.RUN_EXISTS or "nothing was started" in error.message:
+        return error  # it says so already
     return RpcError(
         error.code, f"{error.message.rstrip('.')}; nothing was started on {host}.", error.data
     )
