@@ -70,6 +70,15 @@ def _base(ops: Ops, p: RunRef, run_dir: str) -> RunInfo:
 
 
 def _settle(ops: Ops, p: RunRef, run_dir: str, fresh: RunInfo | None) -> RunInfo:
+    now_known = ops.known(p.host, p.run_id)
+    if (
+        fresh is not None
+        and now_known is not None
+        and len(now_known.attempts) > len(fresh.attempts)
+    ):
+        # A restart (or the daemon's retry) recorded its new attempt while this look was
+        # under way: the look is of the attempt before it, and would undo that record.
+        return now_known
     if fresh is None:
         raise app_error(
             Kind.RUN_NOT_FOUND,

@@ -42,7 +42,9 @@ def wait_attempts(cli: Cli, run_id: str, count: int, state: str) -> dict[str, ob
         assert isinstance(attempts, list)
         if len(attempts) == count and run["state"] == state:
             return run
-        assert time.monotonic() < deadline, f"{run_id}: never attempt {count} {state}: {run}"
+        if time.monotonic() > deadline:
+            said = cli.daemon.log.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"{run_id}: never attempt {count} {state}: {run}\n{said}")
         time.sleep(0.2)
 
 
