@@ -43,6 +43,7 @@ from rtrain.protocol import requests
 from rtrain.protocol.durations import parse_duration
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.requests import Call
+from rtrain.protocol.run_states import RetryOn
 
 from .daemon_client import DaemonClient
 from .errors import (
@@ -198,6 +199,10 @@ class RemoteRunner:
         nodes: int = 1,
         requeue: bool = False,
         signal_before_timeout: int | None = None,
+        hosts: Sequence[str] = (),
+        master_addr: str | None = None,
+        retry: int | None = None,
+        retry_on: RetryOn | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
@@ -217,7 +222,12 @@ class RemoteRunner:
         `share_gpus`: GPUs busy with processes that are not rtrain runs count as free.
         Slurm hosts (docs/slurm.md): `partition`, `time` (the job's time limit, `2:00:00`),
         `nodes`, `requeue`, and `signal_before_timeout` (seconds before the limit at which
-        the trainer gets SIGUSR2) override the host's defaults."""
+        the trainer gets SIGUSR2) override the host's defaults.
+        A run across hosts (docs/multinode.md): `hosts` names every node's ssh alias, this
+        runner's host first, with `nodes` their count and a `{torchrun}` command;
+        `master_addr` is the address the others reach the first at (default: its HostName).
+        `retry`: attempts the daemon starts by itself after the run ends lost (`retry_on`
+        `failed`: after a failure too); default: the host's config.toml `retry`, else none."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -255,6 +265,10 @@ class RemoteRunner:
             nodes=nodes if nodes != 1 else None,
             requeue=requeue or None,
             signal_before_timeout=signal_before_timeout,
+            hosts=list(hosts) or None,
+            master_addr=master_addr,
+            retry=retry,
+            retry_on=retry_on,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

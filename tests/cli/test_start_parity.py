@@ -18,6 +18,8 @@ INTERNAL = {"progress_token"}
 CLI_NAMES = {"datasets": "dataset", "secrets": "secret", "time": "time_limit"}
 # `dataset` is one of the CLI's repeated --dataset; `then_fetch_into` is its -o/--out.
 CLI_NAMES |= {"dataset": "dataset", "then_fetch_into": "out"}
+# `hosts`: HOST as a comma list (`rtrain start h1,h2 --nodes 2`).
+CLI_NAMES |= {"hosts": "host"}
 # StartParams field -> the API's parameter (or the RemoteHost field it is taken from).
 API_NAMES = {
     "config": "config_path",
