@@ -75,7 +75,8 @@ def loaded(*args: str, **env: str) -> list[str]:
         env={**os.environ, **env},
         timeout=COMMAND_TIMEOUT_S,
     )
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    names: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return names
 
 
 @dataclass

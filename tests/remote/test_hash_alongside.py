@@ -156,6 +156,7 @@ def test_a_file_that_changes_while_it_is_sent_is_refused(
     assert changed, "the change happened during the transfer"
     assert caught.value.kind == Kind.TRANSFER_FAILED
     assert "changed while fetching" in caught.value.message
+    assert caught.value.data is not None
     assert caught.value.data["path"] == "model.bin"
 
 
