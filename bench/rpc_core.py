@@ -75,12 +75,12 @@ def _load(
 
 
 def run_rpc_bench(rtrain_socket: Path, seconds: float, rounds: int) -> list[RpcFigures]:
-    rtrain_init = {
+    rtrain_init: dict[str, object] = {
         "protocolVersion": PROTOCOL_VERSION,
         "clientInfo": {"name": "rtrain-bench", "version": RTRAIN_VERSION},
         "processId": os.getpid(),
     }
-    pygls_init = {
+    pygls_init: dict[str, object] = {
         "processId": os.getpid(),
         "rootUri": None,
         "capabilities": {},

@@ -20,6 +20,9 @@ import pytest
 
 from rtrain.client.daemon_client import DaemonClient
 
+# The class below has a property named `socket`.
+Socket = socket.socket
+
 
 @dataclass
 class DaemonEnv:
@@ -57,7 +60,7 @@ class DaemonEnv:
                 pids.append(int(entry.name))
         return pids
 
-    def raw_socket(self) -> socket.socket:
+    def raw_socket(self) -> Socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(10)
         self.sockets.append(sock)  # closed at teardown

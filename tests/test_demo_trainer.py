@@ -565,6 +565,7 @@ def test_an_unknown_key_warns_and_the_run_goes_on(run_dir: Path) -> None:
     [("cuda", "cpu", "cuda"), ("", "mps", "mps")],
     ids=["env-RTRAIN_DEVICE-cuda", "config-device-mps"],
 )
+@pytest.mark.slow
 def test_torch_falls_back_to_cpu_with_a_warning_and_trains(
     run_dir: Path, env_device: str, config_device: str, wanted: str
 ) -> None:
@@ -589,6 +590,7 @@ def test_torch_falls_back_to_cpu_with_a_warning_and_trains(
     assert loss < 0.85 * math.log(config["vocab_size"]), loss
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("torch_required")
 def test_a_torch_checkpoint_resumes_in_pure_python(run_dir: Path) -> None:
     # Checkpoints are plain JSON, so a run that moves to a host without torch carries on.

@@ -37,6 +37,7 @@ def layer_files(layer: str) -> list[Path]:
     import importlib
 
     module = importlib.import_module(f"rtrain.{layer}")
+    assert module.__file__ is not None
     return sorted(Path(module.__file__).parent.rglob("*.py"))
 
 

@@ -83,7 +83,7 @@ def examples(doc: Path) -> list[str]:
 
 def python_example(doc: Path) -> str:
     (code,) = re.findall(r"```python\n(.*?)```", doc.read_text(), re.DOTALL)
-    return code
+    return str(code)
 
 
 @pytest.fixture

@@ -75,7 +75,8 @@ def loaded(*args: str, **env: str) -> list[str]:
         env={**os.environ, **env},
         timeout=COMMAND_TIMEOUT_S,
     )
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    names: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return names
 
 
 @dataclass
@@ -127,6 +128,7 @@ def runs(daemon_env: DaemonEnv, tmp_path: Path) -> Iterator[Runs]:
         kill_marked(tag)
 
 
+@pytest.mark.slow
 def test_status_and_tail_say_what_the_typer_commands_say(runs: Runs) -> None:
     cases = [
         ["status", "local", runs.completed],
@@ -156,6 +158,7 @@ def test_status_and_tail_say_what_the_typer_commands_say(runs: Runs) -> None:
     assert '"step 1 | loss 1.0\\né ü' in first  # UTF-8, not \u escapes, as msgspec writes
 
 
+@pytest.mark.slow
 def test_refusals_say_what_the_typer_commands_say(daemon_env: DaemonEnv) -> None:
     daemon_env.client().close()  # a warm daemon, so the quick client is the one refusing
     cases = [
@@ -197,6 +200,7 @@ def test_ctrl_c_while_following_detaches_as_the_typer_command_does(runs: Runs) -
     assert said[0].err.startswith(f"\ndetached; {runs.running} keeps running on local.\n")
 
 
+@pytest.mark.slow
 def test_neither_typer_nor_msgspec_is_loaded(runs: Runs) -> None:
     assert loaded("status", "local", runs.completed) == LIGHT
     assert loaded("status", "local", runs.failed, "--json") == LIGHT

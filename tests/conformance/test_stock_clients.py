@@ -120,11 +120,11 @@ async def _pygls_whole_run(
     logs: dict[str, str] = {scene.run_a: "", scene.run_b: ""}
     b_spoke = asyncio.Event()
 
-    @client.feature("$/progress")
+    @client.feature("$/progress")  # type: ignore[untyped-decorator]  # pygls leaves it bare
     def on_progress(params: Any) -> None:
         progress[params.token].append(as_dict(params.value))
 
-    @client.feature("run/log")
+    @client.feature("run/log")  # type: ignore[untyped-decorator]  # pygls leaves it bare
     def on_log(params: Any) -> None:
         logs[params.runId] += params.text
         if params.runId == scene.run_b:

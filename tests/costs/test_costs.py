@@ -105,4 +105,6 @@ def test_an_older_registry_gains_the_new_columns_and_keeps_its_runs(tmp_path: Pa
     limited = RunInfo(host="gpubox", run_id="new", state="running", max_duration=21600)
     registry.upsert(limited)
     assert registry.get("gpubox", "new") == limited
-    assert registry.get("gpubox", "new").max_duration == 21600  # an int, not text
+    stored = registry.get("gpubox", "new")
+    assert stored is not None
+    assert stored.max_duration == 21600  # an int, not text

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from rtrain.client.errors import DaemonUnavailable, RemoteError
 from rtrain.protocol.framing import FrameReader, encode_frame
 from rtrain.protocol.version import PROTOCOL_VERSION
 from tests.daemon_fixtures import DaemonEnv
-from tests.hosts import GPU_USER
+from tests.hosts import GPU_USER, TestHosts
 
 
 def init_frame(msg_id: int = 1) -> bytes:
@@ -36,8 +37,9 @@ def init_frame(msg_id: int = 1) -> bytes:
     )
 
 
-def read_replies(sock: socket.socket, count: int) -> list[dict]:
-    reader, replies = FrameReader(), []
+def read_replies(sock: socket.socket, count: int) -> list[dict[str, Any]]:
+    reader = FrameReader()
+    replies: list[dict[str, Any]] = []
     while len(replies) < count:
         data = sock.recv(65536)
         if not data:
@@ -109,7 +111,7 @@ def test_a_socket_directory_open_to_others_is_refused(daemon_env: DaemonEnv) -> 
 
 
 def test_another_uid_is_refused_even_when_the_socket_is_reachable(
-    daemon_env: DaemonEnv, ssh_hosts
+    daemon_env: DaemonEnv, ssh_hosts: TestHosts
 ) -> None:  # noqa: ANN001
     with daemon_env.client() as client:
         client.request("daemon/info")

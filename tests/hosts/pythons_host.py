@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -56,7 +57,7 @@ class PythonsHost:
         self.hosts = hosts
         self.home = Path()
         self._sshd: Sshd | None = None
-        self._account = None
+        self._account: pwd.struct_passwd | None = None
 
     @property
     def train_python(self) -> str:

@@ -290,6 +290,12 @@ class SlurmCluster:
     def _start_slurmdbd(self) -> None:
         self._spawn("slurmdbd", [_required("slurmdbd"), "-D"])
         self._wait(lambda: self._port_open(self._ports["dbd"]), "slurmdbd")
+        # Listening is not answering: on a busy machine slurmdbd still sets up its tables,
+        # and an `add cluster` sent then fails.
+        self._wait(
+            lambda: self.command("sacctmgr", "-n", "list", "cluster", check=False).returncode == 0,
+            "slurmdbd (answering)",
+        )
 
     def _start_slurmctld(self) -> None:
         self._spawn("slurmctld", [_required("slurmctld"), "-D", "-f", str(self.conf_path)])

@@ -4,6 +4,7 @@ words (loss, step, epoch, iter) that open the general rule's door."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,6 +104,7 @@ line = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(line)
 def test_text_that_is_not_a_metric_gives_no_series(text: str) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import stat
+from typing import Any
 
 from tests.operations.harness import Ops
 from tests.torch_python import far_torch_python
 
 
-def preflight(ops: Ops, host: str = "plain", **params: object) -> object:
+def preflight(ops: Ops, host: str = "plain", **params: object) -> Any:
     return ops.request("host/preflight", {"host": host, **params})
 
 

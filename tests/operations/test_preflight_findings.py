@@ -9,6 +9,7 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from tests.hosts.pythons_host import PYTHONS_USER, PythonsHost
 from tests.operations.harness import Ops
 
 
-def preflight(ops: Ops, host: str = "pythons", **params: object) -> object:
+def preflight(ops: Ops, host: str = "pythons", **params: object) -> Any:
     return ops.request("host/preflight", {"host": host, **params})
 
 
@@ -100,7 +101,12 @@ def test_gpus_in_use_by_another_process(ops: Ops, pythons_host: PythonsHost) -> 
     # Real processes of the far user compute on the fake GPUs (fake_nvidia_smi.py): one not
     # rtrain's on GPU 1, one marked as a run of rtrain's on GPU 0.
     # (Group too: a process whose group differs is one the far user cannot inspect.)
-    as_user = {"user": PYTHONS_USER, "group": PYTHONS_USER, "extra_groups": [], "cwd": "/"}
+    as_user: dict[str, Any] = {
+        "user": PYTHONS_USER,
+        "group": PYTHONS_USER,
+        "extra_groups": [],
+        "cwd": "/",
+    }
     path = os.environ["PATH"]
     other = subprocess.Popen(
         ["sleep", "300"], env={"PATH": path, "RTRAIN_FAKE_GPU_LOAD": "1:87:30000"}, **as_user

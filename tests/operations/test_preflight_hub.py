@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,7 +131,7 @@ def _alias(pythons_host: PythonsHost, endpoint: str) -> str:
     return pythons_host.alias(f"hub-{uuid.uuid4().hex[:6]}", {"HF_ENDPOINT": endpoint})
 
 
-def _preflight(ops: Ops, host: str, python: str, models: list[str], **params: object) -> object:
+def _preflight(ops: Ops, host: str, python: str, models: list[str], **params: object) -> Any:
     return ops.request(
         "host/preflight", {"host": host, "gpus": 0, "python": python, "hfModels": models, **params}
     )

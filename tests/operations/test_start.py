@@ -136,7 +136,9 @@ def test_a_run_id_that_exists_on_the_host_is_refused(ops: Ops) -> None:
         ({"python": "python3; id"}, "invalid_command"),
     ],
 )
-def test_bad_start_params_are_refused_before_any_ssh(ops: Ops, change: dict, kind: str) -> None:
+def test_bad_start_params_are_refused_before_any_ssh(
+    ops: Ops, change: dict[str, Any], kind: str
+) -> None:
     run_id = ops.new_run_id()
     params = {
         "host": "plain",
@@ -153,7 +155,9 @@ def test_bad_start_params_are_refused_before_any_ssh(ops: Ops, change: dict, kin
 
 
 @pytest.mark.parametrize("change", [{"gpus": -3}, {"gpus": 100000}, {"nodes": 0}])
-def test_a_count_out_of_range_is_invalid_params_and_starts_nothing(ops: Ops, change: dict) -> None:
+def test_a_count_out_of_range_is_invalid_params_and_starts_nothing(
+    ops: Ops, change: dict[str, Any]
+) -> None:
     """The fault: a raw run/start with `gpus: -3` was accepted and the run started."""
     params = {
         "host": "plain",

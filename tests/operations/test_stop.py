@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.operations import trainers
 from tests.operations.harness import Ops
 from tests.operations.processes import pid_alive, run_pids
 
 
-def stop(ops: Ops, run_id: str, **params: object) -> object:
+def stop(ops: Ops, run_id: str, **params: object) -> Any:
     return ops.request("run/stop", {"host": "plain", "runId": run_id, **params})
 
 

@@ -31,6 +31,7 @@ def test_byte_by_byte_feeding_keeps_unicode_intact() -> None:
     for i in range(len(data)):
         events += server.receive_data(data[i : i + 1])
     assert len(events) == 1
+    assert isinstance(events[0], Request)
     assert events[0].params.workdir == "~/été"
 
 

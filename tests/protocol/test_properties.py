@@ -7,6 +7,7 @@ import typing
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,6 +87,7 @@ def _accepted(value: Any, kind: Any) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_every_struct_round_trips_through_json(data: st.DataObject) -> None:

@@ -175,6 +175,7 @@ def torch_python() -> str:
     return far_torch_python()
 
 
+@pytest.mark.slow
 def test_a_torchrun_run_without_its_relay_blames_the_same_rank_in_every_path(
     remote: Remote, torch_python: str
 ) -> None:
@@ -197,6 +198,7 @@ def test_a_torchrun_run_without_its_relay_blames_the_same_rank_in_every_path(
     assert stopped.values("run")[0][5] == expected, stopped
 
 
+@pytest.mark.slow
 def test_the_relay_keeps_a_rank_s_unfinished_line_and_ends_with_torchrun(
     remote: Remote, torch_python: str
 ) -> None:

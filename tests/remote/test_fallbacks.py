@@ -30,6 +30,7 @@ def path_without(
     return build
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("missing", [{"setsid"}, {"setsid", "env"}], ids=["no-setsid", "no-env"])
 def test_launch_detaches_through_python(
     remote: Remote, path_without: Callable[[set[str]], str], missing: set[str]

@@ -136,6 +136,7 @@ def replace(path: Path) -> None:
     fresh.replace(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [grow, shrink, replace], ids=lambda change: change.__name__)
 def test_a_file_that_changes_while_it_is_sent_is_refused(
     far_shell: Path, far_home: Path, tmp_path: Path, change: Callable[[Path], None]
@@ -155,6 +156,7 @@ def test_a_file_that_changes_while_it_is_sent_is_refused(
     assert changed, "the change happened during the transfer"
     assert caught.value.kind == Kind.TRANSFER_FAILED
     assert "changed while fetching" in caught.value.message
+    assert caught.value.data is not None
     assert caught.value.data["path"] == "model.bin"
 
 

@@ -31,6 +31,7 @@ def marker(tmp_path: Path) -> Path:
     return tmp_path / "pwned"
 
 
+@pytest.mark.slow
 def test_hostile_arguments_to_every_script(remote: Remote, marker: Path) -> None:
     run_id, run_dir = remote.prepare()
     (run_dir / "train.log").write_text("log\n")
@@ -76,6 +77,7 @@ def test_hostile_trainer_arguments_and_secrets_arrive_verbatim(
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_no_literal_tilde_directory_anywhere(remote: Remote) -> None:
     remote.run("prepare", "~/.rtrain", "a")
     remote.run("status", "~/.rtrain", "a")

@@ -40,6 +40,7 @@ def fake_nvidia_smi(
     return build
 
 
+@pytest.mark.slow
 def test_reports_python_workdir_and_no_gpu(
     remote: Remote, bare_python: str, stripped_path: Callable[[set[str]], str]
 ) -> None:
@@ -62,6 +63,7 @@ def test_reports_python_workdir_and_no_gpu(
     assert result.values("torch") == [] and result.values("cuda") == []
 
 
+@pytest.mark.slow
 def test_tilde_workdir_never_becomes_a_literal_directory(remote: Remote, bare_python: str) -> None:
     result = remote.run("preflight", bare_python, "~/deep/er")
 
@@ -91,6 +93,7 @@ def test_torch_and_its_cuda_are_reported_when_torch_imports(
     assert result.value("cuda") == reported
 
 
+@pytest.mark.slow
 def test_lists_each_gpu(
     remote: Remote, bare_python: str, fake_nvidia_smi: Callable[[str], str]
 ) -> None:
@@ -123,6 +126,7 @@ def test_lists_each_gpu(
     assert result.values("nvidia_smi") == []
 
 
+@pytest.mark.slow
 def test_a_short_gpu_line_still_names_the_gpu(
     remote: Remote, bare_python: str, fake_nvidia_smi: Callable[[str], str]
 ) -> None:
@@ -132,6 +136,7 @@ def test_a_short_gpu_line_still_names_the_gpu(
     assert result.values("gpu") == [["0", "NVIDIA H100 80GB HBM3", "81559"]]
 
 
+@pytest.mark.slow
 def test_broken_driver_is_an_error_with_its_message(
     remote: Remote, bare_python: str, fake_nvidia_smi: Callable[[str], str]
 ) -> None:

@@ -65,7 +65,7 @@ def test_a_value_sbatch_would_misread_is_one_sentence(request_: SlurmRequest, wo
     assert sentence is not None and word in sentence
 
 
-def test_the_command_reaches_the_workload_word_for_word(tmp_path) -> None:
+def test_the_command_reaches_the_workload_word_for_word(tmp_path: Path) -> None:
     words = ["printf", "%s|", "it's", "$HOME", "`id`", "a b", '--x="y"']
     script = batch_script("run-1", str(tmp_path), words, {"SEED": "1; echo pwned"}, ["--nodes=1"])
     done = run_batch_script(tmp_path, script, job_id="7")
@@ -75,7 +75,7 @@ def test_the_command_reaches_the_workload_word_for_word(tmp_path) -> None:
     assert (tmp_path / "train.jobid").read_text() == "7\n"
 
 
-def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path) -> None:
+def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path: Path) -> None:
     script = batch_script(
         "run-1", str(tmp_path), ["sh", "-c", "echo $SEED; exit 3"], {"SEED": "it's 1"}, []
     )
@@ -85,7 +85,7 @@ def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path) -> None:
     assert (tmp_path / "status").read_text() == "3\n"
 
 
-def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path) -> None:
+def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path: Path) -> None:
     script = batch_script(
         "run-1",
         str(tmp_path),

@@ -14,8 +14,9 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
-settings = {
+settings: dict[str, Any] = {
     "out_dir": "out",
     "max_iters": 20,
     "eval_interval": 10,
@@ -85,7 +86,7 @@ def main() -> None:
             fail_now()
         loss = torch.nn.functional.mse_loss(model(inputs), targets)
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         if world > 1:
             for parameter in model.parameters():
                 assert parameter.grad is not None

@@ -321,7 +321,7 @@ def test_ctrl_c_during_a_fetch_leaves_nothing_running_and_nothing_under_its_name
             raise KeyboardInterrupt
 
     client = ops.client()
-    from rtrain.client.daemon_client import Interrupted
+    from rtrain.client.errors import Interrupted
 
     with pytest.raises(Interrupted) as caught:
         client.request(
@@ -355,7 +355,7 @@ def test_ctrl_c_during_an_upload_leaves_nothing_running(ops: Ops) -> None:
             pressed.set()
             raise KeyboardInterrupt
 
-    from rtrain.client.daemon_client import Interrupted
+    from rtrain.client.errors import Interrupted
 
     with pytest.raises(Interrupted) as caught:
         ops.client().request(

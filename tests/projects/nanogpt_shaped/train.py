@@ -10,8 +10,9 @@ import math
 import os
 import sys
 import time
+from typing import Any
 
-config = {"max_iters": 20, "init_from": "scratch", "eval_interval": 5, "sleep": 0.0}
+config: dict[str, Any] = {"max_iters": 20, "init_from": "scratch", "eval_interval": 5, "sleep": 0.0}
 for arg in sys.argv[1:]:
     # nanoGPT's configurator: --key=value overrides a global of the same name.
     key, _, value = arg.removeprefix("--").partition("=")
