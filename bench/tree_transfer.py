@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ def tree_rows(world: BenchWorld, links: list[Link], files: int, reps: int) -> It
             def by_scp(argv: list[str] = scp_argv) -> Any:
                 return run_checked(argv, timeout=3600)
 
-            ways = [("rtrain", by_rtrain), ("scp", by_scp)]
+            ways: list[tuple[str, Callable[[], Any]]] = [("rtrain", by_rtrain), ("scp", by_scp)]
             for way, move in ways[rep % 2 :] + ways[: rep % 2]:
                 started = time.perf_counter()
                 done = move()

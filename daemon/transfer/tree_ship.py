@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -66,7 +66,7 @@ class _Collect:
         return data
 
 
-def stream(files: list[SmallFile], advance: Progress) -> Iterator[bytes]:
+def stream(files: Sequence[SmallFile], advance: Progress) -> Iterator[bytes]:
     """The bytes receive_tree.sh reads: the list, then the tar: each content once as
     `c/SHA256`, each name as `t/NAME`, a hard link to its content (no byte of its own)."""
     listing = "".join(f"{f.sha256}\t{f.name}\n" for f in files)

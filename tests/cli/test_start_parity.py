@@ -29,12 +29,16 @@ API_NAMES = {
 HOST_FIELDS = {"host": "alias", "python": "python", "workdir": "workdir"}
 
 
+def _name(command: typer.models.CommandInfo) -> str | None:
+    return command.name or (command.callback.__name__ if command.callback else None)
+
+
 def _fields() -> list[str]:
     return [f.name for f in msgspec.structs.fields(StartParams) if f.name not in INTERNAL]
 
 
 def _cli_start_parameters() -> set[str]:
-    [start] = [c for c in app.registered_commands if (c.name or c.callback.__name__) == "start"]
+    [start] = [c for c in app.registered_commands if _name(c) == "start"]
     assert start.callback is not None
     return set(inspect.signature(start.callback).parameters)
 
@@ -57,7 +61,8 @@ def test_the_python_api_takes_every_start_field() -> None:
 def test_the_api_and_the_cli_agree_on_defaults() -> None:
     """Where both take a field under its own name, an unset one means the same."""
     api = inspect.signature(RemoteRunner.start).parameters
-    [start] = [c for c in app.registered_commands if (c.name or c.callback.__name__) == "start"]
+    [start] = [c for c in app.registered_commands if _name(c) == "start"]
+    assert start.callback is not None
     cli = inspect.signature(start.callback).parameters
     for name in ("gpus", "nodes", "wait", "share_gpus", "requeue", "launcher", "partition"):
         default = cli[name].default

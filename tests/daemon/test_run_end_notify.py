@@ -42,7 +42,7 @@ def test_a_bad_notify_names_its_line_and_key(tmp_path: Path) -> None:
 
 
 def run(state: str, attempts: int = 1, **extra: object) -> RunInfo:
-    tried = [Attempt(number=n + 1, state="running") for n in range(attempts)]  # type: ignore[arg-type]
+    tried = [Attempt(number=n + 1, state="running") for n in range(attempts)]
     return RunInfo(host="gpubox", run_id="r1", state=state, attempts=tried, **extra)  # type: ignore[arg-type]
 
 

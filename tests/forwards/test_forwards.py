@@ -28,7 +28,8 @@ def free_port() -> int:
 
 def get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=WAIT_S) as answer:
-        return answer.read().decode()
+        body: bytes = answer.read()
+        return body.decode()
 
 
 def refused(port: int) -> bool:

@@ -3,14 +3,20 @@ words a launch adds and a later attempt takes out again."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from rtrain.daemon.launchers.nodes import combined, rendezvous, standalone
 from rtrain.daemon.remote.contract import RunRow
 from rtrain.protocol.messages import RunNode
 
+RowState = Literal[
+    "queued", "running", "completed", "failed", "stopped", "lost", "unknown", "missing"
+]
+
 NODES = [RunNode(host="h1", remote_dir="/a/r"), RunNode(host="h2", remote_dir="/b/r")]
 
 
-def row(state: str, detail: str | None = None, exit_code: int | None = None) -> RunRow:
+def row(state: RowState, detail: str | None = None, exit_code: int | None = None) -> RunRow:
     return RunRow(run_id="r", state=state, detail=detail, exit_code=exit_code, started_at=5.0)
 
 

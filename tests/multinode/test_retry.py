@@ -72,7 +72,9 @@ def test_a_lost_run_comes_back_and_resumes_but_stopped_and_failed_runs_do_not(cl
     cli.wait_far_log(lost, "step 5 |")
     kill_run(lost)  # kill -9 of the whole session: no status is ever written
     run = wait_attempts(cli, lost, 2, "running")
-    first, second = run["attempts"]  # type: ignore[misc]
+    attempts = run["attempts"]
+    assert isinstance(attempts, list), run
+    first, second = attempts
     assert first["state"] == "lost", first
     assert second["cause"].startswith("retry 1 of 1: attempt 1 ended lost"), second
     cli.wait_far_log(lost, "resuming from step")

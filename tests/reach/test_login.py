@@ -67,7 +67,8 @@ def connections_to(node: LoginHost) -> int:
 
 def assert_login_required(cli: Cli, alias: str, *words: str) -> None:
     done = cli(*words)
-    assert done.code == Exit.LOGIN_REQUIRED == 10, done
+    assert done.code == Exit.LOGIN_REQUIRED, done
+    assert int(Exit.LOGIN_REQUIRED) == 10  # the number docs/cli.md promises
     assert SENTENCE in done.err and f"`rtrain login {alias}`" in done.err, done
     assert "password:" not in done.err.lower(), done
 

@@ -58,7 +58,9 @@ def test_the_sh_reader_reads_what_the_python_writer_wrote(shell: str) -> None:
     done = _read(shell, data, "options")
     assert done.returncode == 0, done.stderr
     fields = _fields(done.stdout)
-    secrets, env, scalars = {}, {}, {}
+    secrets: dict[str, str] = {}
+    env: dict[str, str] = {}
+    scalars: dict[str, str] = {}
     while fields:
         key, name = fields.pop(0), fields.pop(0)
         if key in ("secret", "env"):
