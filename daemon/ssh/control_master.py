@@ -247,24 +247,7 @@ class ControlMaster:
     async def _retire_stale(self) -> None:
         """Ask a master left by an earlier daemon (one killed with -9) to exit, so it does not
         hold a session on the host forever once its socket is replaced."""
-        proc = await asyncio.create_subprocess_exec(
-            "ssh",
-            *base_args(self.config),
-            "-o",
-            f"ControlPath={self.own_path}",
-            "-O",
-            "exit",
-            self.alias,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        try:
-            await asyncio.wait_for(proc.wait(), HELLO_TIMEOUT)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        await ask_master_to_exit(self.config, self.own_path, self.alias)
 
     def _fail(self, error: RpcError) -> None:
         self.state = "failed"
@@ -322,3 +305,25 @@ def last_words(stderr: str) -> str | None:
     and the master often print the same line twice."""
     lines = list(dict.fromkeys(line.strip() for line in stderr.splitlines() if line.strip()))
     return "; ".join(lines)[-300:] or None
+
+
+async def ask_master_to_exit(config: Path | None, socket: str | Path, alias: str) -> None:
+    """`ssh -O exit` to the master listening on `socket`, waiting at most HELLO_TIMEOUT."""
+    proc = await asyncio.create_subprocess_exec(
+        "ssh",
+        *base_args(config),
+        "-o",
+        f"ControlPath={socket}",
+        "-O",
+        "exit",
+        alias,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        await asyncio.wait_for(proc.wait(), HELLO_TIMEOUT)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()

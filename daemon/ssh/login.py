@@ -13,9 +13,8 @@ restart (a version upgrade, `rtrain daemon stop` after a config edit) and is fou
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
-from .control_master import HELLO_TIMEOUT, ControlMaster, greets
+from .control_master import HELLO_TIMEOUT, ControlMaster, ask_master_to_exit, greets
 from .options import ALIVE_COUNT, ALIVE_INTERVAL, CONNECT_TIMEOUT
 
 
@@ -51,24 +50,7 @@ async def end_login(master: ControlMaster) -> bool:
     if await greets(master.login_path) != "live":
         await master.use_login()  # let go of it, and of a dead socket
         return False
-    proc = await asyncio.create_subprocess_exec(
-        "ssh",
-        *(["-F", str(master.config)] if master.config else []),
-        "-o",
-        f"ControlPath={master.login_path}",
-        "-O",
-        "exit",
-        master.alias,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        await asyncio.wait_for(proc.wait(), HELLO_TIMEOUT)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+    await ask_master_to_exit(master.config, master.login_path, master.alias)
     # The master removes its socket as it exits; until then it may still greet.
     for _ in range(int(HELLO_TIMEOUT / 0.05)):
         if await greets(master.login_path) != "live":
