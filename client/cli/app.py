@@ -8,16 +8,21 @@ import typer
 
 from rtrain.protocol.version import RTRAIN_VERSION
 
-from . import (
-    daemon_commands,
-    forward_commands,
-    guard_commands,
-    login_commands,
-    protocol_commands,
-    run_care_commands,
-    run_commands,
-    wait_command,
-)
+from . import daemon_commands, protocol_commands
+from .fetch_command import fetch
+from .forward_commands import forward, forwards
+from .gc_command import gc
+from .guard_commands import guard, terminate
+from .hosts_command import hosts
+from .login_commands import login, logout
+from .preflight_command import preflight
+from .run_care_commands import exec_, restart, rm, shell
+from .runs_command import runs
+from .start_command import start
+from .stop_command import stop
+from .usage import PlainUsage
+from .wait_command import wait
+from .watch_commands import metrics, status, tail
 
 app = typer.Typer(
     name="rtrain",
@@ -28,12 +33,34 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-run_commands.register(app)
-run_care_commands.register(app)
-guard_commands.register(app)
-login_commands.register(app)
-wait_command.register(app)
-forward_commands.register(app)
+# In this order in `rtrain --help`.
+app.command(cls=PlainUsage)(preflight)
+app.command(cls=PlainUsage, context_settings={"allow_extra_args": False})(start)
+app.command(cls=PlainUsage)(tail)
+app.command(cls=PlainUsage)(status)
+app.command(cls=PlainUsage)(metrics)
+app.command(cls=PlainUsage)(fetch)
+app.command(cls=PlainUsage)(stop)
+app.command(cls=PlainUsage)(gc)
+app.command(cls=PlainUsage)(runs)
+app.command(cls=PlainUsage)(hosts)
+app.command(
+    cls=PlainUsage, context_settings={"allow_extra_args": False, "ignore_unknown_options": True}
+)(restart)
+app.command("rm", cls=PlainUsage)(rm)
+app.command(
+    "exec",
+    cls=PlainUsage,
+    context_settings={"allow_extra_args": False, "ignore_unknown_options": True},
+)(exec_)
+app.command(cls=PlainUsage)(shell)
+app.command(cls=PlainUsage)(guard)
+app.command(cls=PlainUsage)(terminate)
+app.command(cls=PlainUsage)(login)
+app.command(cls=PlainUsage)(logout)
+app.command(cls=PlainUsage)(wait)
+app.command(cls=PlainUsage)(forward)
+app.command(cls=PlainUsage)(forwards)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

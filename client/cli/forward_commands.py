@@ -14,9 +14,8 @@ from .describe import table, when
 from .exit_codes import Exit
 from .input_checks import check
 from .output import fail, friendly_errors, note, print_json
-from .run_commands import HostArg, JsonOpt
+from .shared_options import HostArg, JsonOpt
 from .terminal_text import safe_for_terminal
-from .usage import PlainUsage
 
 
 def _port(value: int | None, what: str) -> int | None:
@@ -25,108 +24,106 @@ def _port(value: int | None, what: str) -> int | None:
     return value
 
 
-def register(app: typer.Typer) -> None:
-    @app.command(cls=PlainUsage)
-    @friendly_errors
-    def forward(
-        host: str = HostArg,
-        port: int = typer.Argument(
-            ..., metavar="PORT", help="The port on HOST (its 127.0.0.1) to reach."
-        ),
-        local: int | None = typer.Option(
-            None,
-            "--local",
-            metavar="PORT",
-            help="Listen on this port of 127.0.0.1 here (default: PORT if free, else any).",
-        ),
-        run: str | None = typer.Option(
-            None,
-            "--run",
-            metavar="RUN",
-            help="The run the forward belongs to: it ends when the run is removed.",
-        ),
-        stop: bool = typer.Option(False, "--stop", help="End the forwards to HOST's PORT."),
-        json: bool = JsonOpt,
-    ) -> None:
-        """Reach PORT on HOST from this machine: prints the local URL. The forward lasts as
-        long as the daemon, and comes back by itself when the connection to HOST does."""
-        check(host=host, run_id=run)
-        _port(port, "PORT")
-        _port(local, "--local")
-        with DaemonClient.connect() as client:
-            if stop:
-                if local is not None or run is not None:
-                    fail("--stop takes no --local or --run.", code=Exit.BAD_INPUT)
-                closed = client.call(requests.forwards_close(host=host, remote_port=port)).closed
-                _say_closed(closed, json, f"no forward to port {port} of {host} is open.")
-                return
-            info = client.call(
-                requests.forwards_open(host=host, remote_port=port, local_port=local, run_id=run)
-            )
-        if json:
-            print_json(info)
+@friendly_errors
+def forward(
+    host: str = HostArg,
+    port: int = typer.Argument(
+        ..., metavar="PORT", help="The port on HOST (its 127.0.0.1) to reach."
+    ),
+    local: int | None = typer.Option(
+        None,
+        "--local",
+        metavar="PORT",
+        help="Listen on this port of 127.0.0.1 here (default: PORT if free, else any).",
+    ),
+    run: str | None = typer.Option(
+        None,
+        "--run",
+        metavar="RUN",
+        help="The run the forward belongs to: it ends when the run is removed.",
+    ),
+    stop: bool = typer.Option(False, "--stop", help="End the forwards to HOST's PORT."),
+    json: bool = JsonOpt,
+) -> None:
+    """Reach PORT on HOST from this machine: prints the local URL. The forward lasts as
+    long as the daemon, and comes back by itself when the connection to HOST does."""
+    check(host=host, run_id=run)
+    _port(port, "PORT")
+    _port(local, "--local")
+    with DaemonClient.connect() as client:
+        if stop:
+            if local is not None or run is not None:
+                fail("--stop takes no --local or --run.", code=Exit.BAD_INPUT)
+            closed = client.call(requests.forwards_close(host=host, remote_port=port)).closed
+            _say_closed(closed, json, f"no forward to port {port} of {host} is open.")
             return
-        print(info.url)
-        note(
-            f"port {port} of {host} is at {info.url} (127.0.0.1 only); "
-            f"end it with: rtrain forward {host} {port} --stop"
+        info = client.call(
+            requests.forwards_open(host=host, remote_port=port, local_port=local, run_id=run)
         )
+    if json:
+        print_json(info)
+        return
+    print(info.url)
+    note(
+        f"port {port} of {host} is at {info.url} (127.0.0.1 only); "
+        f"end it with: rtrain forward {host} {port} --stop"
+    )
 
-    @app.command(cls=PlainUsage)
-    @friendly_errors
-    def forwards(
-        host: str | None = typer.Argument(
-            None, metavar="[HOST]", help="Only the forwards to this host."
-        ),
-        stop: str | None = typer.Option(
-            None,
-            "--stop",
-            metavar="LOCAL_PORT|all",
-            help="End the forward on this local port, or `all` of them (of HOST, if given).",
-        ),
-        json: bool = JsonOpt,
-    ) -> None:
-        """List the open port forwards: host, remote port, local URL, run, since."""
-        if host is not None:
-            check(host=host)
-        if stop is not None:
-            local = None
-            if stop != "all":
-                if not stop.isdigit():
-                    fail(
-                        f"--stop takes a local port number or `all`, not {stop!r}.",
-                        code=Exit.BAD_INPUT,
-                    )
-                local = _port(int(stop), "--stop")
-            with DaemonClient.connect() as client:
-                closed = client.call(requests.forwards_close(host=host, local_port=local)).closed
-            _say_closed(closed, json, "no such forward is open.")
-            return
+
+@friendly_errors
+def forwards(
+    host: str | None = typer.Argument(
+        None, metavar="[HOST]", help="Only the forwards to this host."
+    ),
+    stop: str | None = typer.Option(
+        None,
+        "--stop",
+        metavar="LOCAL_PORT|all",
+        help="End the forward on this local port, or `all` of them (of HOST, if given).",
+    ),
+    json: bool = JsonOpt,
+) -> None:
+    """List the open port forwards: host, remote port, local URL, run, since."""
+    if host is not None:
+        check(host=host)
+    if stop is not None:
+        local = None
+        if stop != "all":
+            if not stop.isdigit():
+                fail(
+                    f"--stop takes a local port number or `all`, not {stop!r}.",
+                    code=Exit.BAD_INPUT,
+                )
+            local = _port(int(stop), "--stop")
         with DaemonClient.connect() as client:
-            listed = client.call(requests.forwards_list(host=host)).forwards
-        if json:
-            print_json(listed)
-            return
-        if not listed:
-            note(
-                "No forwards are open; `rtrain forward HOST PORT` opens one."
-                if host is None
-                else f"No forwards to {host} are open."
-            )
-            return
-        rows = [
-            [
-                fwd.host,
-                str(fwd.remote_port),
-                fwd.url,
-                fwd.run_id or "-",
-                when(fwd.since),
-                str(fwd.connections),
-                safe_for_terminal(fwd.last_error or "-"),
-            ]
-            for fwd in listed
+            closed = client.call(requests.forwards_close(host=host, local_port=local)).closed
+        _say_closed(closed, json, "no such forward is open.")
+        return
+    with DaemonClient.connect() as client:
+        listed = client.call(requests.forwards_list(host=host)).forwards
+    if json:
+        print_json(listed)
+        return
+    if not listed:
+        note(
+            "No forwards are open; `rtrain forward HOST PORT` opens one."
+            if host is None
+            else f"No forwards to {host} are open."
+        )
+        return
+    rows = [
+        [
+            fwd.host,
+            str(fwd.remote_port),
+            fwd.url,
+            fwd.run_id or "-",
+            when(fwd.since),
+            str(fwd.connections),
+            safe_for_terminal(fwd.last_error or "-"),
         ]
-        print(table(["HOST", "PORT", "LOCAL", "RUN", "SINCE", "CONNS", "LAST ERROR"], rows))
+        for fwd in listed
+    ]
+    print(table(["HOST", "PORT", "LOCAL", "RUN", "SINCE", "CONNS", "LAST ERROR"], rows))
 
 
 def _say_closed(closed: list[Any], json: bool, none: str) -> None:

@@ -18,67 +18,63 @@ from .completion import complete_host
 from .exit_codes import Exit
 from .input_checks import check
 from .output import fail, friendly_errors, note, print_json
-from .run_commands import JsonOpt
-from .usage import PlainUsage
+from .shared_options import JsonOpt
 
 LoginHostArg = typer.Argument(
     ..., metavar="HOST", help="SSH alias of the host.", autocompletion=complete_host
 )
 
 
-def register(app: typer.Typer) -> None:
-    @app.command(cls=PlainUsage)
-    @friendly_errors
-    def login(host: str = LoginHostArg, json: bool = JsonOpt) -> None:
-        """Log in to HOST once, on this terminal (a password, a one-time code, a security
-        key's touch); the daemon then reaches HOST through that connection until it ends."""
-        check(host=host)
-        with DaemonClient.connect() as client:
+@friendly_errors
+def login(host: str = LoginHostArg, json: bool = JsonOpt) -> None:
+    """Log in to HOST once, on this terminal (a password, a one-time code, a security
+    key's touch); the daemon then reaches HOST through that connection until it ends."""
+    check(host=host)
+    with DaemonClient.connect() as client:
+        how = client.call(requests.host_login(host=host))
+        if how.argv:
+            if not sys.stdin.isatty():
+                fail(
+                    f"rtrain login needs a terminal to answer {host}'s questions; run it in one.",
+                    code=Exit.BAD_INPUT,
+                )
+            note(f"logging in to {host}; answer its questions here")
+            try:
+                code = _run_on_this_terminal(how.argv)
+            except OSError as error:
+                fail(f"could not run ssh: {error.strerror or error}.")
+            if code != 0:
+                fail(f"ssh did not log in to {host} (exit status {code}); nothing changed.")
             how = client.call(requests.host_login(host=host))
             if how.argv:
-                if not sys.stdin.isatty():
-                    fail(
-                        f"rtrain login needs a terminal to answer {host}'s questions; run it "
-                        "in one.",
-                        code=Exit.BAD_INPUT,
-                    )
-                note(f"logging in to {host}; answer its questions here")
-                try:
-                    code = _run_on_this_terminal(how.argv)
-                except OSError as error:
-                    fail(f"could not run ssh: {error.strerror or error}.")
-                if code != 0:
-                    fail(f"ssh did not log in to {host} (exit status {code}); nothing changed.")
-                how = client.call(requests.host_login(host=host))
-                if how.argv:
-                    fail(
-                        f"ssh logged in to {host}, but its connection did not stay up; try "
-                        f"`rtrain login {host}` again."
-                    )
-        if json:
-            print_json(how)
-        elif how.since is not None:
-            note(
-                f"logged in to {host} (since {since_text(how.since)}); rtrain uses this "
-                f"connection until it ends or `rtrain logout {host}`."
-            )
-        else:
-            note(f"{host} lets rtrain in with your keys; no login needed.")
+                fail(
+                    f"ssh logged in to {host}, but its connection did not stay up; try "
+                    f"`rtrain login {host}` again."
+                )
+    if json:
+        print_json(how)
+    elif how.since is not None:
+        note(
+            f"logged in to {host} (since {since_text(how.since)}); rtrain uses this "
+            f"connection until it ends or `rtrain logout {host}`."
+        )
+    else:
+        note(f"{host} lets rtrain in with your keys; no login needed.")
 
-    @app.command(cls=PlainUsage)
-    @friendly_errors
-    def logout(host: str = LoginHostArg, json: bool = JsonOpt) -> None:
-        """End HOST's login connection (the next command on HOST then needs `rtrain login`
-        again, where the host asks for a password or a second factor)."""
-        check(host=host)
-        with DaemonClient.connect() as client:
-            done = client.call(requests.host_logout(host=host))
-        if json:
-            print_json(done)
-        elif done.ended:
-            note(f"logged out of {host}")
-        else:
-            note(f"{host} held no login")
+
+@friendly_errors
+def logout(host: str = LoginHostArg, json: bool = JsonOpt) -> None:
+    """End HOST's login connection (the next command on HOST then needs `rtrain login`
+    again, where the host asks for a password or a second factor)."""
+    check(host=host)
+    with DaemonClient.connect() as client:
+        done = client.call(requests.host_logout(host=host))
+    if json:
+        print_json(done)
+    elif done.ended:
+        note(f"logged out of {host}")
+    else:
+        note(f"{host} held no login")
 
 
 def _run_on_this_terminal(argv: list[str]) -> int:

@@ -20,9 +20,8 @@ from rtrain.protocol.run_states import RUN_STATES
 from .exit_codes import Exit
 from .input_checks import check
 from .output import fail, friendly_errors, note, print_json
-from .run_commands import HostArg, JsonOpt, RunArg, WorkdirOpt
+from .shared_options import HostArg, JsonOpt, RunArg, WorkdirOpt
 from .terminal_text import safe_for_terminal
-from .usage import PlainUsage
 
 if TYPE_CHECKING:
     from rtrain.protocol.requests import RunState
@@ -58,37 +57,35 @@ def wait_exit(outcome: str, state: str) -> WaitExit:
     return _BY_STATE.get(state, WaitExit.ERROR)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command(cls=PlainUsage)
-    def wait(
-        host: str = HostArg,
-        run_id: str = RunArg,
-        until: str | None = typer.Option(
-            None,
-            "--until",
-            metavar="STATE",
-            help="Return once the run is in STATE (running, queued, ...), not only at its end.",
-        ),
-        timeout: str | None = typer.Option(
-            None,
-            "--timeout",
-            metavar="DURATION",
-            help="Give up after this long (seconds, or 90s, 30m, 6h); exit 5, the run goes on.",
-        ),
-        workdir: str | None = WorkdirOpt,
-        json: bool = JsonOpt,
-    ) -> None:
-        """Wait until a run ends, print its state, and exit 0 only if it completed (1 failed,
-        3 stopped, 4 lost, 5 timeout, 6 removed, 7 rtrain could not wait; see docs/cli.md).
-        Ctrl-C stops waiting and leaves the run alone (exit 130)."""
-        try:
-            result = _ask(host, run_id, until, timeout, workdir, json=json)
-        except SystemExit as refused:
-            # rtrain's own failure to wait (said on stderr already) is exit 7, whatever the
-            # error was; bad input stays 2 and Ctrl-C 130.
-            kept = (WaitExit.BAD_INPUT, WaitExit.INTERRUPTED)
-            raise SystemExit(refused.code if refused.code in kept else WaitExit.ERROR) from None
-        _report(result, host, run_id, json)
+def wait(
+    host: str = HostArg,
+    run_id: str = RunArg,
+    until: str | None = typer.Option(
+        None,
+        "--until",
+        metavar="STATE",
+        help="Return once the run is in STATE (running, queued, ...), not only at its end.",
+    ),
+    timeout: str | None = typer.Option(
+        None,
+        "--timeout",
+        metavar="DURATION",
+        help="Give up after this long (seconds, or 90s, 30m, 6h); exit 5, the run goes on.",
+    ),
+    workdir: str | None = WorkdirOpt,
+    json: bool = JsonOpt,
+) -> None:
+    """Wait until a run ends, print its state, and exit 0 only if it completed (1 failed,
+    3 stopped, 4 lost, 5 timeout, 6 removed, 7 rtrain could not wait; see docs/cli.md).
+    Ctrl-C stops waiting and leaves the run alone (exit 130)."""
+    try:
+        result = _ask(host, run_id, until, timeout, workdir, json=json)
+    except SystemExit as refused:
+        # rtrain's own failure to wait (said on stderr already) is exit 7, whatever the
+        # error was; bad input stays 2 and Ctrl-C 130.
+        kept = (WaitExit.BAD_INPUT, WaitExit.INTERRUPTED)
+        raise SystemExit(refused.code if refused.code in kept else WaitExit.ERROR) from None
+    _report(result, host, run_id, json)
 
 
 @friendly_errors

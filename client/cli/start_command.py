@@ -1,0 +1,335 @@
+"""`rtrain start`: ship a run's inputs to a host and start it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import typer
+
+from rtrain.client.daemon_client import DaemonClient
+from rtrain.client.errors import Interrupted
+from rtrain.protocol import requests, validation
+from rtrain.protocol.durations import DurationError
+from rtrain.protocol.errors import RpcError
+from rtrain.protocol.limit_words import parse_limit
+from rtrain.protocol.run_states import RETRY_ON
+
+from .exit_codes import ClientKind
+from .input_checks import check
+from .local_secrets import local_secrets
+from .log_follow import follow_log
+from .output import fail, friendly_errors, note, print_json
+from .progress import ProgressBar
+from .shared_options import HostArg, JsonOpt
+from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
+
+if TYPE_CHECKING:
+    from rtrain.protocol.requests import Launcher, OnStall
+
+
+def _existing(value: Path | None) -> Path | None:
+    """Refuse a missing local file up front, before anything else happens."""
+    if value is not None and not value.exists():
+        raise typer.BadParameter(f"Path {str(value)!r} does not exist.")
+    return value
+
+
+def _all_existing(values: list[Path]) -> list[Path]:
+    for value in values:
+        _existing(value)
+    return values
+
+
+def _limits(max_duration: str | None, stall_after: str | None) -> tuple[int | None, int | None]:
+    """--max-duration and --stall-after in seconds (0: off), or one sentence and exit 2."""
+    return (
+        _limit("--max-duration", max_duration, "a maximum duration"),
+        _limit("--stall-after", stall_after, "a stall period"),
+    )
+
+
+def _limit(option: str, text: str | None, what: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_limit(text, what)
+    except DurationError as error:
+        fail(f"{option}: {error}", 2)
+
+
+def _env_pairs(pairs: list[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals:
+            fail(f"--env {pair!r}: expected KEY=VALUE.", kind=ClientKind.USAGE)
+        try:
+            validation.env_var(name, value)
+        except RpcError as error:
+            fail(error.message, kind=error.kind or ClientKind.USAGE)
+        env[name] = value
+    return env
+
+
+@friendly_errors
+def start(
+    host: str = HostArg,
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        callback=_existing,
+        help="Training config to ship (as config.yaml); what {config} names. The demo "
+        "trainer needs one; your own command may not.",
+    ),
+    dataset: list[Path] = typer.Option(
+        [],
+        "--dataset",
+        "-d",
+        callback=_all_existing,
+        help="Dataset file or directory to ship under its own name (repeatable).",
+    ),
+    code: Path | None = typer.Option(
+        None,
+        "--code",
+        callback=_existing,
+        help="Directory whose contents land in the run directory (.rtrainignore, else "
+        ".gitignore, is honoured; .git/ never ships).",
+    ),
+    include: list[str] = IncludeOpt,
+    follow_links: bool = FollowLinksOpt,
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="List every file shipped, and how it got there."
+    ),
+    gpus: int = typer.Option(
+        1, "--gpus", min=0, help="GPUs the run expects (torchrun: one rank per GPU)."
+    ),
+    launcher: str | None = typer.Option(
+        None,
+        "--launcher",
+        help="process (one detached process) or torchrun (--gpus ranks); "
+        "default: torchrun if the command has {torchrun}, else process.",
+    ),
+    run_id: str | None = typer.Option(
+        None, "--run-id", help="Name of the run (default: run-<epoch>-<hex>)."
+    ),
+    wait: bool = typer.Option(
+        False, "--wait", help="Too few GPUs free: queue the run on the host until they are."
+    ),
+    share_gpus: bool = typer.Option(
+        False, "--share-gpus", help="Count GPUs busy with other (non-rtrain) processes as free."
+    ),
+    python: str | None = typer.Option(
+        None, "--python", help="Interpreter on the host (default python3, or the host's)."
+    ),
+    workdir: str | None = typer.Option(
+        None, "--workdir", help="Remote work directory (default ~/.rtrain, or the host's)."
+    ),
+    env: list[str] = typer.Option(
+        [],
+        "--env",
+        "-e",
+        metavar="KEY=VALUE",
+        help="Set a variable for the setup step and the trainer (repeatable; recorded, "
+        "so not for secrets).",
+    ),
+    setup: str | None = typer.Option(
+        None,
+        "--setup",
+        metavar="COMMAND",
+        help="Shell command run in the run directory before the trainer "
+        "(e.g. 'pip install -r requirements.txt').",
+    ),
+    follow: bool = typer.Option(
+        True, "--follow/--no-follow", help="Stream the log until the run ends."
+    ),
+    secret: list[str] = typer.Option(
+        [],
+        "--secret",
+        help="Pass this local environment variable to the trainer (never on a command line).",
+    ),
+    time_limit: str | None = typer.Option(
+        None, "--time", help="Slurm hosts: the job's time limit (e.g. 2:00:00)."
+    ),
+    partition: str | None = typer.Option(
+        None, "--partition", help="Slurm hosts: the partition (default: the host's)."
+    ),
+    nodes: int = typer.Option(
+        1,
+        "--nodes",
+        min=1,
+        help="Slurm hosts: nodes for the job; HOST1,HOST2: the count of hosts listed.",
+    ),
+    master_addr: str | None = typer.Option(
+        None,
+        "--master-addr",
+        metavar="ADDRESS",
+        help="HOST1,HOST2: the address the other nodes reach the first at "
+        "(default: its HostName, as `ssh -G` resolves it).",
+    ),
+    retry: int | None = typer.Option(
+        None,
+        "--retry",
+        min=0,
+        max=100,
+        metavar="N",
+        help="Start the run again (resuming in its run dir) up to N times when it is lost "
+        "(host rebooted, session killed); default: the host's retry, else 0.",
+    ),
+    retry_on: str | None = typer.Option(
+        None,
+        "--retry-on",
+        metavar="lost|failed",
+        help="With --retry: `failed` retries a run that failed with its own exit code too.",
+    ),
+    signal_before_timeout: int | None = typer.Option(
+        None,
+        "--signal-before-timeout",
+        min=1,
+        help="Slurm hosts: send the trainer SIGUSR2 this many seconds before the time limit.",
+    ),
+    requeue: bool = typer.Option(
+        False, "--requeue/--no-requeue", help="Slurm hosts: let Slurm requeue the job."
+    ),
+    max_duration: str | None = typer.Option(
+        None,
+        "--max-duration",
+        metavar="DURATION",
+        help="Stop the run once it has run this long, setup included (e.g. 6h; off); "
+        "kept by the host itself. Default: the host's max_duration, else none.",
+    ),
+    stall_after: str | None = typer.Option(
+        None,
+        "--stall-after",
+        metavar="DURATION",
+        help="Flag the run stalled once its log is still this long with its GPUs idle "
+        "(default: the host's stall_after, else 30m; off).",
+    ),
+    on_stall: str | None = typer.Option(
+        None,
+        "--on-stall",
+        metavar="flag|stop",
+        help="What a stall does: flag it (default, or the host's on_stall) or stop the run.",
+    ),
+    then_fetch: str | None = typer.Option(
+        None,
+        "--then-fetch",
+        metavar="PATH",
+        help="Once the run completes, fetch this path of the run (verified), even with "
+        "this shell gone.",
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="With --then-fetch: the local directory to fetch into (default: here).",
+    ),
+    then_terminate: bool = typer.Option(
+        False,
+        "--then-terminate",
+        help="After the run completed (and --then-fetch was verified), run the host's "
+        "terminate command (config.toml: terminate = ...).",
+    ),
+    command: list[str] = typer.Argument(
+        None,
+        metavar="COMMAND",
+        help="Trainer command after `--`; "
+        "{python} {config} {dataset} {run_dir} {gpus} {torchrun} "
+        "are filled in. Default: the built-in demo trainer.",
+    ),
+    json: bool = JsonOpt,
+) -> None:
+    """Ship the config, datasets and code to HOST and start a run that outlives this shell.
+    HOST1,HOST2,... with --nodes N: one torchrun run across those hosts."""
+    hosts = host.split(",") if "," in host else []
+    for one in hosts:
+        check(host=one)
+    host = hosts[0] if hosts else host
+    check(host=host, run_id=run_id, workdir=workdir, python=python)
+    if retry_on is not None and retry_on not in RETRY_ON:
+        fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
+    if launcher is not None and launcher not in ("process", "torchrun"):
+        fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
+    if on_stall is not None and on_stall not in ("flag", "stop"):
+        fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
+    limits = _limits(max_duration, stall_after)
+    if out is not None and then_fetch is None:
+        fail("-o/--out names where --then-fetch fetches to; give --then-fetch PATH too.", 2)
+    secrets = local_secrets(secret)
+    call = requests.run_start(
+        host=host,
+        config=str(config.resolve()) if config is not None else None,
+        gpus=gpus,
+        python=python,
+        workdir=workdir,
+        datasets=[str(path.resolve()) for path in dataset] or None,
+        code=str(code.resolve()) if code is not None else None,
+        include=list(include) or None,
+        follow_links=follow_links or None,
+        env=_env_pairs(env) if env else None,
+        setup=setup,
+        run_id=run_id,
+        command=list(command) if command else None,
+        launcher=cast("Launcher | None", launcher),  # checked above
+        wait=wait or None,
+        share_gpus=share_gpus or None,
+        secrets=secrets or None,
+        time=time_limit,
+        partition=partition,
+        signal_before_timeout=signal_before_timeout,
+        nodes=nodes if nodes != 1 else None,
+        hosts=hosts or None,
+        master_addr=master_addr,
+        retry=retry,
+        retry_on=retry_on,  # checked above
+        requeue=requeue or None,
+        max_duration=limits[0],
+        stall_after=limits[1],
+        on_stall=cast("OnStall | None", on_stall),  # checked above
+        then_fetch=then_fetch,
+        then_fetch_into=str((out or Path(".")).resolve()) if then_fetch is not None else None,
+        then_terminate=then_terminate or None,
+        progress_token="upload",
+    )
+    bar = ProgressBar(None if not json else False)
+    with DaemonClient.connect() as client:
+        try:
+            result = client.call(
+                call,
+                on_notification=lambda _m, p: bar.update(p),
+                cancel_on_interrupt=True,
+            )
+        except Interrupted as interrupted:
+            bar.clear()
+            if interrupted.result is None:
+                fail(
+                    f"interrupted: the start was cancelled and nothing runs on {host}.",
+                    kind=ClientKind.INTERRUPTED,
+                )
+            run = interrupted.result.run
+            note(
+                f"interrupted, but the trainer had already been launched: {run.run_id} "
+                f"runs on {host}.\n  tail:  rtrain tail {host} {run.run_id}\n"
+                f"  stop:  rtrain stop {host} {run.run_id}"
+            )
+            raise typer.Exit(130) from None
+        finally:
+            bar.clear()
+        run = result.run
+        if json:
+            print_json(result)
+        elif run.job_id:
+            print(f"✓ submitted {run.run_id} to {host} as Slurm job {run.job_id} (queued)")
+            print(f"  tail:  rtrain tail {host} {run.run_id}")
+            print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
+        else:
+            print_ship_summary(result, host, verbose=verbose)
+            if run.state == "queued":
+                print(f"✓ queued {run.run_id} on {host}: {run.reason}")
+            else:
+                print(f"✓ started {run.run_id} on {host}")
+            print(f"  tail:  rtrain tail {host} {run.run_id}")
+            print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
+        if follow:
+            follow_log(client, host, run.run_id, None, 0, json)
