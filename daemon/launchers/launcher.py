@@ -67,3 +67,24 @@ class Launcher(ABC):
         """What the scheduler behind this launcher offers a run of `p`, for host/preflight;
         None where runs live on the host itself (its own GPUs and python are the verdict)."""
         return None
+
+    def scheduler_problem(self, p: StartParams) -> str | None:
+        """Why the start's scheduler options (--time, --partition, --nodes, ...) cannot be
+        honoured, in one sentence; None when they can. A host's own runs take none."""
+        given = [
+            option
+            for option, value in (
+                ("--partition", p.partition),
+                ("--time", p.time),
+                ("--nodes", p.nodes != 1),
+                ("--signal-before-timeout", p.signal_before_timeout),
+                ("--requeue", p.requeue),
+            )
+            if value
+        ]
+        if not given:
+            return None
+        return (
+            f"{', '.join(given)} apply to Slurm hosts only, and {p.host} is not one "
+            f'(set scheduler = "slurm" under [hosts.{p.host}] in config.toml).'
+        )

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
-from rtrain.daemon.slurm.batch_script import SlurmRequest, batch_script, sbatch_args
+from rtrain.daemon.slurm.batch_script import (
+    SlurmRequest,
+    batch_script,
+    check_request,
+    sbatch_args,
+)
 from rtrain.daemon.slurm.job_states import verdict
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.messages import PreflightParams, StartParams
@@ -38,6 +43,10 @@ class SlurmLauncher(Launcher):
         return await partition_findings(
             transport, p, workdir, p.partition or self.defaults.partition
         )
+
+    def scheduler_problem(self, p: StartParams) -> str | None:
+        # Values Slurm would misread.
+        return check_request(self.request(p))
 
     def request(self, params: StartParams | None) -> SlurmRequest:
         """What a run asks of Slurm: the host's defaults, overridden by the run's options."""
