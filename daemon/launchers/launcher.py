@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
 from rtrain.daemon.ssh.transport import Transport
-from rtrain.protocol.messages import RunLauncher, StartParams
+from rtrain.protocol.messages import PreflightParams, RunLauncher, StartParams
+
+from .slurm_preflight import ClusterVerdict
 
 
 class Launcher(ABC):
@@ -58,3 +60,31 @@ class Launcher(ABC):
     ) -> StopReport:
         """Stop every process of the run (TERM, `grace` seconds, then KILL if `force`), and
         say `stopped` only once nothing of it is left."""
+
+    async def scheduler_preflight(
+        self, transport: Transport, p: PreflightParams, workdir: str
+    ) -> ClusterVerdict | None:
+        """What the scheduler behind this launcher offers a run of `p`, for host/preflight;
+        None where runs live on the host itself (its own GPUs and python are the verdict)."""
+        return None
+
+    def scheduler_problem(self, p: StartParams) -> str | None:
+        """Why the start's scheduler options (--time, --partition, --nodes, ...) cannot be
+        honoured, in one sentence; None when they can. A host's own runs take none."""
+        given = [
+            option
+            for option, value in (
+                ("--partition", p.partition),
+                ("--time", p.time),
+                ("--nodes", p.nodes != 1),
+                ("--signal-before-timeout", p.signal_before_timeout),
+                ("--requeue", p.requeue),
+            )
+            if value
+        ]
+        if not given:
+            return None
+        return (
+            f"{', '.join(given)} apply to Slurm hosts only, and {p.host} is not one "
+            f'(set scheduler = "slurm" under [hosts.{p.host}] in config.toml).'
+        )

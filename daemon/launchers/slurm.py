@@ -12,13 +12,19 @@ from collections.abc import Sequence
 
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
-from rtrain.daemon.slurm.batch_script import SlurmRequest, batch_script, sbatch_args
+from rtrain.daemon.slurm.batch_script import (
+    SlurmRequest,
+    batch_script,
+    check_request,
+    sbatch_args,
+)
 from rtrain.daemon.slurm.job_states import verdict
 from rtrain.daemon.ssh.transport import Transport
-from rtrain.protocol.messages import StartParams
+from rtrain.protocol.messages import PreflightParams, StartParams
 from rtrain.protocol.run_states import is_live
 
 from .launcher import Launcher
+from .slurm_preflight import ClusterVerdict, partition_findings
 
 
 class SlurmLauncher(Launcher):
@@ -29,6 +35,18 @@ class SlurmLauncher(Launcher):
     def __init__(self, defaults: SlurmRequest) -> None:
         # The host's config.toml keys; a run's own options win over them.
         self.defaults = defaults
+
+    async def scheduler_preflight(
+        self, transport: Transport, p: PreflightParams, workdir: str
+    ) -> ClusterVerdict:
+        # On a cluster's login node the GPUs are Slurm's to count, not nvidia-smi's.
+        return await partition_findings(
+            transport, p, workdir, p.partition or self.defaults.partition
+        )
+
+    def scheduler_problem(self, p: StartParams) -> str | None:
+        # Values Slurm would misread.
+        return check_request(self.request(p))
 
     def request(self, params: StartParams | None) -> SlurmRequest:
         """What a run asks of Slurm: the host's defaults, overridden by the run's options."""

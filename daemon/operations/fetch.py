@@ -17,6 +17,7 @@ import errno
 import glob
 import posixpath
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -71,29 +72,65 @@ async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
         raise
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What one fetch asks for: the run's directory, the path in it, and where it lands."""
+
+    p: FetchParams
+    run_dir: str
+    rel: str
+    dest: Path
+
+
 async def _fetch_into(
     ops: Ops, p: FetchParams, ctx: Notifier, run_dir: str, rel: str, dest: Path
 ) -> FetchResult:
     transport = await ops.transport(p.host)
     # The host's guard counts it busy while the files move.
     async with ops.leases.hold(p.host, transport, posixpath.dirname(run_dir)):
-        return await _fetch_listed(ops, p, ctx, transport, run_dir, rel, dest)
+        return await _fetch_listed(ops, _Asked(p, run_dir, rel, dest), ctx, transport)
 
 
 async def _fetch_listed(
-    ops: Ops,
-    p: FetchParams,
-    ctx: Notifier,
-    transport: Transport,
-    run_dir: str,
-    rel: str,
-    dest: Path,
+    ops: Ops, asked: _Asked, ctx: Notifier, transport: Transport
 ) -> FetchResult:
+    p, run_dir, rel, dest = asked.p, asked.run_dir, asked.rel, asked.dest
     # No hashes in the listing: send.sh hashes each file as it sends it.
     began = time.monotonic()
     listing = await contract.list_files(transport, run_dir, rel, hashed=False)
     round_trip = time.monotonic() - began
     refuse_unless_run(listing, p.host, p.run_id, run_dir, "nothing was fetched")
+    _refuse_failed_listing(listing, asked)
+    files = [(listed.size, listed.path) for listed in listing.files]
+    # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
+    parent = posixpath.dirname(rel) if rel != "." else ""
+    targets = {path: _local_target(dest, path, parent) for _size, path in files}
+    skip: dict[str, str] = (
+        {} if p.force else await _already_home(transport, run_dir, rel, files, targets)
+    )
+    progress = _Progress(p, ctx, rel, total=sum(size for size, _ in files))
+    progress.report("begin")
+    for directory in listing.dirs:
+        _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
+    batch = _Batch(transport, run_dir, p.host, files, targets, skip, progress)
+    channels = ops.hosts.config.host(p.host).channels
+    await batch.run(channels_for(batch.wanted(), round_trip, channels))
+    progress.report(
+        "end",
+        f"{len(batch.fetched)} file(s), {progress.total} bytes verified"
+        + (f", {len(skip)} already here" if skip else ""),
+    )
+    return FetchResult(
+        files=[batch.fetched[path] for _size, path in files],
+        total_bytes=progress.total,
+        skipped=len(skip),
+        sent_bytes=batch.sent,
+    )
+
+
+def _refuse_failed_listing(listing: contract.Listing, asked: _Asked) -> None:
+    """The sentence for a listing that names no files to fetch."""
+    p, run_dir, rel = asked.p, asked.run_dir, asked.rel
     if listing.error is not None:
         kind, named = listing.error.word, listing.error.arg
         if kind == ErrorWord.PATH_OUTSIDE_RUN:
@@ -120,116 +157,128 @@ async def _fetch_listed(
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: cannot fetch {rel}: {listing.error}")
     if listing.exit != Exit.OK:
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: listing {rel} failed: {listing.error_text}")
-    files = [(listed.size, listed.path) for listed in listing.files]
-    dirs = listing.dirs
-    # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
-    parent = posixpath.dirname(rel) if rel != "." else ""
-    targets = {path: _local_target(dest, path, parent) for _size, path in files}
-    skip: dict[str, str] = (
-        {} if p.force else await _already_home(transport, run_dir, rel, files, targets)
-    )
-    total = sum(size for size, _ in files)
-    done = 0
-    last = 0.0
 
-    def report(kind: Literal["begin", "report", "end"], message: str | None = None) -> None:
-        if p.progress_token is not None:
-            title = f"Fetching {rel} from {p.host}"
-            progress = byte_progress(p.progress_token, kind, title, done, total, message)
-            ctx.notify("$/progress", progress)
 
-    def advance(count: int) -> None:
-        nonlocal done, last
-        done += count
-        if time.monotonic() - last > 0.1:
-            last = time.monotonic()
-            report("report")
+@dataclass
+class _Progress:
+    """The bytes of a fetch so far, told as `$/progress` when the client asked for it."""
 
-    report("begin")
-    for directory in dirs:
-        _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
-    source_of = {path: f"{p.host}:{run_dir}/{path}" for _size, path in files}
-    # Small files of a tree come in a few streams (tree_fetch.py); large ones striped, one by
-    # one. A transport without streams (the console) takes each file on its own.
-    streamed = [
-        TreeFile(path, size, targets[path], source_of[path])
-        for size, path in files
-        if path not in skip and size <= PIECE
-    ]
-    if not transport.streams or len(streamed) < 2:
-        streamed = []
-    in_stream = {f.path for f in streamed}
-    largest = max((size for size, path in files if path not in skip), default=0)
-    wanted = max(largest, sum(f.size for f in streamed))
-    lanes = Lanes(channels_for(wanted, round_trip, ops.hosts.config.host(p.host).channels))
-    # Several small files at once, so a tree is not a round trip per file after another.
-    side_by_side = asyncio.Semaphore(max(lanes.limit, FILES_AT_ONCE))
-    fetched: dict[str, FetchedFile] = {}
-    sent = 0
-    sizes = {path: size for size, path in files}
+    p: FetchParams
+    ctx: Notifier
+    rel: str
+    total: int
+    done: int = 0
+    last: float = 0.0
 
-    async def one(size: int, path: str) -> None:
-        nonlocal sent
-        target = targets[path]
-        if path in skip:
-            advance(size)
-            sha = skip[path]
+    def report(self, kind: Literal["begin", "report", "end"], message: str | None = None) -> None:
+        if self.p.progress_token is not None:
+            title = f"Fetching {self.rel} from {self.p.host}"
+            progress = byte_progress(
+                self.p.progress_token, kind, title, self.done, self.total, message
+            )
+            self.ctx.notify("$/progress", progress)
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        if time.monotonic() - self.last > 0.1:
+            self.last = time.monotonic()
+            self.report("report")
+
+
+@dataclass
+class _Batch:
+    """The listed files of one fetch on their way home: which come in streams, which alone."""
+
+    transport: Transport
+    run_dir: str
+    host: str
+    files: list[tuple[int, str]]
+    targets: dict[str, Path]
+    skip: dict[str, str]
+    progress: _Progress
+    fetched: dict[str, FetchedFile] = field(default_factory=dict)
+    sent: int = 0
+    streamed: list[TreeFile] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Small files of a tree come in a few streams (tree_fetch.py); large ones striped, one
+        # by one. A transport without streams (the console) takes each file on its own.
+        self.streamed = [
+            TreeFile(path, size, self.targets[path], self._source(path))
+            for size, path in self.files
+            if path not in self.skip and size <= PIECE
+        ]
+        if not self.transport.streams or len(self.streamed) < 2:
+            self.streamed = []
+
+    def _source(self, path: str) -> str:
+        return f"{self.host}:{self.run_dir}/{path}"
+
+    def wanted(self) -> int:
+        """The bytes that decide how many channels the fetch opens."""
+        largest = max((size for size, path in self.files if path not in self.skip), default=0)
+        return max(largest, sum(f.size for f in self.streamed))
+
+    async def run(self, channels: int) -> None:
+        lanes = Lanes(channels)
+        # Several small files at once, so a tree is not a round trip per file after another.
+        side_by_side = asyncio.Semaphore(max(lanes.limit, FILES_AT_ONCE))
+        in_stream = {f.path for f in self.streamed}
+        try:
+            async with asyncio.TaskGroup() as group:
+                if self.streamed:
+                    group.create_task(self._tree(group, lanes, side_by_side))
+                for size, path in self.files:
+                    if path not in in_stream:
+                        group.create_task(self._one(size, path, lanes, side_by_side))
+        except BaseExceptionGroup as failed:
+            # The first failure stopped the others; it is the one to tell, as for one file.
+            raise first_error(failed) from None
+
+    async def _one(
+        self, size: int, path: str, lanes: Lanes, side_by_side: asyncio.Semaphore
+    ) -> None:
+        target = self.targets[path]
+        if path in self.skip:
+            self.progress.advance(size)
+            sha = self.skip[path]
         else:
             async with side_by_side:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _sweep_old_temporaries(target)
                 try:
                     sha, count = await fetch_file(
-                        transport, lanes, run_dir, path, size, target, advance, source_of[path]
-                    )
+                        self.transport, lanes, self.run_dir, path, size, target,
+                        self.progress.advance, self._source(path),
+                    )  # fmt: skip
                 except OSError as error:
                     raise _local_failure(target, error) from None
-                sent += count
-        fetched[path] = FetchedFile(
-            remote_path=path, local_path=str(target), size=size, sha256=sha, verified=True
-        )
+                self.sent += count
+        self._landed(path, sha, size)
 
-    def landed(path: str, sha: str) -> None:
-        fetched[path] = FetchedFile(
-            remote_path=path, local_path=str(targets[path]), size=sizes[path], sha256=sha,
+    def _landed(self, path: str, sha: str, size: int) -> None:
+        self.fetched[path] = FetchedFile(
+            remote_path=path, local_path=str(self.targets[path]), size=size, sha256=sha,
             verified=True,
         )  # fmt: skip
 
-    async def tree(group: asyncio.TaskGroup) -> None:
-        nonlocal sent
+    async def _tree(
+        self, group: asyncio.TaskGroup, lanes: Lanes, side_by_side: asyncio.Semaphore
+    ) -> None:
         try:
-            came = await fetch_streamed(transport, lanes, run_dir, streamed, advance)
+            came = await fetch_streamed(
+                self.transport, lanes, self.run_dir, self.streamed, self.progress.advance
+            )
         except WriteFailed as failed:
             raise _local_failure(failed.target, failed.error) from None
-        sent += came.sent
+        self.sent += came.sent
+        sizes = {path: size for size, path in self.files}
         for path, sha in came.landed.items():
-            landed(path, sha)
+            self._landed(path, sha, sizes[path])
         # What the stream did not vouch for comes again on its own (and is refused there if
         # it keeps changing).
         for f in came.left:
-            group.create_task(one(f.size, f.path))
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            if streamed:
-                group.create_task(tree(group))
-            for size, path in files:
-                if path not in in_stream:
-                    group.create_task(one(size, path))
-    except BaseExceptionGroup as failed:
-        # The first failure stopped the others; it is the one to tell, as for one file.
-        raise first_error(failed) from None
-    report(
-        "end",
-        f"{len(fetched)} file(s), {total} bytes verified"
-        + (f", {len(skip)} already here" if skip else ""),
-    )
-    return FetchResult(
-        files=[fetched[path] for _size, path in files],
-        total_bytes=total,
-        skipped=len(skip),
-        sent_bytes=sent,
-    )
+            group.create_task(self._one(f.size, f.path, lanes, side_by_side))
 
 
 async def _already_home(

@@ -7,8 +7,8 @@ topic each: the python and torch, the GPUs, packages, the disk, Hugging Face acc
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
-from rtrain.daemon.launchers.slurm import SlurmLauncher
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
@@ -18,18 +18,24 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
     DEFAULT_PYTHON,
     DEFAULT_WORKDIR,
+    DiskCheck,
+    DriverInfo,
     Finding,
+    GpuInfo,
+    HubAccess,
     PreflightParams,
     PreflightResult,
+    SlurmFindings,
 )
 
-from .cluster_preflight import LOGIN_NODE, cluster_findings, login_node
+from .cluster_preflight import LOGIN_NODE, login_node
 from .context import Ops, chosen
 from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
-from .preflight_packages import judge_packages, probe_names
-from .preflight_python import judge_python, torch_info
+from .preflight_packages import PackageVerdict, judge_packages, probe_names
+from .preflight_python import PythonVerdict, judge_python, torch_info
+from .run_inputs import Inputs
 
 HF_TOKEN = "HF_TOKEN"
 
@@ -69,73 +75,135 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         include=p.include,
         follow_links=p.follow_links,
     )
-    shipped = gathered.total_bytes if gathered is not None else None
     try:
-        transport = await ops.transport(p.host)
-        # The token travels on stdin only: never an argument, never in a file.
-        report = await contract.preflight(
-            transport,
-            interpreter,
-            workdir,
-            dists=probe_names(p.requires),
-            hf_models=p.hf_models,
-            hf_token=p.secrets.get(HF_TOKEN, ""),
-        )
+        transport, report = await _probe(ops, p, interpreter, workdir)
     except RpcError as error:
-        if error.kind == Kind.LOGIN_REQUIRED:
-            raise  # not a verdict on the host: the user has a step to take first
-        if host_did_not_answer(error) or error.kind == Kind.REMOTE_FAILED:
-            return PreflightResult(
-                host=p.host,
-                ok=False,
-                reasons=[error.message],
-                findings=[Finding("host", error.message, "problem")],
-            )
-        raise
-    reasons: list[str] = []
-    findings: list[Finding] = [Finding("transport", f"{p.host} over {transport.kind}")]
-
-    def problem(topic: str, reason: str) -> None:
-        reasons.append(reason)
-        findings.append(Finding(topic, reason, "problem"))
-
+        return _unanswered(p, error)
+    verdict = _Verdict(findings=[Finding("transport", f"{p.host} over {transport.kind}")])
     # On a cluster's login node the GPUs are Slurm's to count, not nvidia-smi's, and the
     # python there need not see any: the partition leads, the login node's own are labelled.
-    launcher = ops.launcher(p.host)
-    slurm = None
-    if isinstance(launcher, SlurmLauncher):
-        cluster = await cluster_findings(ops, launcher, transport, p, workdir)
-        slurm = cluster.slurm
-        findings += cluster.findings
+    cluster = await ops.launcher(p.host).scheduler_preflight(transport, p, workdir)
+    if cluster is not None:
+        ops.hosts.partitions[p.host] = cluster.slurm.partitions
+        verdict.slurm = cluster.slurm
+        verdict.findings += cluster.findings
         for reason in cluster.reasons:
-            problem("slurm", reason)
-    local_gpus = 0 if slurm is not None else p.gpus
+            verdict.problem("slurm", reason)
+    judged = _judge_machine(verdict, interpreter, 0 if cluster is not None else p.gpus, report)
+    judged.packages = judge_packages(interpreter, p.requires, report)
+    for reason in judged.packages.reasons:
+        verdict.problem("packages", reason)
+    verdict.findings += judged.packages.findings
+    judged.disk = _judge_workdir(verdict, report, workdir, gathered)
+    judged.hub = _judge_hub_and_shell(verdict, report, p)
+    if report.exit != contract.Exit.OK and not report.complete:
+        verdict.problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
+    if cluster is not None:
+        judged.gpus = []  # the login node's are not the run's: they are only in its labelled rows
+    if judged.gpus:
+        held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
+        judged.gpus_free = verdict.count_free(judged.gpus, held)
+    return _result(p, transport, report, verdict, judged)
 
-    def here(rows: list[Finding]) -> list[Finding]:
+
+async def _probe(
+    ops: Ops, p: PreflightParams, interpreter: str, workdir: str
+) -> tuple[Transport, contract.PreflightReport]:
+    """The far side's one probe (preflight.sh)."""
+    transport = await ops.transport(p.host)
+    # The token travels on stdin only: never an argument, never in a file.
+    report = await contract.preflight(
+        transport,
+        interpreter,
+        workdir,
+        dists=probe_names(p.requires),
+        hf_models=p.hf_models,
+        hf_token=p.secrets.get(HF_TOKEN, ""),
+    )
+    return transport, report
+
+
+def _unanswered(p: PreflightParams, error: RpcError) -> PreflightResult:
+    """The verdict on a host that did not answer the probe; any other error is raised again."""
+    if error.kind == Kind.LOGIN_REQUIRED:
+        raise error  # not a verdict on the host: the user has a step to take first
+    if host_did_not_answer(error) or error.kind == Kind.REMOTE_FAILED:
+        return PreflightResult(
+            host=p.host,
+            ok=False,
+            reasons=[error.message],
+            findings=[Finding("host", error.message, "problem")],
+        )
+    raise error
+
+
+@dataclass
+class _Verdict:
+    """The reasons a host cannot train, and every finding, in the order they are shown."""
+
+    findings: list[Finding]
+    reasons: list[str] = field(default_factory=list)
+    # What a cluster's scheduler offers; set when the host is a Slurm login node.
+    slurm: SlurmFindings | None = None
+
+    def problem(self, topic: str, reason: str) -> None:
+        self.reasons.append(reason)
+        self.findings.append(Finding(topic, reason, "problem"))
+
+    def here(self, rows: list[Finding]) -> list[Finding]:
         """The host's own rows; a Slurm host's are its login node's, and labelled so (a run
         does not use that python or those GPUs)."""
-        return rows if slurm is None else login_node(rows)
+        return rows if self.slurm is None else login_node(rows)
 
+    def count_free(self, gpus: list[GpuInfo], held: set[int]) -> int:
+        """The GPUs free now, told right after the last GPU row."""
+        free = sum(1 for gpu in gpus if not gpu.in_use_by_other and gpu.index not in held)
+        last_gpu = max(i for i, f in enumerate(self.findings) if f.topic == "gpu")
+        self.findings.insert(last_gpu + 1, Finding("gpu", f"{free} of {len(gpus)} free now"))
+        return free
+
+
+@dataclass
+class _Judged:
+    """What each topic's judge found, for the result's own fields."""
+
+    python: PythonVerdict
+    gpus: list[GpuInfo]
+    driver: DriverInfo | None
+    packages: PackageVerdict | None = None
+    disk: DiskCheck | None = None
+    hub: list[HubAccess] = field(default_factory=list)
+    gpus_free: int | None = None
+
+
+def _judge_machine(
+    verdict: _Verdict, interpreter: str, local_gpus: int, report: contract.PreflightReport
+) -> _Judged:
+    """The python and torch, and the GPUs, of the host preflight reaches."""
     python = judge_python(interpreter, local_gpus, report)
-    findings += here(python.findings)
+    verdict.findings += verdict.here(python.findings)
     for reason in python.reasons:
-        problem("python" if slurm is None else f"python ({LOGIN_NODE})", reason)
-
+        verdict.problem("python" if verdict.slurm is None else f"python ({LOGIN_NODE})", reason)
     gpus = gpu_list(report)
     driver = driver_info(report)
-    findings += here(gpu_findings(gpus, driver))
+    verdict.findings += verdict.here(gpu_findings(gpus, driver))
     short = count_reason(local_gpus, gpus, report)
     if short is not None:
-        problem("gpu", short)
+        verdict.problem("gpu", short)
+    return _Judged(python, gpus, driver)
 
-    packages = judge_packages(interpreter, p.requires, report)
-    for reason in packages.reasons:
-        problem("packages", reason)
-    findings += packages.findings
 
+def _judge_workdir(
+    verdict: _Verdict,
+    report: contract.PreflightReport,
+    workdir: str,
+    gathered: Inputs | None,
+) -> DiskCheck | None:
+    """The workdir's use and room, against what start would ship."""
     if not report.workdir_ok:
         why = report.workdir_error or "not writable"
-        problem("workdir", f"workdir {workdir} not usable: {why}")
+        verdict.problem("workdir", f"workdir {workdir} not usable: {why}")
+    shipped = gathered.total_bytes if gathered is not None else None
     disk, disk_reason = judge_disk(shipped, report.free_bytes)
     if report.workdir and report.free_bytes is not None:
         text = f"{report.workdir}: {human_bytes(report.free_bytes)} free"
@@ -144,22 +212,27 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
                 f"; start would ship {human_bytes(disk.ship_bytes)} "
                 f"(+ {human_bytes(disk.margin_bytes)} margin)"
             )
-        findings.append(Finding("workdir", text))
+        verdict.findings.append(Finding("workdir", text))
     if disk_reason:
-        problem("disk", disk_reason)
+        verdict.problem("disk", disk_reason)
     if gathered is not None:
-        findings.append(Finding("inputs", inputs_text(gathered)))
+        verdict.findings.append(Finding("inputs", inputs_text(gathered)))
+    return disk
 
+
+def _judge_hub_and_shell(
+    verdict: _Verdict, report: contract.PreflightReport, p: PreflightParams
+) -> list[HubAccess]:
+    """Hugging Face access to the asked models, and a login shell that prints."""
     hub = judge_hub(report, p.hf_models)
     for access in hub:
         if access.ok:
-            findings.append(Finding("hugging face", access.message))
+            verdict.findings.append(Finding("hugging face", access.message))
         else:
-            problem("hugging face", access.message)
-
+            verdict.problem("hugging face", access.message)
     if report.shell_noise:
         first = report.shell_noise.splitlines()[0]
-        findings.append(
+        verdict.findings.append(
             Finding(
                 "shell",
                 f"the login shell on {p.host} prints before every command ({first!r}, "
@@ -167,41 +240,40 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
                 "info",
             )
         )
-    if report.exit != contract.Exit.OK and not report.complete:
-        problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
+    return hub
 
-    gpus_free = None
-    if slurm is not None:
-        gpus = []  # the login node's are not the run's: they are only in its labelled rows
-    if gpus:
-        held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
-        gpus_free = sum(1 for gpu in gpus if not gpu.in_use_by_other and gpu.index not in held)
-        last_gpu = max(i for i, f in enumerate(findings) if f.topic == "gpu")
-        findings.insert(last_gpu + 1, Finding("gpu", f"{gpus_free} of {len(gpus)} free now"))
+
+def _result(
+    p: PreflightParams,
+    transport: Transport,
+    report: contract.PreflightReport,
+    verdict: _Verdict,
+    judged: _Judged,
+) -> PreflightResult:
     torch = report.torch
     return PreflightResult(
         host=p.host,
-        ok=not reasons,
-        reasons=reasons,
+        ok=not verdict.reasons,
+        reasons=verdict.reasons,
         transport=transport.kind,
         python_version=report.python_version,
-        gpus=gpus,
+        gpus=judged.gpus,
         workdir=report.workdir,
         free_disk_bytes=report.free_bytes,
         torch_version=torch.version if torch else None,
         cuda_version=torch.cuda if torch else None,
-        findings=findings,
+        findings=verdict.findings,
         python_executable=report.python_executable,
         torch=torch_info(torch),
-        python_candidates=python.candidates,
-        suggested_python=python.suggested,
-        driver=driver,
-        gpus_free=gpus_free,
-        packages=packages.checks,
-        disk=disk,
-        hugging_face=hub,
+        python_candidates=judged.python.candidates,
+        suggested_python=judged.python.suggested,
+        driver=judged.driver,
+        gpus_free=judged.gpus_free,
+        packages=judged.packages.checks if judged.packages else [],
+        disk=judged.disk,
+        hugging_face=judged.hub,
         shell_noise=report.shell_noise,
-        slurm=slurm,
+        slurm=verdict.slurm,
     )
 
 

@@ -9,7 +9,7 @@ from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DiskCheck
 
-from .run_inputs import Inputs, gather
+from .run_inputs import Inputs, InputSources, gather
 
 # Room beyond the inputs for what a run writes beside them (logs, checkpoints to come):
 # a tenth of the inputs, and never less than this.
@@ -38,7 +38,7 @@ def would_ship(
             raise app_error(
                 Kind.LOCAL_FILE_MISSING, f"input {text!r} does not exist on this machine."
             )
-    return gather(
+    sources = InputSources(
         config=Path(config) if config else None,
         config_name=CONFIG_NAME,
         datasets=[Path(text) for text in inputs],
@@ -48,6 +48,7 @@ def would_ship(
         include=include,
         follow_links=follow_links,
     )
+    return gather(sources)
 
 
 def inputs_text(inputs: Inputs) -> str:

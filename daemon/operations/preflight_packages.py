@@ -57,32 +57,7 @@ def judge_packages(python: str, requires: list[str], report: PreflightReport) ->
         return verdict
     fixes: list[str] = []
     for text in requires:
-        requirement = Requirement(text)
-        name = requirement.name
-        if requirement.marker is not None and report.python_env:
-            if not requirement.marker.evaluate(dict(report.python_env)):
-                verdict.checks.append(
-                    PackageCheck(requirement=text, name=name, ok=True, problem=None)
-                )
-                continue
-        installed = report.dists.get(canonicalize_name(name))
-        check = PackageCheck(requirement=text, name=name, ok=True, installed=installed)
-        if installed is None:
-            check.ok = False
-            check.problem = f"{name} is not installed in {python}"
-        elif installed == "?":
-            check.installed = None
-            check.problem = f"the version of {name} in {python} cannot be read"
-        else:
-            try:
-                if not requirement.specifier.contains(Version(installed), prereleases=True):
-                    check.ok = False
-                    check.problem = (
-                        f"{name} {installed} is installed in {python}, "
-                        f"{requirement.specifier} is needed"
-                    )
-            except InvalidVersion:
-                check.problem = f"{name} {installed} has a version pip cannot compare"
+        check = _check(python, text, report)
         if not check.ok:
             check.fix = _pip(python, text)
             fixes.append(text)
@@ -105,3 +80,31 @@ def judge_packages(python: str, requires: list[str], report: PreflightReport) ->
             )
         )
     return verdict
+
+
+def _check(python: str, text: str, report: PreflightReport) -> PackageCheck:
+    """One requirement against what the far python has installed."""
+    requirement = Requirement(text)
+    name = requirement.name
+    if requirement.marker is not None and report.python_env:
+        if not requirement.marker.evaluate(dict(report.python_env)):
+            return PackageCheck(requirement=text, name=name, ok=True, problem=None)
+    installed = report.dists.get(canonicalize_name(name))
+    check = PackageCheck(requirement=text, name=name, ok=True, installed=installed)
+    if installed is None:
+        check.ok = False
+        check.problem = f"{name} is not installed in {python}"
+    elif installed == "?":
+        check.installed = None
+        check.problem = f"the version of {name} in {python} cannot be read"
+    else:
+        try:
+            if not requirement.specifier.contains(Version(installed), prereleases=True):
+                check.ok = False
+                check.problem = (
+                    f"{name} {installed} is installed in {python}, "
+                    f"{requirement.specifier} is needed"
+                )
+        except InvalidVersion:
+            check.problem = f"{name} {installed} has a version pip cannot compare"
+    return check

@@ -85,31 +85,12 @@ def _nowhere(python: str, report: PreflightReport) -> str:
 
 
 def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> PythonVerdict:
-    verdict = PythonVerdict()
-    host_gpus = len(report.gpus)
-    for candidate in report.candidates:
-        verdict.candidates.append(
-            PythonCandidate(
-                path=candidate.path,
-                usable=candidate.version is not None,
-                version=candidate.version,
-                executable=candidate.executable,
-                torch=torch_info(candidate.torch),
-                error=candidate.error,
-            )
-        )
+    verdict = PythonVerdict(candidates=_candidates(report))
     ranked = sorted((c for c in report.candidates if c.torch is not None), key=_rank, reverse=True)
     best = ranked[0] if ranked else None
-
-    def use_best(better_than: int) -> str:
-        if best is None or _rank(best) <= better_than or best.torch is None:
-            return ""
-        verdict.suggested = best.path
-        return f"; {best.path} has {describe_torch(best.torch)} — use --python {best.path}"
-
     if not report.python_ok:
         verdict.reasons.append(
-            f"{python} not usable: {_usage_failure(python, report)}{use_best(0)}"
+            f"{python} not usable: {_usage_failure(python, report)}{_use_best(verdict, best, 0)}"
         )
         return verdict
 
@@ -117,29 +98,73 @@ def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> Pyth
     executable = report.python_executable
     shown = f"{python} ({executable})" if executable and executable != python else python
     verdict.findings.append(Finding("python", f"{shown}: Python {report.python_version}"))
-    if torch is None and report.torch_error:
-        verdict.reasons.append(
-            f"torch does not import in {python}: {report.torch_error}{use_best(0)}"
-        )
-        return verdict
     if torch is None:
-        # The trainer may not need torch (the demo trainer does not), so its absence is never
-        # a reason by itself (`--require torch` makes it one); but it is what a GPU run most
-        # often trips on, so it is a warning the verdict line repeats.
-        suggestion = use_best(0)
-        if suggestion:
-            verdict.findings.append(
-                Finding("torch", f"{python} has no torch{suggestion}", "warning")
-            )
-        elif gpus_wanted > 0 and host_gpus > 0:
-            verdict.findings.append(Finding("torch", _nowhere(python, report), "warning"))
-        else:
-            verdict.findings.append(Finding("torch", _nowhere(python, report), "info"))
+        _judge_without_torch(verdict, python, gpus_wanted, report, best)
         return verdict
-
     verdict.findings.append(Finding("torch", f"{python} has {describe_torch(torch)}"))
-    if gpus_wanted == 0 or host_gpus == 0:
+    if gpus_wanted == 0 or not report.gpus:
         return verdict
+    _judge_torch_on_gpus(verdict, python, torch, report, best)
+    return verdict
+
+
+def _candidates(report: PreflightReport) -> list[PythonCandidate]:
+    """Every python the probe looked at, as the result lists them."""
+    return [
+        PythonCandidate(
+            path=candidate.path,
+            usable=candidate.version is not None,
+            version=candidate.version,
+            executable=candidate.executable,
+            torch=torch_info(candidate.torch),
+            error=candidate.error,
+        )
+        for candidate in report.candidates
+    ]
+
+
+def _use_best(verdict: PythonVerdict, best: ProbedCandidate | None, better_than: int) -> str:
+    """`; PATH has torch ... — use --python PATH` when another python ranks above
+    `better_than` (and it becomes the suggested one); else nothing."""
+    if best is None or _rank(best) <= better_than or best.torch is None:
+        return ""
+    verdict.suggested = best.path
+    return f"; {best.path} has {describe_torch(best.torch)} — use --python {best.path}"
+
+
+def _judge_without_torch(
+    verdict: PythonVerdict,
+    python: str,
+    gpus_wanted: int,
+    report: PreflightReport,
+    best: ProbedCandidate | None,
+) -> None:
+    if report.torch_error:
+        verdict.reasons.append(
+            f"torch does not import in {python}: {report.torch_error}{_use_best(verdict, best, 0)}"
+        )
+        return
+    # The trainer may not need torch (the demo trainer does not), so its absence is never
+    # a reason by itself (`--require torch` makes it one); but it is what a GPU run most
+    # often trips on, so it is a warning the verdict line repeats.
+    suggestion = _use_best(verdict, best, 0)
+    if suggestion:
+        verdict.findings.append(Finding("torch", f"{python} has no torch{suggestion}", "warning"))
+    elif gpus_wanted > 0 and len(report.gpus) > 0:
+        verdict.findings.append(Finding("torch", _nowhere(python, report), "warning"))
+    else:
+        verdict.findings.append(Finding("torch", _nowhere(python, report), "info"))
+
+
+def _judge_torch_on_gpus(
+    verdict: PythonVerdict,
+    python: str,
+    torch: ProbedTorch,
+    report: PreflightReport,
+    best: ProbedCandidate | None,
+) -> None:
+    """Whether the torch found can use the host's GPUs, for a run that wants some."""
+    host_gpus = len(report.gpus)
     if torch.cuda is None:
         driver = report.driver_cuda
         fix = (
@@ -147,7 +172,7 @@ def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> Pyth
             if driver
             else "install a CUDA build"
         )
-        suggestion = use_best(1)
+        suggestion = _use_best(verdict, best, 1)
         verdict.reasons.append(
             f"{python} has torch {torch.version}, a CPU-only build, on a host with "
             f"{host_gpus} GPU{'' if host_gpus == 1 else 's'}: "
@@ -159,12 +184,11 @@ def judge_python(python: str, gpus_wanted: int, report: PreflightReport) -> Pyth
         verdict.reasons.append(
             f"torch {torch.version} is built for CUDA {torch.cuda}, but {driver} supports "
             f"CUDA {report.driver_cuda} at most: install a torch built for CUDA "
-            f"{report.driver_cuda} or older, or update the driver{use_best(2)}"
+            f"{report.driver_cuda} or older, or update the driver{_use_best(verdict, best, 2)}"
         )
     elif torch.cuda_available is False:
         verdict.reasons.append(
             f"torch {torch.version} in {python} cannot use the GPUs: "
             f"torch.cuda.is_available() is False although nvidia-smi lists {host_gpus}"
-            + use_best(2)
+            + _use_best(verdict, best, 2)
         )
-    return verdict

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -17,6 +18,7 @@ import msgspec
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun import is_torchrun
 from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import Launched
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -70,10 +72,59 @@ class RecordedLaunch(msgspec.Struct):
 async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
     """`cause`: why the daemon itself starts this attempt (a retry), recorded with it."""
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
+    _check_asked(p)
+    current = await _restartable(ops, p)
+    transport = await ops.transport(p.host)
+    recorded = await _recorded_launch(transport, run_dir, p)
+    _refuse_missing_secrets(p, recorded)
+    number = recorded.attempt + 1
+    wrapper = recorded.command[: recorded.wrapper_words]
+    trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
+    if p.dry_run:
+        return RestartResult(
+            run=current, command=trainer, attempt=number, setup=recorded.setup, dry_run=True
+        )
+    command = [*wrapper, *trainer]
+    earlier = _ended_attempts(current, recorded)
+    size = await contract.log_lines(transport, run_dir, p.run_id, 0)
+    limits = recorded.limits or Limits()
+    nodes = current.nodes or recorded.nodes
+    meta = _meta(recorded, earlier, limits, nodes)
+    if nodes:
+        launcher: Launcher = ops.nodes_launcher(nodes)
+    else:
+        launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
+    meta["launcher"] = launcher.name
+    stdin = contract.launch_stdin(
+        p.secrets,
+        recorded.env,
+        recorded.setup,
+        meta,
+        attempt=number,
+        wrapper=recorded.wrapper_words,
+        limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
+    )
+    launched = await launcher.launch(transport, run_dir, p.run_id, recorded.python, command, stdin)
+    refuse_unless_run(launched, p.host, p.run_id, run_dir, "nothing was restarted")
+    _refuse_unlaunched(p, launched, number)
+    base = current if current.command else _from_record(current, recorded, run_dir)
+    attempt = _NewAttempt(number, trainer, launcher.name, earlier, nodes, cause)
+    run = _record_attempt(ops, p, limits.on_run(base), launched, attempt)
+    return RestartResult(
+        run=run,
+        pid=launched.pid,
+        log_offset=size.offset or 0,
+        command=trainer,
+        attempt=number,
+        setup=recorded.setup,
+    )
+
+
+def _check_asked(p: RestartParams) -> None:
+    """A new command is checked as far as it can be before anything reaches the host; what
+    it may name ({dataset}, {config}) once the run's record is read."""
     for name in p.secrets:
         validation.secret_name(name)
-    # A new command is checked as far as it can be before anything reaches the host; what
-    # it may name ({dataset}, {config}) once the run's record is read.
     if p.command is not None:
         check_template(p.command, has_dataset=True, has_config=True)
     check_words(p.append, has_dataset=True, has_config=True)
@@ -82,6 +133,10 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
             Kind.INVALID_COMMAND,
             "{torchrun} starts a command; give a whole new command after `--` instead.",
         )
+
+
+async def _restartable(ops: Ops, p: RestartParams) -> RunInfo:
+    """The run as it is now, refused unless it has ended and was launched."""
     if (p.host, p.run_id) in ops.starting:
         raise _active(p, "is still being started")
     ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
@@ -96,8 +151,10 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         )
     if current.state == "lost" and current.reason == "never launched":
         raise _never_launched(p)
-    transport = await ops.transport(p.host)
-    recorded = await _recorded_launch(transport, run_dir, p)
+    return current
+
+
+def _refuse_missing_secrets(p: RestartParams, recorded: RecordedLaunch) -> None:
     missing = [name for name in recorded.secret_names if name not in p.secrets]
     if missing:
         given = " ".join(f"--secret {name}" for name in missing)
@@ -106,16 +163,12 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
             f"{p.run_id} was started with {given}; secrets are never stored, so give "
             f"them again: rtrain restart {p.host} {p.run_id} {given}.",
         )
-    number = recorded.attempt + 1
-    wrapper = recorded.command[: recorded.wrapper_words]
-    trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
-    if p.dry_run:
-        return RestartResult(
-            run=current, command=trainer, attempt=number, setup=recorded.setup, dry_run=True
-        )
-    command = [*wrapper, *trainer]
-    earlier = _ended_attempts(current, recorded)
-    size = await contract.log_lines(transport, run_dir, p.run_id, 0)
+
+
+def _meta(
+    recorded: RecordedLaunch, earlier: list[Attempt], limits: Limits, nodes: list[RunNode]
+) -> dict[str, object]:
+    """The new attempt's meta.json: the recorded launch, carried over (less the launcher)."""
     meta: dict[str, object] = {"inputs": recorded.inputs}
     if recorded.env:
         meta["env"] = recorded.env
@@ -134,27 +187,14 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
     if recorded.sbatch:
         meta["sbatch"] = recorded.sbatch
-    limits = recorded.limits or Limits()
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
-    nodes = current.nodes or recorded.nodes
     if nodes:
-        launcher: Launcher = ops.nodes_launcher(nodes)
         meta["nodes"] = [msgspec.to_builtins(node) for node in nodes]
-    else:
-        launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
-    meta["launcher"] = launcher.name
-    stdin = contract.launch_stdin(
-        p.secrets,
-        recorded.env,
-        recorded.setup,
-        meta,
-        attempt=number,
-        wrapper=recorded.wrapper_words,
-        limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
-    )
-    launched = await launcher.launch(transport, run_dir, p.run_id, recorded.python, command, stdin)
-    refuse_unless_run(launched, p.host, p.run_id, run_dir, "nothing was restarted")
+    return meta
+
+
+def _refuse_unlaunched(p: RestartParams, launched: Launched, number: int) -> None:
     if launched.running:
         raise _active(p, "is running again (started meanwhile)")
     if launched.already_launched:
@@ -162,9 +202,25 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     if launched.pid is None and launched.job_id is None:
         why = str(launched.error or "") or launched.error_text
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: {p.run_id} did not restart: {why}")
+
+
+@dataclass(frozen=True)
+class _NewAttempt:
+    """The attempt a restart launched, and what the run keeps of it."""
+
+    number: int
+    trainer: list[str]
+    launcher: str
+    earlier: list[Attempt]
+    nodes: list[RunNode]
+    cause: str | None
+
+
+def _record_attempt(
+    ops: Ops, p: RestartParams, base: RunInfo, launched: Launched, attempt: _NewAttempt
+) -> RunInfo:
+    """The registry's run, now on its new attempt."""
     started_at = max(launched.started_at or now(), now() - 1)
-    base = current if current.command else _from_record(current, recorded, run_dir)
-    base = limits.on_run(base)
     # A batch job waits for the scheduler first; the monitor says when it runs.
     state: RunState = "queued" if launched.job_id is not None else "running"
     after = base.after
@@ -172,12 +228,12 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         # What was to follow the run follows this attempt: a restart is a second chance.
         after = AfterRun(fetch=after.fetch, into=after.into, terminate=after.terminate)
         ops.registry.set_after_run(p.host, p.run_id, after)
-    run = ops.record(
+    return ops.record(
         msgspec.structs.replace(
             base,
             state=state,
-            command=trainer,
-            launcher=launcher.name,
+            command=attempt.trainer,
+            launcher=attempt.launcher,
             started_at=started_at,
             last_seen=now(),
             exit_code=None,
@@ -188,26 +244,18 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
             stalled_since=None,
             stopped_by=None,
             after=after,
-            nodes=nodes,
+            nodes=attempt.nodes,
             attempts=[
-                *earlier,
+                *attempt.earlier,
                 Attempt(
-                    number=number,
+                    number=attempt.number,
                     state=state,
                     started_at=started_at,
                     running_at=started_at if state == "running" else None,
-                    cause=cause,
+                    cause=attempt.cause,
                 ),
             ],
         )
-    )
-    return RestartResult(
-        run=run,
-        pid=launched.pid,
-        log_offset=size.offset or 0,
-        command=trainer,
-        attempt=number,
-        setup=recorded.setup,
     )
 
 

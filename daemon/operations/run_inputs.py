@@ -62,20 +62,27 @@ class _Landing:
         return True
 
 
-def gather(
-    *,
-    config: Path | None,
-    config_name: str,
-    datasets: list[Path],
-    code: Path | None,
-    extra: dict[str, bytes],
-    reserved: set[str],
-    include: list[str] | None = None,
-    follow_links: bool = False,
-) -> Inputs:
-    """Every file of every input, or the one sentence saying why the start cannot ship them.
-    `include`: patterns (gitignore syntax) of the code directory shipped despite its ignore
-    rules; `follow_links`: ship what the code's links that leave it point to."""
+@dataclass(frozen=True)
+class InputSources:
+    """What a start ships, as named on this machine. `include`: patterns (gitignore syntax)
+    of the code directory shipped despite its ignore rules; `follow_links`: ship what the
+    code's links that leave it point to."""
+
+    config: Path | None
+    config_name: str
+    datasets: list[Path]
+    code: Path | None
+    extra: dict[str, bytes]
+    reserved: set[str]
+    include: list[str] | None = None
+    follow_links: bool = False
+
+
+def gather(sources: InputSources) -> Inputs:
+    """Every file of every input, or the one sentence saying why the start cannot ship them."""
+    config, config_name, datasets = sources.config, sources.config_name, sources.datasets
+    code, extra, reserved = sources.code, sources.extra, sources.reserved
+    include, follow_links = sources.include, sources.follow_links
     if include and code is None:
         raise app_error(
             Kind.INVALID_PATH,

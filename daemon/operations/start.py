@@ -186,22 +186,7 @@ async def _claim_ship_launch(
     claims = await _claim(ops, plan, transports)
     run_dir = claims[0].run_dir
     on_host = ops.launcher(p.host).runs_on_host
-    first_dataset = plan.datasets[0].name if plan.datasets else None
-    command = expand(
-        plan.template or _demo_command(first_dataset, p.launcher, plan.across_hosts),
-        python=plan.python,
-        dataset=first_dataset,
-        run_dir=run_dir,
-        gpus=p.gpus,
-        relay=on_host,
-    )
-    setup_command = (
-        None
-        if plan.setup is None
-        else expand(
-            [plan.setup], python=plan.python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
-        )[0]
-    )
+    command, setup_command = _commands(plan, run_dir, on_host)
     nodes = (
         [RunNode(host=c.host, remote_dir=c.run_dir) for c in claims] if plan.across_hosts else []
     )
@@ -232,20 +217,10 @@ async def _claim_ship_launch(
     if plan.after is not None:
         ops.registry.set_after_run(p.host, run_id, plan.after)
     ops.starting.add((p.host, run_id))
-    # rtrain's own files (the demo trainer, the GPU gate, the watcher of the limits): shipped
-    # beside the inputs, but, like every far-side script, not counted as what the user shipped.
-    own = Inputs(files=list(plan.inputs.own))
     # One command for every node: its GPUs go through the gate where every node has GPUs
     # to claim (a node without nvidia-smi has none the gate could hand out).
     gated = all(c.gpus.gate for c in claims)
-    if gated:
-        gate = gate_file()
-        own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
-    if on_host and plan.limits.watched:
-        own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
-    if uses_relay(command):
-        relay = relay_source()
-        own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
+    own = _own_files(plan, command, gated, on_host)
     wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
     placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
@@ -255,36 +230,48 @@ async def _claim_ship_launch(
         ops.starting.discard((p.host, run_id))
 
 
+def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], str | None]:
+    """The trainer's command and the setup command, their placeholders filled."""
+    p = plan.p
+    first_dataset = plan.datasets[0].name if plan.datasets else None
+    command = expand(
+        plan.template or _demo_command(first_dataset, p.launcher, plan.across_hosts),
+        python=plan.python,
+        dataset=first_dataset,
+        run_dir=run_dir,
+        gpus=p.gpus,
+        relay=on_host,
+    )
+    setup_command = (
+        None
+        if plan.setup is None
+        else expand(
+            [plan.setup], python=plan.python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
+        )[0]
+    )
+    return command, setup_command
+
+
+def _own_files(plan: StartPlan, command: list[str], gated: bool, on_host: bool) -> Inputs:
+    """rtrain's own files (the demo trainer, the GPU gate, the watcher of the limits): shipped
+    beside the inputs, but, like every far-side script, not counted as what the user shipped."""
+    own = Inputs(files=list(plan.inputs.own))
+    if gated:
+        gate = gate_file()
+        own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
+    if on_host and plan.limits.watched:
+        own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
+    if uses_relay(command):
+        relay = relay_source()
+        own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
+    return own
+
+
 async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Placed) -> StartResult:
     """Ship the user's inputs and rtrain's own files to every node (side by side; only the
     first are reported, and only node 0's progress), then launch and record."""
     p, pending, run_id = plan.p, placed.pending, plan.run_id
-    try:
-        shipped_per_node = await asyncio.gather(
-            *(
-                _ship_side_by_side(
-                    _ship(
-                        c.transport,
-                        c.run_dir,
-                        run_id,
-                        plan.inputs,
-                        p,
-                        ctx,
-                        _channels(ops, c.host),
-                        report_progress=index == 0,
-                    ),
-                    _ship_own(c.transport, c.run_dir, run_id, placed.own, _channels(ops, c.host)),
-                )
-                for index, c in enumerate(placed.claims)
-            )
-        )
-    except BaseException as error:
-        ops.registry.delete(p.host, run_id)
-        for c in placed.claims:
-            await _discard(c.transport, c.host, plan.workdir, run_id)
-        if isinstance(error, RpcError):
-            raise _nothing_started(error, p.host) from None
-        raise
+    shipped_per_node = await _ship_everywhere(ops, plan, ctx, placed)
     shipped, own_shipped = shipped_per_node[0]
     meta = _meta(plan, pending, shipped, own_shipped, placed.wrapper_words)
     launcher = placed.launcher
@@ -318,6 +305,36 @@ async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Pla
         return await asyncio.shield(launching)
     except asyncio.CancelledError:
         return await launching
+
+
+async def _ship_everywhere(
+    ops: Ops, plan: StartPlan, ctx: Notifier, placed: Placed
+) -> list[tuple[list[ShippedFile], list[ShippedFile]]]:
+    """Every node's shipped inputs and own files; a failure removes the run everywhere."""
+    p, run_id = plan.p, plan.run_id
+    try:
+        return await asyncio.gather(
+            *(
+                _ship_side_by_side(
+                    _ship(
+                        _Destination(c.transport, c.run_dir, run_id, _channels(ops, c.host)),
+                        plan.inputs,
+                        p,
+                        ctx,
+                        report_progress=index == 0,
+                    ),
+                    _ship_own(c.transport, c.run_dir, run_id, placed.own, _channels(ops, c.host)),
+                )
+                for index, c in enumerate(placed.claims)
+            )
+        )
+    except BaseException as error:
+        ops.registry.delete(p.host, run_id)
+        for c in placed.claims:
+            await _discard(c.transport, c.host, plan.workdir, run_id)
+        if isinstance(error, RpcError):
+            raise _nothing_started(error, p.host) from None
+        raise
 
 
 def _channels(ops: Ops, host: str) -> int | None:
@@ -529,14 +546,21 @@ async def _ship_own(
     return await ship_files(transport, run_dir, run_id, own, progress, channels=channels)
 
 
+@dataclass(frozen=True)
+class _Destination:
+    """One node's run directory, and the channels its transfers may open."""
+
+    transport: Transport
+    run_dir: str
+    run_id: str
+    channels: int | None
+
+
 async def _ship(
-    transport: Transport,
-    run_dir: str,
-    run_id: str,
+    to: _Destination,
     inputs: Inputs,
     p: StartParams,
     ctx: Notifier,
-    channels: int | None,
     report_progress: bool = True,
 ) -> list[ShippedFile]:
     """Ship `inputs`; with `report_progress` (one node of a run across hosts does), tell the
@@ -564,6 +588,8 @@ async def _ship(
 
     progress = ShipProgress(inputs, changed)
     report("begin", progress)
-    shipped = await ship_files(transport, run_dir, run_id, inputs, progress, channels=channels)
+    shipped = await ship_files(
+        to.transport, to.run_dir, to.run_id, inputs, progress, channels=to.channels
+    )
     report("end", progress, f"{len(shipped)} files, {progress.total_bytes} bytes verified")
     return shipped

@@ -23,7 +23,7 @@ from rtrain.protocol.messages import (
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words
 from .context import Ops, chosen
 from .node_list import node_hosts
-from .run_inputs import Inputs, gather
+from .run_inputs import Inputs, InputSources, gather
 from .run_limits import Limits, chosen_limits, slurm_time
 from .scheduler_options import check_scheduler_options
 from .then_options import after_run_plan
@@ -63,43 +63,20 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     settings = ops.hosts.config.host(p.host)
     workdir = validation.workdir(chosen(p.workdir, settings.workdir, DEFAULT_WORKDIR))
     python = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
-    for name in p.secrets:
-        validation.secret_name(name)
-        if name.startswith("RTRAIN_"):
-            # The far side keeps RTRAIN_* for itself (the run marker); refuse it here, before
-            # a run directory is made, rather than leave a half-started run behind.
-            raise app_error(
-                Kind.INVALID_SECRET,
-                f"secret name {name!r} is reserved: rtrain uses RTRAIN_* names itself.",
-            )
-    env = {**settings.env, **p.env}
-    for name, value in env.items():
-        given = name in p.env
-        validation.env_var(name, value, "--env" if given else f"config.toml [hosts.{p.host}] env")
-        if name in p.secrets:
-            raise app_error(
-                Kind.INVALID_COMMAND,
-                f"{name} is given both as --env and as --secret; keep one of them.",
-            )
+    env = _checked_env(p, settings.env)
     setup = p.setup if p.setup is not None else settings.setup
-    code = p.code if p.code is not None else settings.code
-    config = _local_file(p.config, "config") if p.config is not None else None
-    datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
-    code_dir = _local_dir(code) if code else None
+    config, datasets, code_dir = _local_paths(p, settings.code)
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
     check_template(template, bool(datasets), config is not None)
     launcher_word = "torchrun" if len(hosts) > 1 else p.launcher
     template = _with_launcher(template, launcher_word, p.gpus)
     if setup is not None:
-        if not setup.strip():
-            raise app_error(Kind.INVALID_COMMAND, "the setup command is empty.")
-        check_words([setup], bool(datasets), config is not None)
+        _check_setup(setup, bool(datasets), config is not None)
     extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
     reserved = reserved - {DEMO_TRAINER} if template is not None else reserved
     # Walking a big code directory takes a while; the daemon answers others meanwhile.
-    inputs = await asyncio.to_thread(
-        gather,
+    sources = InputSources(
         config=config,
         config_name=CONFIG_NAME,
         datasets=datasets,
@@ -109,15 +86,8 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         include=p.include,
         follow_links=p.follow_links,
     )
-    limits = chosen_limits(p, settings)
-    if not ops.launcher(p.host).runs_on_host:
-        p = _slurm_limits(p, limits)
-        if _retry(ops, p) is not None:
-            # Slurm requeues a job whose node failed or that was preempted by itself, as
-            # often as the cluster allows; the daemon's retry covers a job it reports lost.
-            p = msgspec.structs.replace(p, requeue=True)
-        # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
-        limits = Limits(max_duration=limits.max_duration)
+    inputs = await asyncio.to_thread(gather, sources)
+    p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     # A run across hosts gives --nodes for its host list, not for a scheduler.
     check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
     after = after_run_plan(p, settings.terminate)
@@ -143,6 +113,58 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         after=after,
         retry=retry,
     )
+
+
+def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
+    """The start's options and limits as its launcher keeps them."""
+    if ops.launcher(p.host).runs_on_host:
+        return p, limits
+    p = _slurm_limits(p, limits)
+    if _retry(ops, p) is not None:
+        # Slurm requeues a job whose node failed or that was preempted by itself, as
+        # often as the cluster allows; the daemon's retry covers a job it reports lost.
+        p = msgspec.structs.replace(p, requeue=True)
+    # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
+    return p, Limits(max_duration=limits.max_duration)
+
+
+def _local_paths(
+    p: StartParams, host_code: str | None
+) -> tuple[Path | None, list[Path], Path | None]:
+    """The config, the datasets and the code directory, each checked on this machine."""
+    config = _local_file(p.config, "config") if p.config is not None else None
+    datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
+    code = p.code if p.code is not None else host_code
+    return config, datasets, _local_dir(code) if code else None
+
+
+def _checked_env(p: StartParams, host_env: dict[str, str]) -> dict[str, str]:
+    """The run's environment (the host's, then `--env`), its secrets' names checked with it."""
+    for name in p.secrets:
+        validation.secret_name(name)
+        if name.startswith("RTRAIN_"):
+            # The far side keeps RTRAIN_* for itself (the run marker); refuse it here, before
+            # a run directory is made, rather than leave a half-started run behind.
+            raise app_error(
+                Kind.INVALID_SECRET,
+                f"secret name {name!r} is reserved: rtrain uses RTRAIN_* names itself.",
+            )
+    env = {**host_env, **p.env}
+    for name, value in env.items():
+        given = name in p.env
+        validation.env_var(name, value, "--env" if given else f"config.toml [hosts.{p.host}] env")
+        if name in p.secrets:
+            raise app_error(
+                Kind.INVALID_COMMAND,
+                f"{name} is given both as --env and as --secret; keep one of them.",
+            )
+    return env
+
+
+def _check_setup(setup: str, has_dataset: bool, has_config: bool) -> None:
+    if not setup.strip():
+        raise app_error(Kind.INVALID_COMMAND, "the setup command is empty.")
+    check_words([setup], has_dataset, has_config)
 
 
 def _retry(ops: Ops, p: StartParams) -> RetryPolicy | None:

@@ -7,6 +7,7 @@ import logging
 
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import answer_may_be_lost
+from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import TerminateResult
@@ -48,25 +49,12 @@ async def terminate_host(
     validation.host(host)
     chosen = ops.host_workdir(host, workdir)
     configured = ops.hosts.config.host(host).terminate
-    if not force and ops.leases.holding(host):
-        raise _busy(host, f"a transfer to or from {host} is in flight")
-    if not force and any(key[0] == host for key in ops.starting):
-        raise _busy(host, f"a run is being started on {host}")
+    if not force:
+        _refuse_busy_here(ops, host)
     transport = await ops.transport(host)
     await ops.leases.settled(host)
     if not force:
-        # Runs the registry knows in other work directories of the host count too.
-        others = {
-            validation.workdir(run.workdir)
-            for run in ops.registry.list(host=host)
-            if run.workdir and is_active(run.state)
-        } - {chosen}
-        looks = await asyncio.gather(
-            *(contract.host_look(transport, other, True) for other in sorted(others))
-        )
-        for look in looks:
-            if look.busy is not None or not look.ok:
-                raise _busy(host, look.busy or look.error_text)
+        await _refuse_busy_elsewhere(ops, transport, host, chosen)
     try:
         done = await contract.terminate(
             transport, chosen, configured, force=force, wait=TERMINATE_WAIT
@@ -76,15 +64,47 @@ async def terminate_host(
             raise
         # A host that powers off takes the connection with it, maybe before it answers.
         log.info("terminate %s: %s", host, error.message)
-        # What it ran, as far as this daemon knows: the guard's as it last read it.
-        last = ops.guards.last(host)
-        known = last[1].command if last is not None and last[0] == chosen else None
-        return TerminateResult(
-            host=host,
-            command=configured or known or "",
-            source="config" if configured is not None else "guard",
-            outcome="disconnected",
-        )
+        return _disconnected(ops, host, chosen, configured)
+    return _outcome(host, configured, done)
+
+
+def _refuse_busy_here(ops: Ops, host: str) -> None:
+    """Busy by what this daemon itself does with the host: a transfer, a start."""
+    if ops.leases.holding(host):
+        raise _busy(host, f"a transfer to or from {host} is in flight")
+    if any(key[0] == host for key in ops.starting):
+        raise _busy(host, f"a run is being started on {host}")
+
+
+async def _refuse_busy_elsewhere(ops: Ops, transport: Transport, host: str, chosen: str) -> None:
+    """Runs the registry knows in other work directories of the host count too."""
+    others = {
+        validation.workdir(run.workdir)
+        for run in ops.registry.list(host=host)
+        if run.workdir and is_active(run.state)
+    } - {chosen}
+    looks = await asyncio.gather(
+        *(contract.host_look(transport, other, True) for other in sorted(others))
+    )
+    for look in looks:
+        if look.busy is not None or not look.ok:
+            raise _busy(host, look.busy or look.error_text)
+
+
+def _disconnected(ops: Ops, host: str, chosen: str, configured: str | None) -> TerminateResult:
+    # What it ran, as far as this daemon knows: the guard's as it last read it.
+    last = ops.guards.last(host)
+    known = last[1].command if last is not None and last[0] == chosen else None
+    return TerminateResult(
+        host=host,
+        command=configured or known or "",
+        source="config" if configured is not None else "guard",
+        outcome="disconnected",
+    )
+
+
+def _outcome(host: str, configured: str | None, done: contract.Terminated) -> TerminateResult:
+    """The result of a terminate command the host answered about, or its refusal."""
     if done.busy is not None:
         raise _busy(host, done.busy)
     if done.no_command:

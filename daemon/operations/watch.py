@@ -28,32 +28,20 @@ async def watch_host(
 ) -> tuple[list[RunInfo | None], set[str]]:
     """Each run as the host says it stands (None: gone), and the run ids whose metrics moved."""
     transport = await ops.transport(host)
-    # Runs keep the launcher they recorded: the host's own processes (watch.sh reads their
-    # states) and a scheduler's jobs (its status does) are asked apart.
-    groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
-    for run in runs:
-        remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
-        groups[(posixpath.dirname(remote_dir), *launcher_group(ops, run))].append(run)
-    if not groups:
-        # No run to ask about: the host's GPUs, and whether it answers at all.
-        workdir = ops.hosts.config.host(host).workdir or DEFAULT_WORKDIR
-        groups[(workdir, ops.launcher(host).states_from_status, "")] = []
     found: dict[str, contract.RunRow] = {}
     moved: set[str] = set()
     from_status: set[str] = set()  # runs whose state was read after their files
     sampled = False  # the host's GPUs, asked once a poll
-    for (workdir, _, _), members in groups.items():
+    for (workdir, _, _), members in _groups(ops, host, runs).items():
         first = members[0] if members else None
         launcher = ops.launcher_of(first) if first else ops.launcher(host)
-        on_host = launcher.runs_on_host
-        asked: dict[tuple[str, str], int] = {}
-        triples = []
-        for run in members:
-            for source in ("log", "jsonl"):
-                asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
-            triples.append((run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")]))
+        asked = _asked(ops, host, members)
+        triples = [
+            (run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")])
+            for run in members
+        ]
         # A cluster's login node has no GPUs of its jobs to sample.
-        sample = on_host and gpus and not sampled
+        sample = launcher.runs_on_host and gpus and not sampled
         sampled = sampled or sample
         out = await contract.watch(transport, workdir, sample, max_slice, triples)
         if not launcher.states_from_status:
@@ -69,19 +57,61 @@ async def watch_host(
             if report.exit != contract.Exit.OK and not report.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
             found.update(report.runs)
-        if out.gpus:
-            ops.metrics.add_gpu_sample(
-                host, GpuSample(time=now(), gpus=gpu_stats(out.gpus, out.apps))
-            )
-        for piece in out.slices:
-            sent = asked.get((piece.run_id, piece.name))
-            if sent is None:
-                continue  # not a run this poll asked about
-            # The file is shorter than where reading stood: it was replaced, read it anew.
-            restarted = piece.start < sent
-            if ops.metrics.feed(host, piece.run_id, piece.name, piece.start, piece.data, restarted):
-                moved.add(piece.run_id)
+        moved |= _take_output(ops, host, out, asked)
     fresh = [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]
+    _mark_reads(ops, host, runs, fresh, from_status)
+    return fresh, moved
+
+
+def _groups(ops: Ops, host: str, runs: list[RunInfo]) -> dict[tuple[str, bool, str], list[RunInfo]]:
+    """The runs by work directory and launcher: one far-side watch for each group."""
+    # Runs keep the launcher they recorded: the host's own processes (watch.sh reads their
+    # states) and a scheduler's jobs (its status does) are asked apart.
+    groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
+        groups[(posixpath.dirname(remote_dir), *launcher_group(ops, run))].append(run)
+    if not groups:
+        # No run to ask about: the host's GPUs, and whether it answers at all.
+        workdir = ops.hosts.config.host(host).workdir or DEFAULT_WORKDIR
+        groups[(workdir, ops.launcher(host).states_from_status, "")] = []
+    return groups
+
+
+def _asked(ops: Ops, host: str, members: list[RunInfo]) -> dict[tuple[str, str], int]:
+    """Where reading each run's log and metrics file stands: (run id, source) -> offset."""
+    asked: dict[tuple[str, str], int] = {}
+    for run in members:
+        for source in ("log", "jsonl"):
+            asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
+    return asked
+
+
+def _take_output(
+    ops: Ops, host: str, out: contract.WatchReport, asked: dict[tuple[str, str], int]
+) -> set[str]:
+    """Feed the GPU sample and the slices of the runs' files; the run ids whose metrics moved."""
+    moved: set[str] = set()
+    if out.gpus:
+        ops.metrics.add_gpu_sample(host, GpuSample(time=now(), gpus=gpu_stats(out.gpus, out.apps)))
+    for piece in out.slices:
+        sent = asked.get((piece.run_id, piece.name))
+        if sent is None:
+            continue  # not a run this poll asked about
+        # The file is shorter than where reading stood: it was replaced, read it anew.
+        restarted = piece.start < sent
+        if ops.metrics.feed(host, piece.run_id, piece.name, piece.start, piece.data, restarted):
+            moved.add(piece.run_id)
+    return moved
+
+
+def _mark_reads(
+    ops: Ops,
+    host: str,
+    runs: list[RunInfo],
+    fresh: list[RunInfo | None],
+    from_status: set[str],
+) -> None:
     for run, new in zip(runs, fresh, strict=True):
         # watch.sh reads a run's state before its files, so a run it saw over (or gone) has
         # sent its last bytes. A scheduler's state is read after the files: there, only a run
@@ -90,7 +120,6 @@ async def watch_host(
         read_first = run.run_id not in from_status
         over = over or (read_first and new is not None and is_ended(new.state))
         ops.metrics.saw_read(host, run.run_id, attempt_of(new or run), over)
-    return fresh, moved
 
 
 def attempt_of(run: RunInfo) -> int:
