@@ -1,10 +1,11 @@
 """A login node that asks for a second factor: its sshd wants a key AND a password
 (`AuthenticationMethods publickey,password`), like the HPC login nodes `rtrain login` is for.
 
-The far user `rtrain-login` gets a fresh random password for the session (`chpasswd`), handed
-to the test that types it, and `*` again afterwards, so no known password outlives the test.
-Sessions on this machine share the user: a lock file keeps two from setting its password at
-once. BatchMode ssh gets `Permission denied (password).` at once.
+The far user `rtrain-login` (`rtrain-login-gw0`... under pytest-xdist) gets a fresh random
+password for the session (`chpasswd`), handed to the test that types it, and `*` again
+afterwards, so no known password outlives the test. Sessions on this machine share the user:
+a lock file keeps two from setting its password at once. BatchMode ssh gets
+`Permission denied (password).` at once.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from tests.hosts.remote_shell_files import MANAGED_DIR
 from tests.hosts.session import TestHosts
 from tests.hosts.sshd import Sshd
 from tests.hosts.user_accounts import authorize_key, ensure_user, install_home_files, revoke_key
+from tests.hosts.worker import worker_user
 
-LOGIN_USER = "rtrain-login"
+# One per pytest-xdist worker: each worker sets its own password for the session.
+LOGIN_USER = worker_user("rtrain-login")
 ALIAS = "loginnode"
 
 

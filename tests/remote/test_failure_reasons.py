@@ -224,6 +224,34 @@ def test_the_relay_keeps_a_rank_s_unfinished_line_and_ends_with_torchrun(
     assert "[rank0]: first" in log and "[rank0]: no newline at the end" in log, log
 
 
+@pytest.mark.slow
+def test_a_rank_that_raised_then_aborted_says_its_exception(
+    remote: Remote, torch_python: str
+) -> None:
+    """A rank whose exception ends it, then a library's teardown aborts it (torch's process
+    groups do, at exit): its exception says why, not the SIGABRT alone."""
+    relay = Path(str(resources.files("rtrain.daemon.remote") / "rank_lines.py"))
+    trainer = (
+        "import os, traceback\n"
+        "try:\n    raise ValueError('rank ran out of patience')\n"
+        "except ValueError:\n    traceback.print_exc()\n    os.abort()\n"
+    )
+    (remote.home / "t.py").write_text(trainer)
+    run_id, run_dir = remote.prepare()
+    shutil.copy(relay, run_dir / "rtrain-ranks")
+    result = remote.run(
+        "launch", str(run_dir), run_id, torch_python, torch_python, f"{run_dir}/rtrain-ranks",
+        str(run_dir), "torchrun_logs", torch_python, "-m", "torch.distributed.run",
+        "--standalone", "--nproc-per-node=1", "--log-dir=torchrun_logs", "--redirects=3",
+        str(remote.home / "t.py"),
+    )  # fmt: skip
+    assert result.returncode == 0, result
+    row = ended(remote, Launched(run_id, run_dir, 0, 0), timeout=120)
+    assert row[1] == "failed", row
+    assert row[5].startswith("rank 0"), row
+    assert row[5].endswith(": ValueError: rank ran out of patience (then killed by SIGABRT)"), row
+
+
 def test_the_relay_is_plain_python_of_the_standard_library() -> None:
     """It runs on the far host with the run's python: no rtrain import, no third party."""
     relay = Path(str(resources.files("rtrain.daemon.remote") / "rank_lines.py"))

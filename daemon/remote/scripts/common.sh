@@ -487,13 +487,21 @@ $rf_line
 RF_EOF
 	is_uint "$rf_rank" || return 1
 	fr_text=
+	case $rf_stderr in
+	/*) ;;
+	*) rf_stderr=$1/$rf_stderr ;;
+	esac
 	if is_uint "$rf_signal"; then
 		signal_words "$rf_signal" "$1" "$rf_pid"
+		# SIGABRT after a traceback: the exception ended the program and a library's
+		# teardown aborted it (torch's process groups do); the exception says why.
+		if [ "$rf_signal" = 6 ]; then
+			rf_found=$(last_words "$rf_stderr")
+			case $rf_found in
+			"exception$TAB"*) fr_text="${rf_found#*"$TAB"*"$TAB"} (then $fr_text)" ;;
+			esac
+		fi
 	else
-		case $rf_stderr in
-		/*) ;;
-		*) rf_stderr=$1/$rf_stderr ;;
-		esac
 		rf_found=$(last_words "$rf_stderr")
 		case $rf_found in
 		"exception$TAB"*) fr_text=${rf_found#*"$TAB"*"$TAB"} ;;
