@@ -198,16 +198,10 @@ def test_a_torchrun_run_without_its_relay_blames_the_same_rank_in_every_path(
     assert stopped.values("run")[0][5] == expected, stopped
 
 
-@pytest.mark.slow
-def test_the_relay_keeps_a_rank_s_unfinished_line_and_ends_with_torchrun(
-    remote: Remote, torch_python: str
-) -> None:
-    """rtrain-ranks as the torchrun launcher starts it: a rank's last line without a
-    newline still arrives (with one), and the relay exits with torchrun's code."""
+def ended_under_relay(remote: Remote, torch_python: str, trainer: str) -> tuple[Path, list[str]]:
+    """`trainer` as one rank under rtrain-ranks, as the torchrun launcher starts it: its run
+    dir and status.sh's row once it has ended."""
     relay = Path(str(resources.files("rtrain.daemon.remote") / "rank_lines.py"))
-    trainer = (
-        "import os, sys; print('first'); sys.stderr.write('no newline at the end'); sys.exit(4)"
-    )
     (remote.home / "t.py").write_text(trainer)
     run_id, run_dir = remote.prepare()
     shutil.copy(relay, run_dir / "rtrain-ranks")
@@ -219,6 +213,19 @@ def test_the_relay_keeps_a_rank_s_unfinished_line_and_ends_with_torchrun(
     )  # fmt: skip
     assert result.returncode == 0, result
     row = ended(remote, Launched(run_id, run_dir, 0, 0), timeout=120)
+    return run_dir, row
+
+
+@pytest.mark.slow
+def test_the_relay_keeps_a_rank_s_unfinished_line_and_ends_with_torchrun(
+    remote: Remote, torch_python: str
+) -> None:
+    """rtrain-ranks as the torchrun launcher starts it: a rank's last line without a
+    newline still arrives (with one), and the relay exits with torchrun's code."""
+    trainer = (
+        "import os, sys; print('first'); sys.stderr.write('no newline at the end'); sys.exit(4)"
+    )
+    run_dir, row = ended_under_relay(remote, torch_python, trainer)
     assert row[1:3] == ["failed", "1"] and row[5] == "rank 0 (exit 4): no newline at the end"
     log = (run_dir / "train.log").read_text().splitlines()
     assert "[rank0]: first" in log and "[rank0]: no newline at the end" in log, log
@@ -230,23 +237,12 @@ def test_a_rank_that_raised_then_aborted_says_its_exception(
 ) -> None:
     """A rank whose exception ends it, then a library's teardown aborts it (torch's process
     groups do, at exit): its exception says why, not the SIGABRT alone."""
-    relay = Path(str(resources.files("rtrain.daemon.remote") / "rank_lines.py"))
     trainer = (
         "import os, traceback\n"
         "try:\n    raise ValueError('rank ran out of patience')\n"
         "except ValueError:\n    traceback.print_exc()\n    os.abort()\n"
     )
-    (remote.home / "t.py").write_text(trainer)
-    run_id, run_dir = remote.prepare()
-    shutil.copy(relay, run_dir / "rtrain-ranks")
-    result = remote.run(
-        "launch", str(run_dir), run_id, torch_python, torch_python, f"{run_dir}/rtrain-ranks",
-        str(run_dir), "torchrun_logs", torch_python, "-m", "torch.distributed.run",
-        "--standalone", "--nproc-per-node=1", "--log-dir=torchrun_logs", "--redirects=3",
-        str(remote.home / "t.py"),
-    )  # fmt: skip
-    assert result.returncode == 0, result
-    row = ended(remote, Launched(run_id, run_dir, 0, 0), timeout=120)
+    _, row = ended_under_relay(remote, torch_python, trainer)
     assert row[1] == "failed", row
     assert row[5].startswith("rank 0"), row
     assert row[5].endswith(": ValueError: rank ran out of patience (then killed by SIGABRT)"), row
