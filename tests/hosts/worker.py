@@ -8,8 +8,10 @@ the plain names.
 
 import os
 
-# "gw0", "gw1", ... inside a worker; unset in a serial run.
-WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+# "gw0", "gw1", ... inside a worker; unset in a serial run. RTRAIN_TEST_TAG (a few letters)
+# sets apart the far users of test sessions that run at once from several checkouts of the
+# project on one machine; CI leaves it unset.
+WORKER = os.environ.get("RTRAIN_TEST_TAG", "") + os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
 def worker_user(name: str) -> str:
