@@ -25,7 +25,10 @@ def test_the_exit_codes_are_common_sh_s() -> None:
 
 
 def test_every_script_that_uses_a_code_uses_one_of_the_table() -> None:
-    scripts = (DAEMON / "remote" / "scripts").glob("*.sh")
+    scripts = [
+        *(DAEMON / "remote" / "scripts").glob("*.sh"),
+        *DAEMON.glob("launchers/*/scripts/*.sh"),
+    ]
     used = {name for s in scripts for name in re.findall(r"\$\{?E_([A-Z_]+)", s.read_text())}
     assert used <= {code.name for code in Exit}
 

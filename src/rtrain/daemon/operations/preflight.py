@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+import msgspec
+
+from rtrain.daemon.launchers.launcher import SchedulerVerdict
 from rtrain.daemon.remote import contract
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
@@ -25,7 +28,6 @@ from rtrain.protocol.messages import (
     HubAccess,
     PreflightParams,
     PreflightResult,
-    SlurmFindings,
 )
 
 from .cluster_preflight import LOGIN_NODE, login_node
@@ -82,13 +84,13 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     verdict = _Verdict(findings=[Finding("transport", f"{p.host} over {transport.kind}")])
     # On a cluster's login node the GPUs are Slurm's to count, not nvidia-smi's, and the
     # python there need not see any: the partition leads, the login node's own are labelled.
-    cluster = await ops.launcher(p.host).scheduler_preflight(transport, p, workdir)
+    cluster = await ops.launcher(p.host).preflight(p, workdir)
     if cluster is not None:
-        ops.hosts.partitions[p.host] = cluster.slurm.partitions
-        verdict.slurm = cluster.slurm
+        ops.hosts.partitions[p.host] = cluster.partitions
+        verdict.cluster = cluster
         verdict.findings += cluster.findings
         for reason in cluster.reasons:
-            verdict.problem("slurm", reason)
+            verdict.problem(cluster.topic, reason)
     judged = _judge_machine(verdict, interpreter, 0 if cluster is not None else p.gpus, report)
     judged.packages = judge_packages(interpreter, p.requires, report)
     for reason in judged.packages.reasons:
@@ -143,8 +145,8 @@ class _Verdict:
 
     findings: list[Finding]
     reasons: list[str] = field(default_factory=list)
-    # What a cluster's scheduler offers; set when the host is a Slurm login node.
-    slurm: SlurmFindings | None = None
+    # What a cluster's scheduler offers; set when the host is a login node (a scheduler's).
+    cluster: SchedulerVerdict | None = None
 
     def problem(self, topic: str, reason: str) -> None:
         self.reasons.append(reason)
@@ -153,7 +155,7 @@ class _Verdict:
     def here(self, rows: list[Finding]) -> list[Finding]:
         """The host's own rows; a Slurm host's are its login node's, and labelled so (a run
         does not use that python or those GPUs)."""
-        return rows if self.slurm is None else login_node(rows)
+        return rows if self.cluster is None else login_node(rows)
 
     def count_free(self, gpus: list[GpuInfo], held: set[int]) -> int:
         """The GPUs free now, told right after the last GPU row."""
@@ -183,7 +185,7 @@ def _judge_machine(
     python = judge_python(interpreter, local_gpus, report)
     verdict.findings += verdict.here(python.findings)
     for reason in python.reasons:
-        verdict.problem("python" if verdict.slurm is None else f"python ({LOGIN_NODE})", reason)
+        verdict.problem("python" if verdict.cluster is None else f"python ({LOGIN_NODE})", reason)
     gpus = gpu_list(report)
     driver = driver_info(report)
     verdict.findings += verdict.here(gpu_findings(gpus, driver))
@@ -251,7 +253,7 @@ def _result(
     judged: _Judged,
 ) -> PreflightResult:
     torch = report.torch
-    return PreflightResult(
+    result = PreflightResult(
         host=p.host,
         ok=not verdict.reasons,
         reasons=verdict.reasons,
@@ -273,7 +275,12 @@ def _result(
         disk=judged.disk,
         hugging_face=judged.hub,
         shell_noise=report.shell_noise,
-        slurm=verdict.slurm,
+    )
+    # A scheduler's own section of the result (`slurm`), as its launcher fills it.
+    return (
+        msgspec.structs.replace(result, **verdict.cluster.result_fields)
+        if verdict.cluster
+        else result
     )
 
 

@@ -6,8 +6,6 @@ meta.json (a restart keeps them), and on Slurm to the job's --time.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 
 from rtrain.daemon.remote import contract, script
@@ -72,11 +70,3 @@ def launch_line(limits: Limits, grace: float) -> contract.LimitsLine | None:
         on_stall=limits.on_stall,
         grace=grace,
     )
-
-
-def slurm_time(seconds: int) -> str:
-    """A maximum duration as Slurm's --time: whole minutes (Slurm's own unit), rounded up."""
-    minutes = math.ceil(seconds / 60)
-    days, minutes = divmod(minutes, 24 * 60)
-    clock = f"{minutes // 60:02d}:{minutes % 60:02d}:00"
-    return f"{days}-{clock}" if days else clock

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
-from rtrain.daemon.launchers.torchrun import (
+from rtrain.daemon.launchers.torchrun.launcher import (
     FAILURE_FILE,
     RANKS_FILE,
     TORCHRUN_LOGS,
@@ -285,11 +286,10 @@ async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Pla
             launch_line(plan.limits, launcher.default_grace) if launcher.runs_on_host else None
         ),
     )
-    transport = placed.claims[0].transport
 
     async def launch() -> StartResult:
         try:
-            launched = await _launch(launcher, transport, p, placed.argv, secret_lines)
+            launched = await _launch(launcher, p, placed.argv, secret_lines)
         except RpcError as error:
             if not answer_may_be_lost(error) or plan.across_hosts:
                 ops.registry.delete(p.host, run_id)
@@ -390,10 +390,10 @@ async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -
 
 
 async def _launch(
-    launcher: Launcher, transport: Transport, p: StartParams, argv: list[str], secret_lines: bytes
+    launcher: Launcher, p: StartParams, argv: list[str], secret_lines: bytes
 ) -> Launched:
     run_dir, run_id, python, *command = argv
-    return await launcher.launch(transport, run_dir, run_id, python, command, secret_lines, p)
+    return await launcher.launch(run_dir, run_id, python, command, secret_lines, p)
 
 
 def _launched(
@@ -461,8 +461,7 @@ async def _launch_again(
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
     pending = placed.pending
     try:
-        transport = await ops.transport(p.host)
-        launched = await _launch(placed.launcher, transport, p, placed.argv, secret_lines)
+        launched = await _launch(placed.launcher, p, placed.argv, secret_lines)
         if not launched.already_launched:
             return _launched(ops, p, placed, launched, shipped)
         # The first launch got there. Its trainer may still be on its way up: ask until the
@@ -515,7 +514,8 @@ def _nothing_started(error: RpcError, host: str) -> RpcError:
 
 
 def _demo_command(dataset: str | None, launcher: str | None, across_hosts: bool) -> list[str]:
-    first = TORCHRUN_WORD if launcher == "torchrun" or across_hosts else "{python}"
+    asked = launchers.asked(launcher)
+    first = TORCHRUN_WORD if (asked and asked.runs_torchrun) or across_hosts else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 

@@ -94,7 +94,6 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     """Ask the host about `runs` in one command per workdir (and per kind of launcher the
     runs recorded: the host's own processes, or a scheduler's jobs); None for a run that is
     gone."""
-    transport = await ops.transport(host)
     groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
@@ -102,7 +101,7 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     found: dict[str, RunRow] = {}
     for (workdir, _, _), members in groups.items():
         launcher = ops.launcher_of(members[0])
-        report = await launcher.status(transport, workdir, [r.run_id for r in members])
+        report = await launcher.status(workdir, [r.run_id for r in members])
         if report.exit != Exit.OK and not report.runs:
             raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
         found.update(report.runs)

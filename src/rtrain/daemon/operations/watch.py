@@ -53,7 +53,7 @@ async def watch_host(
             # shared), their states are the scheduler's (one squeue for all of them). A run
             # across hosts: node 0's log, every node's state.
             from_status.update(r.run_id for r in members)
-            report = await launcher.status(transport, workdir, [r.run_id for r in members])
+            report = await launcher.status(workdir, [r.run_id for r in members])
             if report.exit != contract.Exit.OK and not report.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
             found.update(report.runs)

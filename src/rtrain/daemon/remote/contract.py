@@ -95,24 +95,24 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True):
     error_text: str
 
 
-def _said(lines: Lines, word: ErrorWord) -> bool:
+def said(lines: Lines, word: ErrorWord) -> bool:
     """The script's last `error` line is exactly `word`, with nothing after it."""
     error = lines.error()
     return error is not None and error.word == word and not error.args
 
 
-def _int(value: str | None) -> int | None:
+def as_int(value: str | None) -> int | None:
     return int(value) if value is not None and value.lstrip("-").isdigit() else None
 
 
-def _float(value: str | None) -> float | None:
+def as_float(value: str | None) -> float | None:
     try:
         return float(value) if value is not None else None
     except ValueError:
         return None
 
 
-def _pids(value: str | None) -> list[int]:
+def pids(value: str | None) -> list[int]:
     return [int(word) for word in (value or "").split() if word.isdigit()]
 
 
@@ -163,11 +163,11 @@ def run_row(values: list[str]) -> RunRow:
     return RunRow(
         run_id=run_id,
         state=state,
-        exit_code=_int(exit_code),
-        signal=_int(signal),
-        started_at=_float(started),
+        exit_code=as_int(exit_code),
+        signal=as_int(signal),
+        started_at=as_float(started),
         detail=said,
-        stalled_for=_int(stalled),
+        stalled_for=as_int(stalled),
         stopped_by=limit[0] if limit else None,
         limit_seconds=limit[1] if limit else None,
     )
@@ -479,7 +479,7 @@ async def gpu_claims(transport: Transport, workdir: str, share: bool) -> GpuClai
     lines = Lines(done.stdout)
     slots = []
     for row in lines.rows("gpu"):
-        index = _int(row[0]) if row else None
+        index = as_int(row[0]) if row else None
         if index is None or len(row) < 3:
             continue
         state = row[1]
@@ -488,11 +488,11 @@ async def gpu_claims(transport: Transport, workdir: str, share: bool) -> GpuClai
                 index=index,
                 state=state,
                 holder=row[2] if state == "held" else None,
-                used_mib=_int(row[2]) if state == "busy" else None,
+                used_mib=as_int(row[2]) if state == "busy" else None,
             )
         )
     return GpuClaims(
-        total=_int(lines.value("gpus_total")) or 0,
+        total=as_int(lines.value("gpus_total")) or 0,
         gpus=slots,
         exit=done.returncode,
         error_text=done.error_text,
@@ -514,7 +514,7 @@ async def prepare(transport: Transport, workdir: str, run_id: str) -> Prepared:
     lines = Lines(done.stdout)
     return Prepared(
         run_dir=(lines.value("run_dir") or None) if done.returncode == Exit.OK else None,
-        exists=done.returncode == Exit.RUN_EXISTS or _said(lines, ErrorWord.RUN_EXISTS),
+        exists=done.returncode == Exit.RUN_EXISTS or said(lines, ErrorWord.RUN_EXISTS),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -645,36 +645,14 @@ async def launch(
         "launch", [run_dir, run_id, python, *command], stdin=secrets, timeout=60
     )
     lines = Lines(done.stdout)
-    pid = _int(lines.value("pid")) if done.returncode == Exit.OK else None
+    pid = as_int(lines.value("pid")) if done.returncode == Exit.OK else None
     return Launched(
         pid=pid,
-        started_at=_float(lines.value("started_at")),
+        started_at=as_float(lines.value("started_at")),
         error=lines.error(),
-        already_launched=_said(lines, ErrorWord.ALREADY_LAUNCHED),
-        running=_said(lines, ErrorWord.RUNNING),
-        never_launched=_said(lines, ErrorWord.NEVER_LAUNCHED),
-        exit=done.returncode,
-        error_text=done.error_text,
-    )
-
-
-# ---- free_port.sh ------------------------------------------------------------------------
-
-
-class FreePort(Answer, frozen=True, kw_only=True):
-    """A TCP port free on the host a moment ago (None: why is in `error`)."""
-
-    port: int | None
-    error: list[str]
-
-
-async def free_port(transport: Transport, python: str) -> FreePort:
-    done = await transport.run("free_port", [python], timeout=60)
-    lines = Lines(done.stdout)
-    port = _int(lines.value("port")) if done.returncode == Exit.OK else None
-    return FreePort(
-        port=port,
-        error=lines.last("error") or [],
+        already_launched=said(lines, ErrorWord.ALREADY_LAUNCHED),
+        running=said(lines, ErrorWord.RUNNING),
+        never_launched=said(lines, ErrorWord.NEVER_LAUNCHED),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -788,7 +766,7 @@ class LogLines(Answer, frozen=True, kw_only=True):
 
 async def log_lines(transport: Transport, run_dir: str, run_id: str, count: int) -> LogLines:
     done = await transport.run("log_lines", [run_dir, run_id, str(count)], timeout=60)
-    offset = _int(Lines(done.stdout).value("offset")) if done.returncode == Exit.OK else None
+    offset = as_int(Lines(done.stdout).value("offset")) if done.returncode == Exit.OK else None
     return LogLines(offset=offset, exit=done.returncode, error_text=done.error_text)
 
 
@@ -818,8 +796,8 @@ async def stop(
     return StopReport(
         outcome=lines.value("outcome") or "",
         reason=lines.value("reason"),
-        survivors=_pids(lines.value("survivors")),
-        killed=_pids(lines.value("killed")),
+        survivors=pids(lines.value("survivors")),
+        killed=pids(lines.value("killed")),
         run=run_row(rows[0]) if rows else None,
         exit=done.returncode,
         error_text=done.error_text,
@@ -862,7 +840,7 @@ async def read_log(
         size=int(size),
         start=int(start),
         state=far_state(state),
-        exit_code=_int(exit_code),
+        exit_code=as_int(exit_code),
         data=body[: int(count)],
         exit=done.returncode,
         error_text=done.error_text,
@@ -1002,7 +980,7 @@ def received(done: Completed) -> Received:
     lines = Lines(done.stdout)
     return Received(
         ok="ok" in lines,
-        written=_int(lines.value("written")),
+        written=as_int(lines.value("written")),
         mismatch="mismatch" in lines,
         error=lines.error(),
     )
@@ -1031,147 +1009,8 @@ def hashed(done: Completed) -> Hashed | None:
     rows = Lines(done.stdout).rows("file")
     if done.returncode != Exit.OK or len(rows) != 1 or len(rows[0]) != 2:
         return None
-    size = _int(rows[0][0])
+    size = as_int(rows[0][0])
     return None if size is None else Hashed(size, rows[0][1])
-
-
-# ---- Slurm: slurm_submit.sh, slurm_poll.sh, slurm_cancel.sh, slurm_preflight.sh -------------
-
-
-async def slurm_submit(
-    transport: Transport,
-    run_dir: str,
-    run_id: str,
-    attempt: int,
-    meta: Mapping[str, object],
-    batch_script: str,
-    sbatch_args: Sequence[str],
-    secrets: bytes,
-) -> Launched:
-    """slurm_submit.sh: the batch script kept in the run dir and submitted; `job_id`, or
-    why not (`error`: `sbatch_refused SBATCH'S WORDS`, `already_launched`, ...). `meta` goes
-    into meta.json, one `"key": JSON` line each, as launch.sh writes its own."""
-    meta_lines = "".join(
-        f"  {msgspec.json.encode(key).decode()}: {msgspec.json.encode(value).decode()},\n"
-        for key, value in meta.items()
-    )
-    done = await transport.run(
-        "slurm_submit",
-        [run_dir, run_id, str(attempt), meta_lines, batch_script, *sbatch_args],
-        stdin=secrets,
-        timeout=60,
-    )
-    lines = Lines(done.stdout)
-    job = lines.value("job") if done.returncode == Exit.OK else None
-    return Launched(
-        pid=None,
-        job_id=job or None,
-        started_at=_float(lines.value("started_at")),
-        error=lines.error(),
-        already_launched=_said(lines, ErrorWord.ALREADY_LAUNCHED),
-        exit=done.returncode,
-        error_text=done.error_text,
-    )
-
-
-class JobReport(msgspec.Struct, frozen=True):
-    """`slurm RUN_ID JOB_ID SOURCE STATE REASON EXIT STATUS_FILE STOP SETUP WHY`: how a run's job
-    stands. `source` says who answered: squeue, sacct, none (nobody knows the job; `reason`
-    says why) or missing (no run directory, or a run never submitted)."""
-
-    run_id: str
-    job_id: str | None
-    source: str
-    state: str  # Slurm's state name (PENDING, RUNNING, TIMEOUT, CANCELLED ...), or "-"
-    reason: str  # squeue's %r, sacct's Reason, or why neither knows the job
-    exit_code: int | None  # sacct's ExitCode before the colon
-    signal: int | None  # ...and after it
-    status_file: int | None  # the run's own exit status
-    stop_requested: bool = False  # rtrain's stop asked the run to end
-    setup_failed: bool = False  # the run's setup step failed; its trainer never started
-    why: str | None = None  # why a workload with a non-zero status failed (as status.sh says)
-
-
-JOB_SOURCES = ("squeue", "sacct", "none", "missing")
-
-
-def job_report(values: list[str]) -> JobReport | None:
-    """One `slurm` line's values; None for a line that is not one."""
-    if len(values) < 7 or values[2] not in JOB_SOURCES:
-        return None
-    run_id, job_id, source, state, reason, exit_field, status_field = values[:7]
-    code, _, sig = exit_field.partition(":")
-    return JobReport(
-        run_id=run_id,
-        job_id=job_id if job_id.isdigit() else None,
-        source=source,
-        state=state,
-        reason="" if reason == "-" else reason,
-        exit_code=_int(code) if exit_field != "-" else None,
-        signal=_int(sig) if exit_field != "-" else None,
-        status_file=_int(status_field),
-        stop_requested=len(values) > 7 and values[7] == "1",
-        setup_failed=len(values) > 8 and values[8] == "1",
-        why=values[9] if len(values) > 9 and values[9] not in ("", "-") else None,
-    )
-
-
-class JobPoll(Answer, frozen=True, kw_only=True):
-    jobs: dict[str, JobReport]
-
-
-async def slurm_poll(transport: Transport, workdir: str, run_ids: Sequence[str]) -> JobPoll:
-    """slurm_poll.sh: one squeue (and at most one sacct) for every run asked about."""
-    done = await transport.run("slurm_poll", [workdir, *run_ids], timeout=60)
-    reports = [job_report(values) for values in Lines(done.stdout).rows("slurm")]
-    return JobPoll(
-        jobs={r.run_id: r for r in reports if r is not None},
-        exit=done.returncode,
-        error_text=done.error_text,
-    )
-
-
-class JobCancelled(Answer, frozen=True, kw_only=True):
-    """slurm_cancel.sh: the job's last state as Slurm says it (`state`), or "" when the
-    script did not get as far; `over` once Slurm says the job has ended."""
-
-    state: str
-    over: bool
-    error: FarError | None
-
-
-async def slurm_cancel(
-    transport: Transport, run_dir: str, run_id: str, grace: float
-) -> JobCancelled:
-    done = await transport.run(
-        "slurm_cancel", [run_dir, run_id, str(round(grace))], timeout=grace + 120
-    )
-    lines = Lines(done.stdout)
-    return JobCancelled(
-        state=lines.value("stop") or "",
-        over=done.returncode == Exit.OK and "stop" in lines,
-        error=lines.error(),
-        exit=done.returncode,
-        error_text=done.error_text,
-    )
-
-
-class ClusterRows(Answer, frozen=True, kw_only=True):
-    """slurm_preflight.sh's lines by key, for rtrain.daemon.slurm.cluster_report to read."""
-
-    rows: dict[str, list[list[str]]]
-
-
-async def slurm_preflight(transport: Transport, workdir: str, partition: str | None) -> ClusterRows:
-    args = [workdir, partition] if partition else [workdir]
-    done = await transport.run("slurm_preflight", args, timeout=60)
-    lines = Lines(done.stdout)
-    keys = ("tool", "node", "default_partition", "accounting", "limit", "workdir")
-    return ClusterRows(
-        rows={key: lines.rows(key) for key in keys},
-        exit=done.returncode,
-        error_text=done.error_text,
-    )
 
 
 # ---- transfers: the input cache, pieces, file states (daemon/transfer/) -------------------
@@ -1203,7 +1042,7 @@ async def cache_place(
     lines = Lines(done.stdout)
     pieces: dict[str, set[int]] = {}
     for row in lines.rows("piece"):
-        offset = _int(row[1]) if len(row) >= 3 else None
+        offset = as_int(row[1]) if len(row) >= 3 else None
         if offset is not None:
             pieces.setdefault(row[0], set()).add(offset)
     return Placed(
@@ -1277,7 +1116,7 @@ async def file_state(
     state = lines.last("state")
     error = lines.error()
     return FileState(
-        size=_int(state[0]) if state else None,
+        size=as_int(state[0]) if state else None,
         state="\t".join(state[1:]) if state and len(state) > 1 else None,
         sha256=lines.value("sha256"),
         changed=error is not None and error.word == ErrorWord.CHANGED,
@@ -1304,7 +1143,7 @@ def tree_sent(done: Completed) -> TreeSent:
     before = [" ".join(row) for row in lines.rows("state")]
     after = [" ".join(row) for row in lines.rows("after")]
     digests = [row[0] if row else "" for row in lines.rows("sha256")]
-    count = _int(lines.value("sent"))
+    count = as_int(lines.value("sent"))
     if (
         done.returncode != Exit.OK
         or count is None
@@ -1313,7 +1152,7 @@ def tree_sent(done: Completed) -> TreeSent:
         return TreeSent(held=[], sizes=[], sha256=[], count=None, error=lines.last("error"))
     held = [a == b and a != "-" for a, b in zip(before, after, strict=True)]
     # file_state: device, inode, size, mtime.
-    sizes = [_int(state.split(" ")[2]) if state.count(" ") >= 2 else None for state in before]
+    sizes = [as_int(state.split(" ")[2]) if state.count(" ") >= 2 else None for state in before]
     return TreeSent(held=held, sizes=sizes, sha256=digests, count=count, error=None)
 
 
@@ -1345,9 +1184,9 @@ async def gc_cache(transport: Transport, workdir: str) -> Collected:
     done = await transport.run("gc_cache", [workdir], timeout=600)
     freed = (Lines(done.stdout).last("freed") or []) + [""] * 3
     return Collected(
-        freed_bytes=_int(freed[0]),
-        entries=_int(freed[1]),
-        partials=_int(freed[2]),
+        freed_bytes=as_int(freed[0]),
+        entries=as_int(freed[1]),
+        partials=as_int(freed[2]),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -1403,31 +1242,31 @@ def _guard_shown(done: Completed) -> GuardShown:
     seen = lines.last("seen")
     last = lines.last("last")
     seen_row = None
-    if seen and len(seen) >= 3 and seen[0] in ("idle", "busy") and _float(seen[1]) is not None:
+    if seen and len(seen) >= 3 and seen[0] in ("idle", "busy") and as_float(seen[1]) is not None:
         busy = seen[0] == "busy"
         seen_row = GuardSeen(
             busy=busy,
-            checked_at=_float(seen[1]) or 0.0,
-            idle_since=None if busy else _float(seen[2]),
+            checked_at=as_float(seen[1]) or 0.0,
+            idle_since=None if busy else as_float(seen[2]),
             reason=seen[2] if busy else None,
         )
     last_row = None
-    if last and _float(last[0]) is not None:
+    if last and as_float(last[0]) is not None:
         last_row = GuardFiring(
-            at=_float(last[0]) or 0.0,
-            exit_code=_int(last[1]) if len(last) > 1 else None,
-            idle_since=_float(last[2]) if len(last) > 2 else None,
+            at=as_float(last[0]) or 0.0,
+            exit_code=as_int(last[1]) if len(last) > 1 else None,
+            idle_since=as_float(last[2]) if len(last) > 2 else None,
         )
     return GuardShown(
         armed=lines.value("guard") == "armed",
-        pid=_int(lines.value("pid")),
-        idle_seconds=_int(settings[0]) if settings else None,
+        pid=as_int(lines.value("pid")),
+        idle_seconds=as_int(settings[0]) if settings else None,
         ignore_sessions=settings[1] == "1" if len(settings) > 1 else None,
         stalled_idle=settings[2] == "1" if len(settings) > 2 else None,
         command=lines.value("command"),
         seen=seen_row,
         last=last_row,
-        now=_float(lines.value("now")),
+        now=as_float(lines.value("now")),
         error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,
@@ -1515,10 +1354,10 @@ async def terminate(
     started = lines.value("started")
     return Terminated(
         busy=error.arg or None if error and error.word == ErrorWord.BUSY else None,
-        no_command=_said(lines, ErrorWord.NO_COMMAND),
-        started_at=_float(started),
+        no_command=said(lines, ErrorWord.NO_COMMAND),
+        started_at=as_float(started),
         command=lines.value("command"),
-        exit_code=_int(lines.value("exit")),
+        exit_code=as_int(lines.value("exit")),
         output=[row[0] if row else "" for row in lines.rows("output")],
         running="running" in lines,
         error=error,
@@ -1544,7 +1383,7 @@ async def lease(transport: Transport, workdir: str, token: str, seconds: int) ->
     lines = Lines(done.stdout)
     held = lines.last("lease")
     return Leased(
-        expires_at=_float(held[1]) if held and len(held) > 1 else None,
+        expires_at=as_float(held[1]) if held and len(held) > 1 else None,
         dropped="dropped" in lines,
         exit=done.returncode,
         error_text=done.error_text,
