@@ -12,6 +12,7 @@ from rtrain.client.errors import Interrupted
 from rtrain.protocol import requests, validation
 from rtrain.protocol.durations import DurationError
 from rtrain.protocol.errors import RpcError
+from rtrain.protocol.launcher_words import LAUNCHERS
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.run_states import RETRY_ON
 
@@ -25,7 +26,7 @@ from .shared_options import HostArg, JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import Launcher, OnStall
+    from rtrain.protocol.requests import OnStall
 
 
 def _existing(value: Path | None) -> Path | None:
@@ -249,8 +250,8 @@ def start(
     check(host=host, run_id=run_id, workdir=workdir, python=python)
     if retry_on is not None and retry_on not in RETRY_ON:
         fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
-    if launcher is not None and launcher not in ("process", "torchrun"):
-        fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
+    if launcher is not None and launcher not in LAUNCHERS:
+        fail(f"--launcher must be {' or '.join(LAUNCHERS)}, not {launcher!r}.", 2)
     if on_stall is not None and on_stall not in ("flag", "stop"):
         fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
     limits = _limits(max_duration, stall_after)
@@ -271,7 +272,7 @@ def start(
         setup=setup,
         run_id=run_id,
         command=list(command) if command else None,
-        launcher=cast("Launcher | None", launcher),  # checked above
+        launcher=launcher,  # checked above
         wait=wait or None,
         share_gpus=share_gpus or None,
         secrets=secrets or None,

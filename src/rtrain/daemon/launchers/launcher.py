@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
+from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.protocol.messages import (
     Finding,
     PartitionInfo,

@@ -90,23 +90,28 @@ class Ops:
         return f"{validation.workdir(chosen)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
-        transport = await self.hosts.get(host)
+        """The host's transport: its connection, made (again) where there is none."""
+        return await self.hosts.get(host)
+
+    def arm_configured_guard(self, host: str) -> None:
+        """Arm the guard config.toml asks for on `host` (idle_stop with terminate), in the
+        background and once a daemon: as a run there is launched (wiring's publish), and
+        before `host/guard` acts. Nothing else walks into the guard's scripts."""
         settings = self.hosts.config.host(host)
         idle_seconds = settings.idle_stop_seconds
-        if idle_seconds is not None and settings.terminate is not None:
-            # The first use of a host arms the guard config.toml asks for (once a daemon).
-            # A configured workdir that is no workdir fails the requests that use it, not this.
-            with contextlib.suppress(RpcError):
-                workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
-                self.guards.reached(
-                    host,
-                    transport,
-                    workdir,
-                    idle_seconds,
-                    settings.terminate,
-                    settings.stalled_idle,
-                )
-        return transport
+        if idle_seconds is None or settings.terminate is None:
+            return
+        # A configured workdir that is no workdir fails the requests that use it, not this.
+        with contextlib.suppress(RpcError):
+            workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
+            self.guards.reached(
+                host,
+                self.hosts.get,
+                workdir,
+                idle_seconds,
+                settings.terminate,
+                settings.stalled_idle,
+            )
 
     def host_workdir(self, host: str, workdir: str | None) -> str:
         """The work directory a host-wide request means: its own, the host's configured

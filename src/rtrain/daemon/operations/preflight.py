@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from rtrain.daemon.launchers.launcher import SchedulerVerdict
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import answers, launch_scripts, preflight_scripts
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -98,7 +98,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     verdict.findings += judged.packages.findings
     judged.disk = _judge_workdir(verdict, report, workdir, gathered)
     judged.hub = _judge_hub_and_shell(verdict, report, p)
-    if report.exit != contract.Exit.OK and not report.complete:
+    if report.exit != answers.Exit.OK and not report.complete:
         verdict.problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
     if cluster is not None:
         judged.gpus = []  # the login node's are not the run's: they are only in its labelled rows
@@ -110,11 +110,11 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
 
 async def _probe(
     ops: Ops, p: PreflightParams, interpreter: str, workdir: str
-) -> tuple[Transport, contract.PreflightReport]:
+) -> tuple[Transport, preflight_scripts.PreflightReport]:
     """The far side's one probe (preflight.sh)."""
     transport = await ops.transport(p.host)
     # The token travels on stdin only: never an argument, never in a file.
-    report = await contract.preflight(
+    report = await preflight_scripts.preflight(
         transport,
         interpreter,
         workdir,
@@ -179,7 +179,7 @@ class _Judged:
 
 
 def _judge_machine(
-    verdict: _Verdict, interpreter: str, local_gpus: int, report: contract.PreflightReport
+    verdict: _Verdict, interpreter: str, local_gpus: int, report: preflight_scripts.PreflightReport
 ) -> _Judged:
     """The python and torch, and the GPUs, of the host preflight reaches."""
     python = judge_python(interpreter, local_gpus, report)
@@ -197,7 +197,7 @@ def _judge_machine(
 
 def _judge_workdir(
     verdict: _Verdict,
-    report: contract.PreflightReport,
+    report: preflight_scripts.PreflightReport,
     workdir: str,
     gathered: Inputs | None,
 ) -> DiskCheck | None:
@@ -223,7 +223,7 @@ def _judge_workdir(
 
 
 def _judge_hub_and_shell(
-    verdict: _Verdict, report: contract.PreflightReport, p: PreflightParams
+    verdict: _Verdict, report: preflight_scripts.PreflightReport, p: PreflightParams
 ) -> list[HubAccess]:
     """Hugging Face access to the asked models, and a login shell that prints."""
     hub = judge_hub(report, p.hf_models)
@@ -248,7 +248,7 @@ def _judge_hub_and_shell(
 def _result(
     p: PreflightParams,
     transport: Transport,
-    report: contract.PreflightReport,
+    report: preflight_scripts.PreflightReport,
     verdict: _Verdict,
     judged: _Judged,
 ) -> PreflightResult:
@@ -287,7 +287,7 @@ def _result(
 async def _held_by_runs(transport: Transport, workdir: str) -> set[int]:
     """The GPUs rtrain runs of `workdir` hold (their claims on the host), as a start sees them."""
     try:
-        claims = await contract.gpu_claims(transport, workdir, share=False)
+        claims = await launch_scripts.gpu_claims(transport, workdir, share=False)
     except RpcError as error:
         if host_did_not_answer(error):
             return set()

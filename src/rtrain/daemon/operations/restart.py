@@ -16,8 +16,8 @@ from pathlib import Path
 import msgspec
 
 from rtrain.daemon.launchers.launcher import Launcher
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched
+from rtrain.daemon.remote.contract import launch_scripts, run_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -85,7 +85,7 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         )
     command = [*wrapper, *trainer]
     earlier = _ended_attempts(current, recorded)
-    size = await contract.log_lines(transport, run_dir, p.run_id, 0)
+    size = await run_scripts.log_lines(transport, run_dir, p.run_id, 0)
     limits = recorded.limits or Limits()
     nodes = current.nodes or recorded.nodes
     meta = _meta(recorded, earlier, limits, nodes)
@@ -94,7 +94,7 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     else:
         launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
     meta["launcher"] = launcher.name
-    stdin = contract.launch_stdin(
+    stdin = launch_scripts.launch_stdin(
         p.secrets,
         recorded.env,
         recorded.setup,

@@ -24,8 +24,8 @@ from rtrain.daemon.launchers.torchrun.launcher import (
     relay_source,
     uses_relay,
 )
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched
+from rtrain.daemon.remote.contract import launch_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
@@ -162,7 +162,7 @@ async def _claim_node(ops: Ops, plan: StartPlan, host: str, transport: Transport
             gpus = await plan_gpus(transport, p, plan.workdir, plan.run_id)
         else:
             gpus = GpuPlan(gate=False)
-        prepared = await contract.prepare(transport, plan.workdir, plan.run_id)
+        prepared = await launch_scripts.prepare(transport, plan.workdir, plan.run_id)
     except RpcError as error:
         raise _nothing_started(error, host) from None
     if prepared.exists:
@@ -276,7 +276,7 @@ async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Pla
     shipped, own_shipped = shipped_per_node[0]
     meta = _meta(plan, pending, shipped, own_shipped, placed.wrapper_words)
     launcher = placed.launcher
-    secret_lines = contract.launch_stdin(
+    secret_lines = launch_scripts.launch_stdin(
         p.secrets,
         pending.env,
         pending.setup,
@@ -381,7 +381,7 @@ async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -
     shipping), so the run id is free again. Best effort: a host that is gone keeps it."""
     try:
         # Shielded: a start cancelled by its client still cleans up after itself.
-        done = await asyncio.shield(contract.discard(transport, workdir, run_id))
+        done = await asyncio.shield(launch_scripts.discard(transport, workdir, run_id))
     except (RpcError, asyncio.CancelledError) as error:
         log.warning("start %s/%s: its run directory stays: %s", host, run_id, error)
         return

@@ -5,7 +5,8 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from rtrain.daemon.remote.contract import Exit, RunRow
+from rtrain.daemon.remote.contract.answers import Exit
+from rtrain.daemon.remote.contract.run_scripts import RunRow
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StatusResult

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.contract import Answer, Exit, Lines, as_int
+from rtrain.daemon.remote.contract.answers import Answer, Exit, Lines, as_int
 from rtrain.daemon.ssh.transport import Transport
 
 

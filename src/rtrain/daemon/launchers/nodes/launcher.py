@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
+from rtrain.daemon.remote.contract import answers, launch_scripts, run_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -78,7 +79,7 @@ class NodesLauncher(OverTransport):
             return _not_launched("a run across hosts runs {torchrun}; the command has none")
         transports = [transport, *[await self.connect(n.host) for n in self.nodes[1:]]]
         launches = [
-            contract.launch(
+            launch_scripts.launch(
                 node_transport,
                 node.remote_dir,
                 run_id,
@@ -108,7 +109,7 @@ class NodesLauncher(OverTransport):
         # times out. Take them down now.
         await asyncio.gather(
             *(
-                contract.stop(t, n.remote_dir, run_id, TAKE_DOWN_GRACE, True)
+                run_scripts.stop(t, n.remote_dir, run_id, TAKE_DOWN_GRACE, True)
                 for n, t, a in zip(self.nodes, transports, answers, strict=True)
                 if isinstance(a, Launched) and a.pid is not None
             ),
@@ -140,13 +141,13 @@ class NodesLauncher(OverTransport):
                 rows = await self._rows(transport, run_id)
                 row = combined(run_id, self.nodes, rows, ended_first=first)
             runs[run_id] = row
-        return StatusReport(runs=runs, exit=contract.Exit.OK, error_text="")
+        return StatusReport(runs=runs, exit=answers.Exit.OK, error_text="")
 
     async def stop(self, run_dir: str, run_id: str, grace: float, force: bool) -> StopReport:
         transports = await self._transports(await self.transport(self.nodes[0].host))
         reports = await asyncio.gather(
             *(
-                contract.stop(t, node.remote_dir, run_id, grace, force)
+                run_scripts.stop(t, node.remote_dir, run_id, grace, force)
                 for node, t in zip(self.nodes, transports, strict=True)
             )
         )
@@ -181,7 +182,7 @@ class NodesLauncher(OverTransport):
         transports = await self._transports(transport)
         reports = await asyncio.gather(
             *(
-                contract.status(t, posixpath.dirname(node.remote_dir), [run_id])
+                run_scripts.status(t, posixpath.dirname(node.remote_dir), [run_id])
                 for node, t in zip(self.nodes, transports, strict=True)
             )
         )
@@ -199,7 +200,7 @@ class NodesLauncher(OverTransport):
         transports = await self._transports(transport)
         await asyncio.gather(
             *(
-                contract.stop(
+                run_scripts.stop(
                     transports[i], self.nodes[i].remote_dir, run_id, TAKE_DOWN_GRACE, True
                 )
                 for i in alive
@@ -321,7 +322,7 @@ def _stop_report(
     survivors: list[int],
     killed: list[int],
     run: RunRow | None,
-    answer: contract.Answer,
+    answer: answers.Answer,
 ) -> StopReport:
     return StopReport(
         outcome=outcome,

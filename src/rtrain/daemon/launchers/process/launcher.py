@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rtrain.daemon.launchers.over_transport import OverTransport
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
+from rtrain.daemon.remote.contract import launch_scripts, run_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.protocol.messages import RunLauncher, StartParams
 
 
@@ -31,10 +32,10 @@ class ProcessLauncher(OverTransport):
         params: StartParams | None = None,
     ) -> Launched:
         transport = await self.transport()
-        return await contract.launch(transport, run_dir, run_id, python, command, secrets)
+        return await launch_scripts.launch(transport, run_dir, run_id, python, command, secrets)
 
     async def status(self, workdir: str, run_ids: Sequence[str]) -> StatusReport:
-        return await contract.status(await self.transport(), workdir, run_ids)
+        return await run_scripts.status(await self.transport(), workdir, run_ids)
 
     async def stop(self, run_dir: str, run_id: str, grace: float, force: bool) -> StopReport:
-        return await contract.stop(await self.transport(), run_dir, run_id, grace, force)
+        return await run_scripts.stop(await self.transport(), run_dir, run_id, grace, force)

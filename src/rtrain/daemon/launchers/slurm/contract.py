@@ -6,15 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from rtrain.daemon.remote.contract import (
-    Answer,
-    Exit,
-    Launched,
-    Lines,
-    as_float,
-    as_int,
-    said,
-)
+from rtrain.daemon.remote.contract.answers import Answer, Exit, Lines, as_float, as_int, said
+from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport
 

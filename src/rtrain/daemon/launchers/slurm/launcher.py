@@ -16,14 +16,9 @@ import msgspec
 from rtrain.daemon.launchers.launcher import Launcher, SchedulerVerdict
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
-from rtrain.daemon.remote.contract import (
-    Answer,
-    Launched,
-    RunRow,
-    StatusReport,
-    StopReport,
-    split_launch_stdin,
-)
+from rtrain.daemon.remote.contract.answers import Answer
+from rtrain.daemon.remote.contract.launch_scripts import Launched, split_launch_stdin
+from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import PreflightParams, StartParams
 from rtrain.protocol.run_states import is_live
