@@ -28,6 +28,12 @@ from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 if TYPE_CHECKING:
     from rtrain.protocol.requests import OnStall
 
+# The options of each launcher, in a panel of their own in `rtrain start --help` (a start
+# option of all launchers goes in the default panel; docs/architecture.md).
+LAUNCHER_PANEL = "How the run is run"
+SLURM_PANEL = 'Slurm hosts (scheduler = "slurm")'
+NODES_PANEL = "Across hosts (HOST1,HOST2 --nodes N)"
+
 
 def _existing(value: Path | None) -> Path | None:
     """Refuse a missing local file up front, before anything else happens."""
@@ -111,6 +117,7 @@ def start(
         "--launcher",
         help="process (one detached process) or torchrun (--gpus ranks); "
         "default: torchrun if the command has {torchrun}, else process.",
+        rich_help_panel=LAUNCHER_PANEL,
     ),
     run_id: str | None = typer.Option(
         None, "--run-id", help="Name of the run (default: run-<epoch>-<hex>)."
@@ -151,16 +158,23 @@ def start(
         help="Pass this local environment variable to the trainer (never on a command line).",
     ),
     time_limit: str | None = typer.Option(
-        None, "--time", help="Slurm hosts: the job's time limit (e.g. 2:00:00)."
+        None,
+        "--time",
+        help="Slurm hosts: the job's time limit (e.g. 2:00:00).",
+        rich_help_panel=SLURM_PANEL,
     ),
     partition: str | None = typer.Option(
-        None, "--partition", help="Slurm hosts: the partition (default: the host's)."
+        None,
+        "--partition",
+        help="Slurm hosts: the partition (default: the host's).",
+        rich_help_panel=SLURM_PANEL,
     ),
     nodes: int = typer.Option(
         1,
         "--nodes",
         min=1,
         help="Slurm hosts: nodes for the job; HOST1,HOST2: the count of hosts listed.",
+        rich_help_panel=SLURM_PANEL,
     ),
     master_addr: str | None = typer.Option(
         None,
@@ -168,6 +182,7 @@ def start(
         metavar="ADDRESS",
         help="HOST1,HOST2: the address the other nodes reach the first at "
         "(default: its HostName, as `ssh -G` resolves it).",
+        rich_help_panel=NODES_PANEL,
     ),
     retry: int | None = typer.Option(
         None,
@@ -189,9 +204,13 @@ def start(
         "--signal-before-timeout",
         min=1,
         help="Slurm hosts: send the trainer SIGUSR2 this many seconds before the time limit.",
+        rich_help_panel=SLURM_PANEL,
     ),
     requeue: bool = typer.Option(
-        False, "--requeue/--no-requeue", help="Slurm hosts: let Slurm requeue the job."
+        False,
+        "--requeue/--no-requeue",
+        help="Slurm hosts: let Slurm requeue the job.",
+        rich_help_panel=SLURM_PANEL,
     ),
     max_duration: str | None = typer.Option(
         None,
