@@ -19,7 +19,6 @@ import asyncio
 import posixpath
 from collections.abc import Sequence
 
-from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.remote.contract import answers, launch_scripts, run_scripts
@@ -52,10 +51,6 @@ class NodesLauncher(OverTransport):
         super().__init__(where)
         self.nodes = list(where.nodes)
         self.master_addr = where.master_addr
-
-    @classmethod
-    def placed(cls, where: Placement) -> Launcher:
-        return cls(where)
 
     async def launch(
         self,

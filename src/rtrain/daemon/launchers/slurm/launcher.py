@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from rtrain.daemon.launchers.launcher import Launcher, SchedulerVerdict
+from rtrain.daemon.launchers.launcher import SchedulerVerdict
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.remote.contract.answers import Answer
@@ -49,10 +49,6 @@ class SlurmLauncher(OverTransport):
             gres_type=s.gres_type,
             extra_args=tuple(s.sbatch_args),
         )
-
-    @classmethod
-    def placed(cls, where: Placement) -> Launcher:
-        return cls(where)
 
     @classmethod
     def given_options(cls, p: StartParams) -> list[str]:
