@@ -23,11 +23,19 @@ if TYPE_CHECKING:
         RtrainError,
         RunRefused,
     )
+    from rtrain.protocol.launcher_options import (
+        NodesOptions,
+        ProcessOptions,
+        SlurmOptions,
+        TorchrunOptions,
+    )
 
 __all__ = [
     "DaemonUnavailable",
     "HostNotReady",
     "HostUnreachable",
+    "NodesOptions",
+    "ProcessOptions",
     "RemoteError",
     "RemoteHost",
     "RemotePreflight",
@@ -35,11 +43,21 @@ __all__ = [
     "RemoteRunner",
     "RtrainError",
     "RunRefused",
+    "SlurmOptions",
+    "TorchrunOptions",
     "__version__",
 ]
 
 
+# Each launcher's options for RemoteRunner.start(launcher=...): the start message's own Structs.
+_LAUNCHER_OPTIONS = ("NodesOptions", "ProcessOptions", "SlurmOptions", "TorchrunOptions")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAUNCHER_OPTIONS:
+        from rtrain.protocol import launcher_options
+
+        return getattr(launcher_options, name)
     if name in __all__:
         from rtrain.client import api
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from rtrain import RemoteRunner
+from rtrain import ProcessOptions, RemoteRunner
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
 
 
@@ -26,7 +26,7 @@ def test_wait_queues_and_launcher_is_recorded(cli: Cli) -> None:
     runner.stop(holder)
 
     run_id = cli.new_run_id()
-    run = runner.start(config, run_id=run_id, gpus=0, command=command, launcher="process")
+    run = runner.start(config, run_id=run_id, gpus=0, command=command, launcher=ProcessOptions())
     listed = cli("status", "plain", run_id, "--json").json()
     assert listed["launcher"] == "process", listed
     runner.stop(run)

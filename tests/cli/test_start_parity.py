@@ -4,12 +4,14 @@ protocol gains fails this test until both the CLI and the Python API take it."""
 from __future__ import annotations
 
 import inspect
+from typing import get_args
 
 import msgspec
 import typer
 
 from rtrain.client.api import RemoteHost, RemoteRunner
 from rtrain.client.cli.app import app
+from rtrain.protocol.launcher_options import LauncherOptions
 from rtrain.protocol.messages import StartParams
 
 # Fields neither side takes from its user: the progress token names the client's own bar.
@@ -18,8 +20,9 @@ INTERNAL = {"progress_token"}
 CLI_NAMES = {"datasets": "dataset", "secrets": "secret", "time": "time_limit"}
 # `dataset` is one of the CLI's repeated --dataset; `then_fetch_into` is its -o/--out.
 CLI_NAMES |= {"dataset": "dataset", "then_fetch_into": "out"}
-# `hosts`: HOST as a comma list (`rtrain start h1,h2 --nodes 2`).
-CLI_NAMES |= {"hosts": "host"}
+# `hosts`: HOST as a comma list (`rtrain start h1,h2 --nodes 2`); a Slurm job's `torchrun`
+# is --launcher's word.
+CLI_NAMES |= {"hosts": "host", "torchrun": "launcher"}
 # StartParams field -> the API's parameter (or the RemoteHost field it is taken from).
 API_NAMES = {
     "config": "config_path",
@@ -64,7 +67,23 @@ def test_the_api_and_the_cli_agree_on_defaults() -> None:
     [start] = [c for c in app.registered_commands if _name(c) == "start"]
     assert start.callback is not None
     cli = inspect.signature(start.callback).parameters
-    for name in ("gpus", "nodes", "wait", "share_gpus", "requeue", "launcher", "partition"):
-        default = cli[name].default
-        cli_default = default.default if isinstance(default, typer.models.OptionInfo) else default
-        assert api[name].default == cli_default, name
+    for name in ("gpus", "wait", "share_gpus", "launcher"):
+        assert api[name].default == _default(cli[name].default), name
+
+
+def _default(default: object) -> object:
+    return default.default if isinstance(default, typer.models.OptionInfo) else default
+
+
+def test_the_cli_takes_every_launcher_s_options_with_their_defaults() -> None:
+    """Each launcher's options (the API's options objects) are flags of `rtrain start`, and
+    a flag left out means the option's default."""
+    [start] = [c for c in app.registered_commands if _name(c) == "start"]
+    assert start.callback is not None
+    cli = inspect.signature(start.callback).parameters
+    for member in get_args(LauncherOptions):
+        for f in msgspec.structs.fields(member):
+            name = CLI_NAMES.get(f.name, f.name)
+            assert name in cli, (member.__name__, f.name)
+            if name not in ("host", "launcher"):
+                assert _default(cli[name].default) == f.default, (member.__name__, f.name)

@@ -19,6 +19,7 @@ from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import RemoteError
 from rtrain.protocol.framing import FrameReader, encode_frame
 from rtrain.protocol.methods import METHODS
+from rtrain.protocol.version import PROTOCOL_VERSION
 from tests.daemon_fixtures import DaemonEnv
 
 # Params that would make the daemon act for real are kept local: every ssh alias resolves to
@@ -127,7 +128,7 @@ def test_fuzzed_params_for_every_method_never_take_the_daemon_down(
                 "jsonrpc": "2.0",
                 "id": 0,
                 "method": "initialize",
-                "params": {"protocolVersion": "1.0"},
+                "params": {"protocolVersion": PROTOCOL_VERSION},
             }
         ).encode(),
     )

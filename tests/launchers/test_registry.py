@@ -22,6 +22,7 @@ from rtrain.daemon.launchers.process.launcher import ProcessLauncher
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.daemon.user_config import HostSettings
+from rtrain.protocol.launcher_options import SlurmOptions
 from rtrain.protocol.launcher_words import RunLauncher
 from rtrain.protocol.messages import RunNode, StartParams
 
@@ -45,7 +46,8 @@ class QueueLauncher(Launcher):
 
     @classmethod
     def given_options(cls, p: StartParams) -> list[str]:
-        return ["--partition"] if p.partition else []
+        given = isinstance(p.launcher, SlurmOptions) and p.launcher.partition
+        return ["--partition"] if given else []
 
     @classmethod
     def options_belong(cls, host: str) -> str:
@@ -104,7 +106,7 @@ def test_a_registered_launcher_is_picked_for_the_runs_it_claims(queue: type[Laun
 def test_a_launcher_s_options_are_refused_elsewhere_in_its_own_words(
     queue: type[Launcher],
 ) -> None:
-    p = StartParams(host="box", partition="gpu")
+    p = StartParams(host="box", launcher=SlurmOptions(partition="gpu"))
     placement = Placement("box", HostSettings(), _never, _never)
     refused = registry.options_problem(ProcessLauncher.placed(placement), "box", p)
     assert refused is not None

@@ -18,6 +18,10 @@ from tests.cli.conftest import Cli
         ("ghost1,ghost2", ["--nodes", "2", "--", "{python}", "train.py"], "put {torchrun}"),
         ("ghost1", ["--master-addr", "10.0.0.1"], "--master-addr is for a run across hosts"),
         ("ghost1", ["--retry", "1", "--secret", "HOME"], "cannot be retried by the daemon"),
+        # Flags of another launcher beside a host list (the CLI's own refusal).
+        ("ghost1,ghost2", ["--nodes", "2", "--partition", "gpu"], "--partition apply to Slurm"),
+        ("ghost1,ghost2", ["--nodes", "2", "--launcher", "process"], "drop --launcher process"),
+        ("ghost1", ["--partition", "gpu"], "--partition apply to Slurm hosts only, and ghost1"),
     ],
 )
 def test_refused_in_one_sentence_before_any_ssh(

@@ -162,7 +162,7 @@ def test_requests_before_initialize_get_server_not_initialized() -> None:
 
 def test_lifecycle_initialize_once_then_shutdown_refuses_requests_then_exit() -> None:
     server = Connection()
-    [init] = server.receive_data(frame(request(1, "initialize", {"protocolVersion": "1.3"})))
+    [init] = server.receive_data(frame(request(1, "initialize", {"protocolVersion": "2.3"})))
     assert server.state is State.INITIALIZING
     assert isinstance(init, Request)
     server.send_result(init.id, None)
@@ -181,10 +181,10 @@ def test_lifecycle_initialize_once_then_shutdown_refuses_requests_then_exit() ->
 
 def test_another_major_protocol_version_is_refused_naming_both() -> None:
     server = Connection()
-    server.receive_data(frame(request(1, "initialize", {"protocolVersion": "2.0"})))
+    server.receive_data(frame(request(1, "initialize", {"protocolVersion": "1.2"})))
     [reply] = replies(server)
     assert reply["error"]["data"]["kind"] == "protocol_version_mismatch"
-    assert "2.0" in reply["error"]["message"] and PROTOCOL_VERSION in reply["error"]["message"]
+    assert "1.2" in reply["error"]["message"] and PROTOCOL_VERSION in reply["error"]["message"]
     assert server.state is State.NEW
 
 

@@ -17,9 +17,18 @@ from .wire import frame, initialized_server, replies, request
     [
         ("run/start", {"host": "h", "gpus": -3}, "gpus"),
         ("run/start", {"host": "h", "gpus": 100000}, "gpus"),
-        ("run/start", {"host": "h", "nodes": 0}, "nodes"),
-        ("run/start", {"host": "h", "signalBeforeTimeout": 0}, "signalBeforeTimeout"),
-        ("run/start", {"host": "h", "signalBeforeTimeout": 65536}, "signalBeforeTimeout"),
+        ("run/start", {"host": "h", "launcher": {"kind": "slurm", "nodes": 0}}, "launcher.nodes"),
+        ("run/start", {"host": "h", "launcher": {"kind": "nodes", "nodes": 0}}, "launcher.nodes"),
+        (
+            "run/start",
+            {"host": "h", "launcher": {"kind": "slurm", "signalBeforeTimeout": 0}},
+            "launcher.signalBeforeTimeout",
+        ),
+        (
+            "run/start",
+            {"host": "h", "launcher": {"kind": "slurm", "signalBeforeTimeout": 65536}},
+            "launcher.signalBeforeTimeout",
+        ),
         ("run/start", {"host": "h", "maxDuration": -1}, "maxDuration"),
         ("host/preflight", {"host": "h", "gpus": -1}, "gpus"),
         ("run/tail", {"host": "h", "runId": "r", "lines": -5}, "lines"),
@@ -41,7 +50,14 @@ def test_a_value_out_of_bounds_is_invalid_params(
 @pytest.mark.parametrize(
     "method,params",
     [
-        ("run/start", {"host": "h", "gpus": 0, "nodes": 2, "signalBeforeTimeout": 65535}),
+        (
+            "run/start",
+            {
+                "host": "h",
+                "gpus": 0,
+                "launcher": {"kind": "slurm", "nodes": 2, "signalBeforeTimeout": 65535},
+            },
+        ),
         ("host/preflight", {"host": "h", "gpus": 0}),
     ],
 )

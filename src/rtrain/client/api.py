@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from rtrain.protocol import requests
 from rtrain.protocol.durations import parse_duration
@@ -55,6 +55,12 @@ from .errors import (
     RunRefused,
 )
 from .run_state_text import state_text
+
+if TYPE_CHECKING:
+    from rtrain.protocol import requests as wire
+    from rtrain.protocol.launcher_options import LauncherOptions
+
+    WireOptions = wire.ProcessOptions | wire.TorchrunOptions | wire.NodesOptions | wire.SlurmOptions
 
 # The answer a call promises (requests.py's `...Answer` views).
 R = TypeVar("R")
@@ -191,16 +197,9 @@ class RemoteRunner:
         then_terminate: bool = False,
         include: Sequence[str] = (),
         follow_links: bool = False,
-        launcher: Literal["process", "torchrun"] | None = None,
+        launcher: LauncherOptions | None = None,
         wait: bool = False,
         share_gpus: bool = False,
-        partition: str | None = None,
-        time: str | None = None,
-        nodes: int = 1,
-        requeue: bool = False,
-        signal_before_timeout: int | None = None,
-        hosts: Sequence[str] = (),
-        master_addr: str | None = None,
         retry: int | None = None,
         retry_on: RetryOn | None = None,
     ) -> RemoteRun:
@@ -217,15 +216,18 @@ class RemoteRunner:
         `then_fetch` (into `then_fetch_into`) and `then_terminate`: what the daemon does once
         the run completes, with this process gone or not (docs/cli.md, "Train → fetch →
         terminate"); `status --json`'s `after` tells how far it got.
-        `launcher`: `process` or `torchrun` (default: torchrun when the command has
-        `{torchrun}`); `wait`: too few GPUs free queues the run instead of refusing it;
-        `share_gpus`: GPUs busy with processes that are not rtrain runs count as free.
-        Slurm hosts (docs/slurm.md): `partition`, `time` (the job's time limit, `2:00:00`),
-        `nodes`, `requeue`, and `signal_before_timeout` (seconds before the limit at which
-        the trainer gets SIGUSR2) override the host's defaults.
-        A run across hosts (docs/multinode.md): `hosts` names every node's ssh alias, this
-        runner's host first, with `nodes` their count and a `{torchrun}` command;
-        `master_addr` is the address the others reach the first at (default: its HostName).
+        `launcher`: how the run is run, with that launcher's own options (default: as the
+        host's config.toml says; torchrun when the command has `{torchrun}`):
+        `rtrain.ProcessOptions()`, `rtrain.TorchrunOptions()`;
+        `rtrain.SlurmOptions(partition=, time=, nodes=, requeue=, signal_before_timeout=,
+        torchrun=)` on Slurm hosts (docs/slurm.md; each overrides the host's default, `time`
+        is the job's time limit, `2:00:00`, `signal_before_timeout` the seconds before it at
+        which the trainer gets SIGUSR2); `rtrain.NodesOptions(hosts=, nodes=, master_addr=)`
+        for a run across hosts (docs/multinode.md: every node's ssh alias, this runner's host
+        first, `nodes` their count, a `{torchrun}` command; `master_addr` the address the
+        others reach the first at, default its HostName).
+        `wait`: too few GPUs free queues the run instead of refusing it; `share_gpus`: GPUs
+        busy with processes that are not rtrain runs count as free.
         `retry`: attempts the daemon starts by itself after the run ends lost (`retry_on`
         `failed`: after a failure too); default: the host's config.toml `retry`, else none."""
         limits = [
@@ -257,16 +259,9 @@ class RemoteRunner:
             then_fetch=then_fetch,
             then_fetch_into=str(Path(then_fetch_into).resolve()) if then_fetch else None,
             then_terminate=then_terminate or None,
-            launcher=launcher,
+            launcher=_wire_options(launcher),
             wait=wait or None,
             share_gpus=share_gpus or None,
-            partition=partition,
-            time=time,
-            nodes=nodes if nodes != 1 else None,
-            requeue=requeue or None,
-            signal_before_timeout=signal_before_timeout,
-            hosts=list(hosts) or None,
-            master_addr=master_addr,
             retry=retry,
             retry_on=retry_on,
         )
@@ -391,3 +386,12 @@ class RemoteRunner:
 
     def _handle(self, run: RemoteRun | str) -> RemoteRun:
         return self.run(run) if isinstance(run, str) else run
+
+
+def _wire_options(options: LauncherOptions | None) -> WireOptions | None:
+    """A launcher's options object as the start message carries it (`kind` and camelCase)."""
+    if options is None:
+        return None
+    import msgspec  # only a start that names a launcher pays for it
+
+    return cast("WireOptions", msgspec.to_builtins(options))

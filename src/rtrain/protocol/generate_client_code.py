@@ -151,6 +151,8 @@ class _Writer:
         if name not in self.typed_dicts:
             self.typed_dicts[name] = ""  # a cycle refers to it by name
             lines = [f"class {name}(TypedDict):"]
+            if info.tag_field is not None:  # a member of a tagged union names itself
+                lines.append(f"    {info.tag_field}: Literal[{_q(info.tag)}]")
             for field in info.fields:
                 kind = self.annotation(field.type)
                 if not field.required:
@@ -253,7 +255,8 @@ def requests_module_source() -> str:
     # TypedDicts at import would cost the CLI's start-up.
     typing_only = ["from typing import Literal, NotRequired, TypedDict", ""]
     typing_only += [_alias(name, literal) for name, literal in sorted(writer.aliases.items())]
-    typing_only += [""] + list(writer.typed_dicts.values())
+    for typed_dict in writer.typed_dicts.values():
+        typing_only += ["", typed_dict]
     for name in sorted(writer.answers):
         typing_only += ["", writer.answers[name]]
     indented = "\n".join(

@@ -13,3 +13,6 @@ Launcher = Literal["process", "torchrun"]
 RunLauncher = Literal["process", "torchrun", "slurm", "nodes"]
 
 LAUNCHERS: Final[tuple[Launcher, ...]] = get_args(Launcher)
+# Whether the launcher a start names by its word runs the trainer under torchrun (on a Slurm
+# host, `--launcher` says this of the batch job).
+RUNS_TORCHRUN: Final[dict[Launcher, bool]] = {"process": False, "torchrun": True}

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .launcher_options import LauncherOptions as LauncherOptions  # a start's launcher
 from .launcher_words import Launcher as Launcher  # what a start may ask for
 from .launcher_words import RunLauncher as RunLauncher  # what a run records
 from .run_states import RetryOn as RetryOn  # which ends a retry follows
@@ -27,10 +28,6 @@ LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
 # GPUs a run asks for per node (0: none), and the nodes of a batch job: a bad count is
 # refused as invalid params before anything reaches a host.
 GpuCount = Annotated[int, msgspec.Meta(ge=0, le=4096)]
-NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
-# Seconds before a batch job's time limit at which its trainer is warned (Slurm's
-# --signal takes at most 65535).
-WarningSeconds = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 RetryCount = Annotated[int, msgspec.Meta(ge=0, le=100)]
 NodeIndex = Annotated[int, msgspec.Meta(ge=0, le=4095)]
 
@@ -496,8 +493,9 @@ class StartParams(Params):
     # argv template; `{python}`, `{config}`, `{dataset}`, `{run_dir}`, `{gpus}` are filled in,
     # and the word `{torchrun}` becomes the run's python running torchrun for `gpus` ranks.
     command: list[str] | None = None
-    # null: `torchrun` when the command has `{torchrun}`, else `process`.
-    launcher: Launcher | None = None
+    # How the run is run, with that launcher's own options (launcher_options.py); null:
+    # as the host's config.toml says (`torchrun` when the command has `{torchrun}`).
+    launcher: LauncherOptions | None = None
     # Too few GPUs free: queue the run on the host (state `queued`) instead of refusing it.
     wait: bool = False
     # Count GPUs busy with processes that are not rtrain runs as free.
@@ -509,22 +507,10 @@ class StartParams(Params):
     # Environment for the trainer, NAME -> value; never put on a command line or in a file.
     secrets: dict[str, str] = {}
     progress_token: str | int | None = None
-    # Slurm hosts only: they override the host's config.toml defaults.
-    partition: str | None = None
-    time: str | None = None
-    nodes: NodeCount = 1
-    # A run across several hosts (torchrun over SSH): every node's host, the first = `host`;
-    # `nodes` must be their count. `masterAddr`: the address the other nodes reach the first
-    # at (default: its HostName as `ssh -G` resolves it).
-    hosts: list[str] = []
-    master_addr: str | None = None
     # Attempts the daemon starts by itself after the run ends lost (null: the host's
     # config.toml `retry`, else none), and whether a failure with its own exit code counts.
     retry: RetryCount | None = None
     retry_on: RetryOn | None = None
-    # Seconds before the time limit at which the trainer gets SIGUSR2 (off when None).
-    signal_before_timeout: WarningSeconds | None = None
-    requeue: bool = False
     # Limits, in seconds; null: the host's (config.toml), else none for `maxDuration` and
     # 1800 for `stallAfter`; 0 turns one off. A run past `maxDuration` is stopped as
     # `run/stop` with `force` would (on Slurm it becomes the job's --time); a run whose log

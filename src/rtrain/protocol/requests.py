@@ -85,7 +85,6 @@ if TYPE_CHECKING:
     HubVerdict = Literal[
         "error", "no_token", "not_found", "not_granted", "ok", "token_scope", "unreachable"
     ]
-    Launcher = Literal["process", "torchrun"]
     OnStall = Literal["flag", "stop"]
     RetryOn = Literal["failed", "lost"]
     RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
@@ -97,6 +96,27 @@ if TYPE_CHECKING:
     class ClientInfo(TypedDict):
         name: str
         version: NotRequired[str | None]
+
+    class ProcessOptions(TypedDict):
+        kind: Literal["process"]
+
+    class TorchrunOptions(TypedDict):
+        kind: Literal["torchrun"]
+
+    class NodesOptions(TypedDict):
+        kind: Literal["nodes"]
+        hosts: NotRequired[list[str]]
+        nodes: NotRequired[int]
+        masterAddr: NotRequired[str | None]
+
+    class SlurmOptions(TypedDict):
+        kind: Literal["slurm"]
+        partition: NotRequired[str | None]
+        time: NotRequired[str | None]
+        nodes: NotRequired[int]
+        signalBeforeTimeout: NotRequired[int | None]
+        requeue: NotRequired[bool]
+        torchrun: NotRequired[bool | None]
 
     class AfterRunAnswer(dict[str, Any]):
         fetch: str | None
@@ -675,22 +695,15 @@ def run_start(
     python: str | None = None,
     workdir: str | None = None,
     command: list[str] | None = None,
-    launcher: Launcher | None = None,
+    launcher: ProcessOptions | TorchrunOptions | NodesOptions | SlurmOptions | None = None,
     wait: bool | None = None,
     share_gpus: bool | None = None,
     env: dict[str, str] | None = None,
     setup: str | None = None,
     secrets: dict[str, str] | None = None,
     progress_token: str | int | None = None,
-    partition: str | None = None,
-    time: str | None = None,
-    nodes: int | None = None,
-    hosts: list[str] | None = None,
-    master_addr: str | None = None,
     retry: int | None = None,
     retry_on: RetryOn | None = None,
-    signal_before_timeout: int | None = None,
-    requeue: bool | None = None,
     max_duration: int | None = None,
     stall_after: int | None = None,
     on_stall: OnStall | None = None,
@@ -721,15 +734,8 @@ def run_start(
             setup=setup,
             secrets=secrets,
             progressToken=progress_token,
-            partition=partition,
-            time=time,
-            nodes=nodes,
-            hosts=hosts,
-            masterAddr=master_addr,
             retry=retry,
             retryOn=retry_on,
-            signalBeforeTimeout=signal_before_timeout,
-            requeue=requeue,
             maxDuration=max_duration,
             stallAfter=stall_after,
             onStall=on_stall,

@@ -3,7 +3,7 @@
 RTRAIN_VERSION = "0.1.0"
 
 # MAJOR changes break clients; MINOR adds methods or optional fields.
-PROTOCOL_VERSION = "1.2"
+PROTOCOL_VERSION = "2.0"
 
 
 def protocol_major(version: str) -> int | None:

@@ -12,12 +12,12 @@ from rtrain.client.errors import Interrupted
 from rtrain.protocol import requests, validation
 from rtrain.protocol.durations import DurationError
 from rtrain.protocol.errors import RpcError
-from rtrain.protocol.launcher_words import LAUNCHERS
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.run_states import RETRY_ON
 
 from .exit_codes import ClientKind
 from .input_checks import check
+from .launcher_flags import launcher_options
 from .local_secrets import local_secrets
 from .log_follow import follow_log
 from .output import fail, friendly_errors, note, print_json
@@ -269,8 +269,16 @@ def start(
     check(host=host, run_id=run_id, workdir=workdir, python=python)
     if retry_on is not None and retry_on not in RETRY_ON:
         fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
-    if launcher is not None and launcher not in LAUNCHERS:
-        fail(f"--launcher must be {' or '.join(LAUNCHERS)}, not {launcher!r}.", 2)
+    options = launcher_options(
+        hosts,
+        launcher,
+        partition=partition,
+        time_limit=time_limit,
+        nodes=nodes,
+        signal_before_timeout=signal_before_timeout,
+        requeue=requeue,
+        master_addr=master_addr,
+    )
     if on_stall is not None and on_stall not in ("flag", "stop"):
         fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
     limits = _limits(max_duration, stall_after)
@@ -291,19 +299,12 @@ def start(
         setup=setup,
         run_id=run_id,
         command=list(command) if command else None,
-        launcher=launcher,  # checked above
+        launcher=options,
         wait=wait or None,
         share_gpus=share_gpus or None,
         secrets=secrets or None,
-        time=time_limit,
-        partition=partition,
-        signal_before_timeout=signal_before_timeout,
-        nodes=nodes if nodes != 1 else None,
-        hosts=hosts or None,
-        master_addr=master_addr,
         retry=retry,
         retry_on=retry_on,  # checked above
-        requeue=requeue or None,
         max_duration=limits[0],
         stall_after=limits[1],
         on_stall=cast("OnStall | None", on_stall),  # checked above

@@ -2,8 +2,10 @@
 
 A launcher is a package of this folder; it is registered here, and its name is one of the
 wire's `RunLauncher` words (protocol/messages.py). Nothing else compares launcher names:
-operations ask `for_run` (how a recorded run is run), `for_host` (how a new run on a host is
-run) and `asked` (the launcher a start names), then the launcher's own attributes.
+operations ask `for_run` (how a recorded run is run) and `for_host` (how a new run on a host
+is run), then the launcher's own attributes. A start's options of one launcher
+(protocol/launcher_options.py) given for a host of another are refused in its own words
+(`options_problem`).
 """
 
 from __future__ import annotations
@@ -40,11 +42,6 @@ for _launcher in (ProcessLauncher, TorchrunLauncher, NodesLauncher, SlurmLaunche
 
 def named(name: str) -> type[Launcher]:
     return LAUNCHERS[name]
-
-
-def asked(name: str | None) -> type[Launcher] | None:
-    """The launcher a start names (`--launcher`), None when it names none."""
-    return None if name is None else LAUNCHERS[name]
 
 
 def across_hosts() -> type[Launcher]:

@@ -7,6 +7,7 @@ import re
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.launcher_options import NodesOptions
 from rtrain.protocol.messages import StartParams
 
 from .command_template import TORCHRUN_WORD
@@ -20,11 +21,14 @@ def node_hosts(ops: Ops, p: StartParams) -> tuple[str, ...]:
     """Every node's host, node 0 first; `(p.host,)` for a run on one host. Refuses, in one
     sentence, a list with duplicates, hosts on different launchers, a `--nodes` that does
     not match the list, and what a run across hosts cannot be."""
-    if not p.hosts:
-        if p.master_addr is not None:
-            raise _refused("--master-addr is for a run across hosts (HOST1,HOST2 --nodes 2).")
+    o = p.launcher
+    if not isinstance(o, NodesOptions):
         return (p.host,)
-    hosts = tuple(validation.host(h) for h in p.hosts)
+    if not o.hosts:
+        if o.master_addr is not None:
+            raise _refused("--master-addr is for a run across hosts (HOST1,HOST2 --nodes 2).")
+        raise _refused("a run across hosts names its hosts (HOST1,HOST2 --nodes 2).")
+    hosts = tuple(validation.host(h) for h in o.hosts)
     listed = ",".join(hosts)
     if hosts[0] != p.host:
         raise _refused(f"the run is recorded under its first host: host must be {hosts[0]}.")
@@ -35,9 +39,9 @@ def node_hosts(ops: Ops, p: StartParams) -> tuple[str, ...]:
         )
     if len(hosts) < 2:
         raise _refused(f"a run across hosts needs two hosts or more, not only {listed}.")
-    if p.nodes != len(hosts):
+    if o.nodes != len(hosts):
         raise _refused(
-            f"--nodes {p.nodes} does not match the {len(hosts)} hosts of {listed}; "
+            f"--nodes {o.nodes} does not match the {len(hosts)} hosts of {listed}; "
             f"give --nodes {len(hosts)}."
         )
     scheduled = [h for h in hosts if launchers.for_host(ops.hosts.config.host(h)).scheduler]
@@ -47,17 +51,13 @@ def node_hosts(ops: Ops, p: StartParams) -> tuple[str, ...]:
             "submit batch jobs to Slurm (ask Slurm for --nodes there); a run across hosts "
             "needs hosts that run processes over SSH."
         )
-    asked = launchers.asked(p.launcher)
-    if asked is not None and asked.runs_torchrun is False:
-        raise _refused(f"a run across hosts runs torchrun on each; --launcher {p.launcher} cannot.")
-    torchrun = asked is not None and asked.runs_torchrun
-    if p.command is not None and TORCHRUN_WORD not in p.command and not torchrun:
+    if p.command is not None and TORCHRUN_WORD not in p.command:
         raise _refused(
             "a run across hosts runs torchrun on each node: put {torchrun} where torchrun "
             "goes in the command (e.g. -- '{torchrun}' train.py)."
         )
-    if p.master_addr is not None and not _ADDRESS.fullmatch(p.master_addr):
-        raise _refused(f"--master-addr {p.master_addr!r} is not a host name or an address.")
+    if o.master_addr is not None and not _ADDRESS.fullmatch(o.master_addr):
+        raise _refused(f"--master-addr {o.master_addr!r} is not a host name or an address.")
     return hosts
 
 

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun.launcher import (
     FAILURE_FILE,
@@ -31,6 +30,7 @@ from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.launcher_options import NodesOptions, asks_torchrun
 from rtrain.protocol.messages import (
     Attempt,
     RunInfo,
@@ -191,7 +191,9 @@ async def _claim_ship_launch(
     nodes = (
         [RunNode(host=c.host, remote_dir=c.run_dir) for c in claims] if plan.across_hosts else []
     )
-    launcher = ops.nodes_launcher(nodes, p.master_addr) if nodes else ops.launcher(p.host, command)
+    o = p.launcher
+    master_addr = o.master_addr if isinstance(o, NodesOptions) else None
+    launcher = ops.nodes_launcher(nodes, master_addr) if nodes else ops.launcher(p.host, command)
     # From here the run id is taken on the host, so the registry knows the run at once
     # (silently: subscribers hear of it once it runs). A daemon killed mid-start then finds
     # it again and the monitor settles it: running if launched, lost (never launched) if not.
@@ -236,7 +238,7 @@ def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], 
     p = plan.p
     first_dataset = plan.datasets[0].name if plan.datasets else None
     command = expand(
-        plan.template or _demo_command(first_dataset, p.launcher, plan.across_hosts),
+        plan.template or _demo_command(first_dataset, asks_torchrun(p.launcher), plan.across_hosts),
         python=plan.python,
         dataset=first_dataset,
         run_dir=run_dir,
@@ -513,9 +515,8 @@ def _nothing_started(error: RpcError, host: str) -> RpcError:
     )
 
 
-def _demo_command(dataset: str | None, launcher: str | None, across_hosts: bool) -> list[str]:
-    asked = launchers.asked(launcher)
-    first = TORCHRUN_WORD if (asked and asked.runs_torchrun) or across_hosts else "{python}"
+def _demo_command(dataset: str | None, torchrun: bool | None, across_hosts: bool) -> list[str]:
+    first = TORCHRUN_WORD if torchrun or across_hosts else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 
@@ -566,7 +567,7 @@ async def _ship(
     """Ship `inputs`; with `report_progress` (one node of a run across hosts does), tell the
     client how far it got."""
     token = p.progress_token if report_progress else None
-    others = len(p.hosts) - 1
+    others = len(p.launcher.hosts) - 1 if isinstance(p.launcher, NodesOptions) else 0
     title = f"Shipping to {p.host}" + (f" (and {others} more node(s))" if others > 0 else "")
     last = 0.0
 

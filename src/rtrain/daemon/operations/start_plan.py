@@ -7,12 +7,11 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.launcher_options import asks_torchrun
 from rtrain.protocol.messages import (
     DEFAULT_PYTHON,
     DEFAULT_WORKDIR,
@@ -70,8 +69,9 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
     check_template(template, bool(datasets), config is not None)
-    asked = launchers.across_hosts() if len(hosts) > 1 else launchers.asked(p.launcher)
-    template = _with_launcher(template, asked.runs_torchrun if asked else None, p.gpus)
+    across = launchers.across_hosts().runs_torchrun
+    torchrun = across if len(hosts) > 1 else asks_torchrun(p.launcher)
+    template = _with_launcher(template, torchrun, p.gpus)
     if setup is not None:
         _check_setup(setup, bool(datasets), config is not None)
     extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
@@ -89,8 +89,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     )
     inputs = await asyncio.to_thread(gather, sources)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
-    # A run across hosts gives --nodes for its host list, not for a scheduler.
-    check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
+    check_scheduler_options(ops, p)
     after = after_run_plan(p, settings.terminate)
     retry = _retry(ops, p)
     if ops.known(p.host, run_id) is not None:

@@ -20,6 +20,7 @@ from rtrain.daemon.remote.contract.answers import Answer
 from rtrain.daemon.remote.contract.launch_scripts import Launched, split_launch_stdin
 from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.protocol.errors import Kind, app_error
+from rtrain.protocol.launcher_options import SlurmOptions, asks_torchrun
 from rtrain.protocol.messages import PreflightParams, StartParams
 from rtrain.protocol.run_states import is_live
 
@@ -52,14 +53,17 @@ class SlurmLauncher(OverTransport):
 
     @classmethod
     def given_options(cls, p: StartParams) -> list[str]:
+        o = p.launcher
+        if not isinstance(o, SlurmOptions):
+            return []
         return [
             option
             for option, value in (
-                ("--partition", p.partition),
-                ("--time", p.time),
-                ("--nodes", p.nodes != 1),
-                ("--signal-before-timeout", p.signal_before_timeout),
-                ("--requeue", p.requeue),
+                ("--partition", o.partition),
+                ("--time", o.time),
+                ("--nodes", o.nodes != 1),
+                ("--signal-before-timeout", o.signal_before_timeout),
+                ("--requeue", o.requeue),
             )
             if value
         ]
@@ -85,32 +89,36 @@ class SlurmLauncher(OverTransport):
         """A batch job's maximum duration is its time limit: Slurm ends it there. Slurm
         requeues a job whose node failed or that was preempted by itself, as often as the
         cluster allows; the daemon's retry covers a job it reports lost."""
+        o = _options(p)
         if max_duration:
-            if p.time is not None and p.max_duration is not None:
+            if o.time is not None and p.max_duration is not None:
                 raise app_error(
                     Kind.INVALID_COMMAND,
                     f"on {p.host}, a Slurm host, --max-duration becomes the job's --time: "
                     "give one of them, not both.",
                 )
-            if p.time is None:  # the run's own --time wins over the host's max_duration
-                p = msgspec.structs.replace(p, time=slurm_time(max_duration))
-        return msgspec.structs.replace(p, requeue=True) if retried else p
+            if o.time is None:  # the run's own --time wins over the host's max_duration
+                o = msgspec.structs.replace(o, time=slurm_time(max_duration))
+        if retried:
+            o = msgspec.structs.replace(o, requeue=True)
+        return msgspec.structs.replace(p, launcher=o) if o != _options(p) else p
 
     def request(self, params: StartParams | None) -> SlurmRequest:
         """What a run asks of Slurm: the host's defaults, overridden by the run's options."""
         if params is None:
             return self.defaults
         d = self.defaults
+        o = _options(params)
         return SlurmRequest(
-            partition=params.partition or d.partition,
+            partition=o.partition or d.partition,
             account=d.account,
             qos=d.qos,
-            time=params.time or d.time,
+            time=o.time or d.time,
             gres_type=d.gres_type,
             gpus=params.gpus,
-            nodes=params.nodes,
-            signal_before_timeout=params.signal_before_timeout,
-            requeue=params.requeue,
+            nodes=o.nodes,
+            signal_before_timeout=o.signal_before_timeout,
+            requeue=o.requeue,
             extra_args=d.extra_args,
         )
 
@@ -209,3 +217,12 @@ def slurm_time(seconds: int) -> str:
     days, minutes = divmod(minutes, 24 * 60)
     clock = f"{minutes // 60:02d}:{minutes % 60:02d}:00"
     return f"{days}-{clock}" if days else clock
+
+
+def _options(p: StartParams) -> SlurmOptions:
+    """The start's Slurm options: its own, or none given (a start that names only
+    `process` or `torchrun`, or nothing, asks Slurm for the host's defaults; whether it
+    runs torchrun is kept)."""
+    if isinstance(p.launcher, SlurmOptions):
+        return p.launcher
+    return SlurmOptions(torchrun=asks_torchrun(p.launcher))
