@@ -38,6 +38,7 @@ from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
+from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
@@ -62,6 +63,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     retrier: Retrier | None = None
     waits: RunWaits | None = None
     forwards: Forwards | None = None
+    reverse_forwards: ReverseForwards | None = None
     run_ends = RunEndNotify(config, service.registry.list())
 
     def publish(run: m.RunInfo) -> None:
@@ -73,6 +75,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         if waits is not None:
             waits.seen(run)
         run_ends.seen(run)  # config.toml's notify, once a run ends
+        if reverse_forwards is not None:
+            reverse_forwards.run_seen(run)  # a run's reverse forwards end with it
 
     def publish_removed(run: m.RunInfo) -> None:
         service.publish_run(run, removed=True)
@@ -80,19 +84,25 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             waits.seen(run, removed=True)
         if forwards is not None:
             forwards.run_removed(run)
+        if reverse_forwards is not None:
+            reverse_forwards.run_seen(run, removed=True)
         run_ends.forget(run)
 
     ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
     waits = RunWaits(ops)
 
+    def all_forwards(host: str | None = None) -> list[m.ForwardInfo]:
+        assert forwards is not None and reverse_forwards is not None
+        return [*forwards.listed(host), *reverse_forwards.listed(host)]
+
     def forwards_changed() -> None:
-        assert forwards is not None
-        listed = m.ForwardsListResult(forwards=forwards.listed())
+        listed = m.ForwardsListResult(forwards=all_forwards())
         for session in list(service.sessions):
             if session.subscribed:
                 session.notify("forwards/changed", listed)
 
     forwards = Forwards(ops, forwards_changed)
+    reverse_forwards = ReverseForwards(ops, forwards_changed)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)
@@ -123,11 +133,15 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_forward(p: m.ForwardParams, ctx: RequestContext) -> m.ForwardInfo:
         return await forwards.open(p)
 
+    async def do_reverse(p: m.ReverseForwardParams, ctx: RequestContext) -> m.ForwardInfo:
+        return await reverse_forwards.open(p)
+
     async def do_forwards(p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
-        return m.ForwardsListResult(forwards=forwards.listed(p.host))
+        return m.ForwardsListResult(forwards=all_forwards(p.host))
 
     async def do_unforward(p: m.ForwardCloseParams, ctx: RequestContext) -> m.ForwardCloseResult:
-        return m.ForwardCloseResult(closed=await forwards.close(p))
+        closed = await asyncio.gather(forwards.close(p), reverse_forwards.close(p))
+        return m.ForwardCloseResult(closed=[*closed[0], *closed[1]])
 
     async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> m.FetchResult:
         return await fetch(ops, p, ctx)
@@ -201,6 +215,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/status": do_status,
             "run/wait": do_wait,
             "forwards/open": do_forward,
+            "forwards/reverse": do_reverse,
             "forwards/list": do_forwards,
             "forwards/close": do_unforward,
             "run/tail": do_tail,
@@ -226,6 +241,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     retrier.resume()
     return [
         forwards.close_all,
+        reverse_forwards.close_all,
         after_runs.close,
         retrier.close,
         monitor.close,

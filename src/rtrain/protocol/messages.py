@@ -706,19 +706,36 @@ class ForwardParams(Params):
     run_id: str | None = None
 
 
+class ReverseForwardParams(Params):
+    """`forwards/reverse`: let processes on the host reach 127.0.0.1:`localPort` of this
+    machine at 127.0.0.1:`remotePort` there (null: `localPort`'s own number where it is free
+    on the host, else any free one), over the host's ssh connection, set up again whenever
+    that connection is. With `runId`, the forward belongs to that run and ends when the run
+    ends or is removed."""
+
+    host: str
+    local_port: Port
+    remote_port: Port | None = None
+    run_id: str | None = None
+
+
 class ForwardInfo(Result):
     host: str
     remote_port: int
     local_port: int
-    # Where to point a browser: http://127.0.0.1:LOCAL/
+    # Where to point a browser: http://127.0.0.1:LOCAL/; for a reverse forward, the address
+    # the host's processes use: http://127.0.0.1:REMOTE/ (on the host).
     url: str
     # Epoch seconds it was opened.
     since: float
     run_id: str | None = None
     # Connections carried now.
     connections: int = 0
-    # Why the latest connection could not reach the host (null once one did again).
+    # Why the latest connection could not reach the host (null once one did again); for a
+    # reverse forward, why it could not be set up on the host's latest connection.
     last_error: str | None = None
+    # The host's processes reach this machine's `localPort` (at `remotePort` there).
+    reverse: bool = False
 
 
 class ForwardsListParams(Params):
@@ -736,6 +753,8 @@ class ForwardCloseParams(Params):
     local_port: Port | None = None
     host: str | None = None
     remote_port: Port | None = None
+    # Only reverse forwards (true), only the others (false), or both (null).
+    reverse: bool | None = None
 
 
 class ForwardCloseResult(Result):

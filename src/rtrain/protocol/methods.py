@@ -112,6 +112,13 @@ _TABLE = [
         "Reach a port on a host from 127.0.0.1 of this machine, over the host's connection.",
     ),
     Method(
+        "forwards/reverse",
+        m.ReverseForwardParams,
+        m.ForwardInfo,
+        "client->server",
+        "Reach a port of this machine from 127.0.0.1 of a host, over the host's connection.",
+    ),
+    Method(
         "forwards/list",
         m.ForwardsListParams,
         m.ForwardsListResult,

@@ -42,6 +42,7 @@ CLIENT_REQUESTS = frozenset(
         "forwards/close",
         "forwards/list",
         "forwards/open",
+        "forwards/reverse",
         "host/gc",
         "host/guard",
         "host/login",
@@ -186,6 +187,7 @@ if TYPE_CHECKING:
         run_id: str | None
         connections: int
         last_error: str | None
+        reverse: bool
 
     class ForwardsListResultAnswer(dict[str, Any]):
         forwards: list[ForwardInfoAnswer]
@@ -847,6 +849,27 @@ def forwards_open(
     )
 
 
+def forwards_reverse(
+    *,
+    host: str,
+    local_port: int,
+    remote_port: int | None = None,
+    run_id: str | None = None,
+) -> Call[ForwardInfoAnswer]:
+    """`forwards/reverse`: Reach a port of this machine from 127.0.0.1 of a host, over the host's
+    connection.
+    """
+    return Call(
+        "forwards/reverse",
+        _present(
+            host=host,
+            localPort=local_port,
+            remotePort=remote_port,
+            runId=run_id,
+        ),
+    )
+
+
 def forwards_list(
     *,
     host: str | None = None,
@@ -865,6 +888,7 @@ def forwards_close(
     local_port: int | None = None,
     host: str | None = None,
     remote_port: int | None = None,
+    reverse: bool | None = None,
 ) -> Call[ForwardCloseResultAnswer]:
     """`forwards/close`: End port forwards: one by its local port, a host's, or all."""
     return Call(
@@ -873,6 +897,7 @@ def forwards_close(
             localPort=local_port,
             host=host,
             remotePort=remote_port,
+            reverse=reverse,
         ),
     )
 
