@@ -42,6 +42,7 @@ from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     waits: RunWaits | None = None
     forwards: Forwards | None = None
     reverse_forwards: ReverseForwards | None = None
+    tensorboards: TensorBoards | None = None
     run_ends = RunEndNotify(config, service.registry.list())
 
     def publish(run: m.RunInfo) -> None:
@@ -86,6 +88,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             forwards.run_removed(run)
         if reverse_forwards is not None:
             reverse_forwards.run_seen(run, removed=True)
+        if tensorboards is not None:
+            tensorboards.run_removed(run)
         run_ends.forget(run)
 
     ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
@@ -103,6 +107,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     forwards = Forwards(ops, forwards_changed)
     reverse_forwards = ReverseForwards(ops, forwards_changed)
+    tensorboards = TensorBoards(ops, forwards)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)
@@ -135,6 +140,14 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     async def do_reverse(p: m.ReverseForwardParams, ctx: RequestContext) -> m.ForwardInfo:
         return await reverse_forwards.open(p)
+
+    async def do_tensorboard(p: m.TensorBoardParams, ctx: RequestContext) -> m.TensorBoardInfo:
+        return await tensorboards.open(p)
+
+    async def do_tensorboard_stop(
+        p: m.TensorBoardStopParams, ctx: RequestContext
+    ) -> m.TensorBoardStopResult:
+        return await tensorboards.stop(p)
 
     async def do_forwards(p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
         return m.ForwardsListResult(forwards=all_forwards(p.host))
@@ -216,6 +229,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/wait": do_wait,
             "forwards/open": do_forward,
             "forwards/reverse": do_reverse,
+            "tensorboard/open": do_tensorboard,
+            "tensorboard/stop": do_tensorboard_stop,
             "forwards/list": do_forwards,
             "forwards/close": do_unforward,
             "run/tail": do_tail,

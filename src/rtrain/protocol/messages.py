@@ -761,6 +761,41 @@ class ForwardCloseResult(Result):
     closed: list[ForwardInfo]
 
 
+class TensorBoardParams(Params):
+    """`tensorboard/open`: the host's one TensorBoard also serves this run (its run
+    directory, or `logdir` inside it), started with the run's python and forwarded to
+    127.0.0.1:`localPort` here (null: its own number where free, else any)."""
+
+    host: str
+    run_id: str
+    workdir: str | None = None
+    logdir: str | None = None
+    local_port: Port | None = None
+
+
+class TensorBoardInfo(Result):
+    host: str
+    # Where to point a browser: http://127.0.0.1:LOCAL/
+    url: str
+    local_port: int
+    remote_port: int
+    # The runs it serves, each under its run id.
+    runs: list[str]
+    python: str
+
+
+class TensorBoardStopParams(Params):
+    """`tensorboard/stop`: the host's TensorBoard no longer serves `runId` (null: it ends)."""
+
+    host: str
+    run_id: str | None = None
+
+
+class TensorBoardStopResult(Result):
+    # What it serves still (null: none runs on the host any more).
+    tensorboard: TensorBoardInfo | None = None
+
+
 class FetchParams(Params):
     host: str
     run_id: str

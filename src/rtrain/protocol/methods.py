@@ -119,6 +119,20 @@ _TABLE = [
         "Reach a port of this machine from 127.0.0.1 of a host, over the host's connection.",
     ),
     Method(
+        "tensorboard/open",
+        m.TensorBoardParams,
+        m.TensorBoardInfo,
+        "client->server",
+        "Serve a run in the host's one TensorBoard and forward it to this machine.",
+    ),
+    Method(
+        "tensorboard/stop",
+        m.TensorBoardStopParams,
+        m.TensorBoardStopResult,
+        "client->server",
+        "Take a run out of the host's TensorBoard, or end it.",
+    ),
+    Method(
         "forwards/list",
         m.ForwardsListParams,
         m.ForwardsListResult,

@@ -66,6 +66,8 @@ CLIENT_REQUESTS = frozenset(
         "run/wait",
         "runs/list",
         "shutdown",
+        "tensorboard/open",
+        "tensorboard/stop",
     ]
 )
 CLIENT_NOTIFICATIONS = frozenset(
@@ -503,6 +505,17 @@ if TYPE_CHECKING:
         run: RunInfoAnswer
         offset: int
 
+    class TensorBoardInfoAnswer(dict[str, Any]):
+        host: str
+        url: str
+        local_port: int
+        remote_port: int
+        runs: list[str]
+        python: str
+
+    class TensorBoardStopResultAnswer(dict[str, Any]):
+        tensorboard: TensorBoardInfoAnswer | None
+
     class TerminateResultAnswer(dict[str, Any]):
         host: str
         command: str
@@ -865,6 +878,44 @@ def forwards_reverse(
             host=host,
             localPort=local_port,
             remotePort=remote_port,
+            runId=run_id,
+        ),
+    )
+
+
+def tensorboard_open(
+    *,
+    host: str,
+    run_id: str,
+    workdir: str | None = None,
+    logdir: str | None = None,
+    local_port: int | None = None,
+) -> Call[TensorBoardInfoAnswer]:
+    """`tensorboard/open`: Serve a run in the host's one TensorBoard and forward it to this
+    machine.
+    """
+    return Call(
+        "tensorboard/open",
+        _present(
+            host=host,
+            runId=run_id,
+            workdir=workdir,
+            logdir=logdir,
+            localPort=local_port,
+        ),
+    )
+
+
+def tensorboard_stop(
+    *,
+    host: str,
+    run_id: str | None = None,
+) -> Call[TensorBoardStopResultAnswer]:
+    """`tensorboard/stop`: Take a run out of the host's TensorBoard, or end it."""
+    return Call(
+        "tensorboard/stop",
+        _present(
+            host=host,
             runId=run_id,
         ),
     )

@@ -20,6 +20,7 @@ from .run_care_commands import exec_, restart, rm, shell
 from .runs_command import runs
 from .start_command import start
 from .stop_command import stop
+from .tensorboard_command import tensorboard
 from .usage import PlainUsage
 from .wait_command import wait
 from .watch_commands import metrics, status, tail
@@ -61,6 +62,7 @@ app.command(cls=PlainUsage)(logout)
 app.command(cls=PlainUsage)(wait)
 app.command(cls=PlainUsage)(forward)
 app.command(cls=PlainUsage)(forwards)
+app.command(cls=PlainUsage)(tensorboard)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 
