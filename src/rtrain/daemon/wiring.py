@@ -42,6 +42,7 @@ from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.kernel import open_kernel
 from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
@@ -149,6 +150,11 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     ) -> m.TensorBoardStopResult:
         return await tensorboards.stop(p)
 
+    async def do_kernel(p: m.KernelParams, ctx: RequestContext) -> m.KernelInfo:
+        result = await open_kernel(ops, forwards, p, ctx)
+        monitor.poke()
+        return result
+
     async def do_forwards(p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
         return m.ForwardsListResult(forwards=all_forwards(p.host))
 
@@ -231,6 +237,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "forwards/reverse": do_reverse,
             "tensorboard/open": do_tensorboard,
             "tensorboard/stop": do_tensorboard_stop,
+            "kernel/open": do_kernel,
             "forwards/list": do_forwards,
             "forwards/close": do_unforward,
             "run/tail": do_tail,

@@ -796,6 +796,39 @@ class TensorBoardStopResult(Result):
     tensorboard: TensorBoardInfo | None = None
 
 
+class KernelParams(Params):
+    """`kernel/open`: without `runId`, start a Jupyter kernel (ipykernel, with `python`) as
+    a detached run; with the `runId` of one, reattach to it. Either way its five ports are
+    forwarded to this machine and the answer is its connection, this machine's ports in it."""
+
+    host: str
+    run_id: str | None = None
+    python: str | None = None
+    workdir: str | None = None
+    gpus: GpuCount = 1
+    progress_token: str | int | None = None
+
+
+class KernelInfo(Result):
+    """A Jupyter connection file's fields (ports: this machine's forwards), and the run."""
+
+    host: str
+    run_id: str
+    shell_port: int
+    iopub_port: int
+    stdin_port: int
+    control_port: int
+    hb_port: int
+    ip: str
+    # Signs every message; never written anywhere but the connection file (0600).
+    key: str
+    transport: str
+    signature_scheme: str
+    kernel_name: str = ""
+    # True when this request started the kernel; false: reattached.
+    started: bool = False
+
+
 class FetchParams(Params):
     host: str
     run_id: str

@@ -133,6 +133,13 @@ _TABLE = [
         "Take a run out of the host's TensorBoard, or end it.",
     ),
     Method(
+        "kernel/open",
+        m.KernelParams,
+        m.KernelInfo,
+        "client->server",
+        "Start a Jupyter kernel as a detached run, or reattach to one; its ports forwarded.",
+    ),
+    Method(
         "forwards/list",
         m.ForwardsListParams,
         m.ForwardsListResult,

@@ -53,6 +53,7 @@ CLIENT_REQUESTS = frozenset(
         "hosts/list",
         "hosts/price",
         "initialize",
+        "kernel/open",
         "run/exec",
         "run/fetch",
         "run/metrics",
@@ -297,6 +298,21 @@ if TYPE_CHECKING:
         capabilities: ServerCapabilitiesAnswer
         notices: list[str]
         settings: dict[str, str]
+
+    class KernelInfoAnswer(dict[str, Any]):
+        host: str
+        run_id: str
+        shell_port: int
+        iopub_port: int
+        stdin_port: int
+        control_port: int
+        hb_port: int
+        ip: str
+        key: str
+        transport: str
+        signature_scheme: str
+        kernel_name: str
+        started: bool
 
     class LeftHomePathAnswer(dict[str, Any]):
         path: str
@@ -917,6 +933,31 @@ def tensorboard_stop(
         _present(
             host=host,
             runId=run_id,
+        ),
+    )
+
+
+def kernel_open(
+    *,
+    host: str,
+    run_id: str | None = None,
+    python: str | None = None,
+    workdir: str | None = None,
+    gpus: int | None = None,
+    progress_token: str | int | None = None,
+) -> Call[KernelInfoAnswer]:
+    """`kernel/open`: Start a Jupyter kernel as a detached run, or reattach to one; its ports
+    forwarded.
+    """
+    return Call(
+        "kernel/open",
+        _present(
+            host=host,
+            runId=run_id,
+            python=python,
+            workdir=workdir,
+            gpus=gpus,
+            progressToken=progress_token,
         ),
     )
 

@@ -14,6 +14,7 @@ from .forward_commands import forward, forwards
 from .gc_command import gc
 from .guard_commands import guard, terminate
 from .hosts_command import hosts
+from .kernel_command import kernel
 from .login_commands import login, logout
 from .preflight_command import preflight
 from .run_care_commands import exec_, restart, rm, shell
@@ -63,6 +64,7 @@ app.command(cls=PlainUsage)(wait)
 app.command(cls=PlainUsage)(forward)
 app.command(cls=PlainUsage)(forwards)
 app.command(cls=PlainUsage)(tensorboard)
+app.command(cls=PlainUsage)(kernel)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 
