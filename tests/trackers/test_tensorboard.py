@@ -104,6 +104,19 @@ def test_stop_ends_it(cli: Cli, trackers_python: str) -> None:
     assert refused(url) and not tensorboard_processes(run_id)
 
 
+def test_rm_ends_a_tensorboard_an_earlier_daemon_started(cli: Cli, trackers_python: str) -> None:
+    run_id = written_run(cli, trackers_python)
+    url = cli("tensorboard", "plain", run_id).out_lines[0]
+    assert get_json(url + "data/runs")
+    assert cli("daemon", "stop").code == 0  # the forward ends; the far TensorBoard runs on
+    assert tensorboard_processes(run_id)
+    assert cli("rm", "plain", run_id).code == 0  # a new daemon, which never started it
+    deadline = time.monotonic() + WAIT_S
+    while tensorboard_processes(run_id):
+        assert time.monotonic() < deadline, "rm left the TensorBoard of an earlier daemon"
+        time.sleep(0.2)
+
+
 def test_a_python_without_tensorboard_is_one_sentence(cli: Cli) -> None:
     run_id = cli.new_run_id("notb")
     cli.start(run_id, "{python}", "-c", "print('done')")

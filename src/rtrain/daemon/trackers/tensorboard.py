@@ -91,11 +91,13 @@ class TensorBoards:
         run_dir = self.ops.run_dir(p.host, p.run_id, p.workdir)
         read = run_dir if logdir == "." else f"{run_dir}/{logdir}"
         async with self._lock(p.host):
-            served = self._served.get(p.host)
+            transport = await self.ops.transport(p.host)
+            served = self._served.get(p.host) or await self._adopt(
+                p.host, transport, posixpath.dirname(run_dir)
+            )
             if served is not None and served.runs.get(p.run_id) == read:
                 await self._forward(p.host, served, p.local_port)
                 return served.info(p.host)
-            transport = await self.ops.transport(p.host)
             python = await _run_python(transport, run_dir, p.run_id, run)
             runs = dict(served.runs) if served is not None else {}
             runs[p.run_id] = read
@@ -120,17 +122,47 @@ class TensorBoards:
         return TensorBoardStopResult(tensorboard=left.info(p.host) if left else None)
 
     def run_removed(self, run: RunInfo) -> None:
-        """`rtrain rm`: the TensorBoard serves the run no more, and ends with its last run."""
+        """`rtrain rm`: the TensorBoard serves the run no more, and ends with its last run;
+        one a daemon started before this one is found by its meta.json."""
         served = self._served.get(run.host)
-        if served is not None and run.run_id in served.runs:
+        if served is None or run.run_id in served.runs:
             asyncio.get_running_loop().create_task(self._drop(run))
 
     async def _drop(self, run: RunInfo) -> None:
         async with self._lock(run.host):
             try:
+                served = self._served.get(run.host)
+                if served is None and run.remote_dir:
+                    transport = await self.ops.transport(run.host)
+                    workdir = posixpath.dirname(run.remote_dir)
+                    served = await self._adopt(run.host, transport, workdir)
+                if served is None or run.run_id not in served.runs:
+                    return
                 await self._without(run.host, run.run_id)
             except RpcError as error:
                 log.warning("%s: the TensorBoard was not restarted: %s", run.host, error)
+
+    async def _adopt(self, host: str, transport: Transport, workdir: str) -> Served | None:
+        """The TensorBoard an earlier daemon left running in `workdir`, from its meta.json
+        (the command it runs); None when there is none, or it has ended."""
+        run_dir = f"{workdir}/{SERVICE_DIR}/{SERVICE_ID}"
+        report = await contract.status(transport, posixpath.dirname(run_dir), [SERVICE_ID])
+        row = report.runs.get(SERVICE_ID)
+        if row is None or row.state != "running":
+            return None
+        done = await contract.exec_in_run(transport, run_dir, SERVICE_ID, ["cat", "meta.json"], 30)
+        try:
+            command = msgspec.json.decode(done.stdout).get("command") if done.started else None
+            words = [str(word) for word in command] if isinstance(command, list) else []
+            spec = words[words.index("--logdir_spec") + 1]
+            port = int(words[words.index("--port") + 1])
+        except (msgspec.DecodeError, AttributeError, ValueError, IndexError):
+            return None
+        runs = dict(pair.split(":", 1) for pair in spec.split(",") if ":" in pair)
+        served = Served(words[0], workdir, port, None, runs)
+        self._served[host] = served
+        log.info("%s: found the TensorBoard an earlier daemon started (%s)", host, spec)
+        return served
 
     async def _without(self, host: str, run_id: str | None) -> Served | None:
         """Serve every run but `run_id` (None: none); stop it when none is left."""
