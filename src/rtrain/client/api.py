@@ -34,6 +34,7 @@ is the protocol's stable error kind, docs/protocol.md):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,6 +204,8 @@ class RemoteRunner:
         master_addr: str | None = None,
         retry: int | None = None,
         retry_on: RetryOn | None = None,
+        sync: Sequence[Literal["mlflow"]] = (),
+        sync_to: str | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
@@ -227,7 +230,9 @@ class RemoteRunner:
         runner's host first, with `nodes` their count and a `{torchrun}` command;
         `master_addr` is the address the others reach the first at (default: its HostName).
         `retry`: attempts the daemon starts by itself after the run ends lost (`retry_on`
-        `failed`: after a failure too); default: the host's config.toml `retry`, else none."""
+        `failed`: after a failure too); default: the host's config.toml `retry`, else none.
+        `sync`: trackers whose files of the run reach this machine's tracker while it trains
+        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -269,6 +274,8 @@ class RemoteRunner:
             master_addr=master_addr,
             retry=retry,
             retry_on=retry_on,
+            sync=list(sync) or None,
+            sync_to=(sync_to or os.environ.get("MLFLOW_TRACKING_URI") or None) if sync else None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

@@ -43,6 +43,7 @@ from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
 from .trackers.kernel import open_kernel
+from .trackers.sync import TrackerSyncs, refuse_missing_packages, with_run_env
 from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
@@ -67,6 +68,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     forwards: Forwards | None = None
     reverse_forwards: ReverseForwards | None = None
     tensorboards: TensorBoards | None = None
+    syncs: TrackerSyncs | None = None
     run_ends = RunEndNotify(config, service.registry.list())
 
     def publish(run: m.RunInfo) -> None:
@@ -80,6 +82,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         run_ends.seen(run)  # config.toml's notify, once a run ends
         if reverse_forwards is not None:
             reverse_forwards.run_seen(run)  # a run's reverse forwards end with it
+        if syncs is not None:
+            syncs.seen(run)  # a run's end is its last tracker sync
 
     def publish_removed(run: m.RunInfo) -> None:
         service.publish_run(run, removed=True)
@@ -94,6 +98,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         run_ends.forget(run)
 
     ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
+    syncs = TrackerSyncs(ops)
     waits = RunWaits(ops)
 
     def all_forwards(host: str | None = None) -> list[m.ForwardInfo]:
@@ -122,7 +127,12 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         return await preflight(ops, p)
 
     async def do_start(p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        if p.sync:
+            refuse_missing_packages(p.sync)
+            p = with_run_env(p)
         result = await start(ops, p, ctx)
+        if p.sync:
+            syncs.watch(result.run, p.sync, p.sync_to)
         monitor.poke()
         return result
 
@@ -261,9 +271,11 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     monitor.start()
     after_runs.start()
     retrier.resume()
+    syncs.resume()
     return [
         forwards.close_all,
         reverse_forwards.close_all,
+        syncs.close,
         after_runs.close,
         retrier.close,
         monitor.close,

@@ -68,6 +68,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "stderr": "",
     "stdout": "",
     "stopping": True,
+    "synced": [],
     "terminate": False,
     "upSeconds": 0.0,
     "uploadedBytes": 0,

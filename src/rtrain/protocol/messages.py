@@ -242,6 +242,22 @@ class AfterRun(Result):
     terminated_at: float | None = None
 
 
+# The trackers whose files a run's `sync` brings home while it trains (docs/trackers.md).
+SyncTracker = Literal["mlflow"]
+
+
+class TrackerSync(Result):
+    """How a run's tracker files last reached this machine's tracker."""
+
+    tracker: SyncTracker
+    # Epoch seconds of the last sync that succeeded (null: none yet).
+    synced_at: float | None = None
+    # Why the latest one failed (null once one succeeds again).
+    error: str | None = None
+    # What the latest one brought: e.g. `3 metric points, 1 run`.
+    summary: str | None = None
+
+
 class RunInfo(Result):
     """What rtrain knows of one run. `state` is as of `lastSeen` (epoch seconds)."""
 
@@ -295,6 +311,8 @@ class RunInfo(Result):
     # Attempts the daemon may still start by itself after the run ends lost (or failed, when
     # `retryOn` is `failed`); null: none.
     retry: RetryPolicy | None = None
+    # Its tracker files synced to this machine's trackers (`sync` at start), and how far.
+    synced: list[TrackerSync] = []
 
 
 class RunNode(Result):
@@ -541,6 +559,12 @@ class StartParams(Params):
     then_fetch: str | None = None
     then_fetch_into: str | None = None
     then_terminate: bool = False
+    # Trackers whose files the daemon brings home while the run trains and at its end, into
+    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here).
+    sync: list[SyncTracker] = []
+    # Where the synced files go here: MLflow's tracking URI (the CLI and the API send their
+    # own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
+    sync_to: str | None = None
     # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
     # leave them home; and whether links that leave the code directory ship what they point
     # to (else they ship as links).

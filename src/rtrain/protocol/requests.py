@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
     StoppedBy = Literal["max_duration", "stall"]
+    SyncTracker = Literal["mlflow"]
     Transport = Literal["console", "exec", "local"]
     WaitOutcome = Literal["ended", "reached", "removed", "timeout"]
 
@@ -451,6 +452,7 @@ if TYPE_CHECKING:
         launcher: RunLauncher | None
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
+        synced: list[TrackerSyncAnswer]
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
@@ -545,6 +547,12 @@ if TYPE_CHECKING:
         cuda: str | None
         cuda_available: bool | None
         device_count: int | None
+
+    class TrackerSyncAnswer(dict[str, Any]):
+        tracker: SyncTracker
+        synced_at: float | None
+        error: str | None
+        summary: str | None
 
     class WaitResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
@@ -728,6 +736,8 @@ def run_start(
     then_fetch: str | None = None,
     then_fetch_into: str | None = None,
     then_terminate: bool | None = None,
+    sync: list[SyncTracker] | None = None,
+    sync_to: str | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
 ) -> Call[StartResultAnswer]:
@@ -767,6 +777,8 @@ def run_start(
             thenFetch=then_fetch,
             thenFetchInto=then_fetch_into,
             thenTerminate=then_terminate,
+            sync=sync,
+            syncTo=sync_to,
             include=include,
             followLinks=follow_links,
         ),
