@@ -24,7 +24,7 @@ from rtrain.daemon.operations.context import Ops
 from rtrain.daemon.operations.notifier import Notifier
 from rtrain.daemon.operations.start import start
 from rtrain.daemon.operations.status import status
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import run_scripts
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -118,7 +118,9 @@ async def _connection(ops: Ops, host: str, run_id: str, workdir: str | None) -> 
     deadline = time.monotonic() + READY_S
     while True:
         transport = await ops.transport(host)
-        done = await contract.exec_in_run(transport, run_dir, run_id, ["cat", CONNECTION_FILE], 30)
+        done = await run_scripts.exec_in_run(
+            transport, run_dir, run_id, ["cat", CONNECTION_FILE], 30
+        )
         if done.started and done.exit == 0:
             try:
                 connection: dict[str, int] = msgspec.json.decode(done.stdout)
@@ -148,7 +150,7 @@ async def _why_not(
     ops: Ops, host: str, run_id: str, run_dir: str, state: str, reason: str | None
 ) -> RpcError:
     transport = await ops.transport(host)
-    done = await contract.exec_in_run(
+    done = await run_scripts.exec_in_run(
         transport, run_dir, run_id, ["tail", "-n", "3", "train.log"], 30
     )
     said = done.stdout.decode(errors="replace").strip() if done.started else ""

@@ -21,9 +21,12 @@ from dataclasses import dataclass, field
 import msgspec
 
 from rtrain.daemon.forwards import Forwards
+
+# The nodes launcher's free-port script: a port of the host free a moment ago.
+from rtrain.daemon.launchers.nodes.contract import free_port
 from rtrain.daemon.operations.context import Ops
 from rtrain.daemon.operations.run_proof import refuse_unless_run
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import launch_scripts, run_scripts
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -146,11 +149,13 @@ class TensorBoards:
         """The TensorBoard an earlier daemon left running in `workdir`, from its meta.json
         (the command it runs); None when there is none, or it has ended."""
         run_dir = f"{workdir}/{SERVICE_DIR}/{SERVICE_ID}"
-        report = await contract.status(transport, posixpath.dirname(run_dir), [SERVICE_ID])
+        report = await run_scripts.status(transport, posixpath.dirname(run_dir), [SERVICE_ID])
         row = report.runs.get(SERVICE_ID)
         if row is None or row.state != "running":
             return None
-        done = await contract.exec_in_run(transport, run_dir, SERVICE_ID, ["cat", "meta.json"], 30)
+        done = await run_scripts.exec_in_run(
+            transport, run_dir, SERVICE_ID, ["cat", "meta.json"], 30
+        )
         try:
             command = msgspec.json.decode(done.stdout).get("command") if done.started else None
             words = [str(word) for word in command] if isinstance(command, list) else []
@@ -189,14 +194,14 @@ class TensorBoards:
     ) -> Served:
         """(Re)start the host's TensorBoard in `workdir` (the first run's) over `runs`."""
         await self._end(host, transport, workdir, keep_forward=True)
-        port = await contract.free_port(transport, python)
+        port = await free_port(transport, python)
         if port.port is None:
             raise app_error(
                 Kind.REMOTE_FAILED,
                 f"{host}: no free port for TensorBoard: {' '.join(port.error) or port.error_text}",
             )
         service_workdir = f"{workdir}/{SERVICE_DIR}"
-        prepared = await contract.prepare(transport, service_workdir, SERVICE_ID)
+        prepared = await launch_scripts.prepare(transport, service_workdir, SERVICE_ID)
         if prepared.run_dir is None:
             raise app_error(
                 Kind.REMOTE_FAILED,
@@ -215,8 +220,8 @@ class TensorBoards:
             str(port.port),
         ]
         meta = {"purpose": "tensorboard", "runs": list(runs)}
-        secrets = contract.launch_stdin({}, {}, None, meta)
-        launched = await contract.launch(
+        secrets = launch_scripts.launch_stdin({}, {}, None, meta)
+        launched = await launch_scripts.launch(
             transport, prepared.run_dir, SERVICE_ID, python, command, secrets
         )
         if launched.pid is None:
@@ -247,7 +252,7 @@ class TensorBoards:
             except RpcError as error:
                 if error.kind != Kind.PORT_NOT_LISTENING:
                     raise
-            report = await contract.status(transport, posixpath.dirname(run_dir), [SERVICE_ID])
+            report = await run_scripts.status(transport, posixpath.dirname(run_dir), [SERVICE_ID])
             row = report.runs.get(SERVICE_ID)
             if row is not None and (row.state == "missing" or is_ended(row.state)):
                 del self._served[host]
@@ -278,14 +283,14 @@ class TensorBoards:
             # The local port stays ours: a new far port behind the same URL.
             await self.forwards.close(ForwardCloseParams(host=host, remote_port=served.remote_port))
         run_dir = f"{workdir}/{SERVICE_DIR}/{SERVICE_ID}"
-        stopped = await contract.stop(transport, run_dir, SERVICE_ID, 5.0, True)
+        stopped = await run_scripts.stop(transport, run_dir, SERVICE_ID, 5.0, True)
         refuse_unless_run(stopped, host, SERVICE_ID, run_dir, "nothing was stopped")
         if stopped.outcome not in ("stopped", "not_running"):
             raise app_error(
                 Kind.REMOTE_FAILED,
                 f"{host}: the TensorBoard did not stop ({stopped.outcome or stopped.error_text}).",
             )
-        removed = await contract.remove(transport, run_dir, SERVICE_ID)
+        removed = await run_scripts.remove(transport, run_dir, SERVICE_ID)
         if not removed.ok and removed.had_dir:
             log.warning("%s: the TensorBoard's directory stays: %s", host, removed.error_text)
 
@@ -308,7 +313,7 @@ def _logdir(value: str | None) -> str:
 
 async def _run_python(transport: Transport, run_dir: str, run_id: str, run: RunInfo) -> str:
     """The python the run's meta.json names (the run's environment), else python3."""
-    done = await contract.exec_in_run(transport, run_dir, run_id, ["cat", "meta.json"], 30)
+    done = await run_scripts.exec_in_run(transport, run_dir, run_id, ["cat", "meta.json"], 30)
     if done.started and done.exit == 0:
         try:
             meta = msgspec.json.decode(done.stdout)
@@ -322,7 +327,7 @@ async def _run_python(transport: Transport, run_dir: str, run_id: str, run: RunI
 
 async def _ended(host: str, transport: Transport, run_dir: str, python: str) -> RpcError:
     """Why TensorBoard ended at once: its log's last line, in a sentence."""
-    done = await contract.exec_in_run(
+    done = await run_scripts.exec_in_run(
         transport, run_dir, SERVICE_ID, ["tail", "-n", "3", "train.log"], 30
     )
     last = done.stdout.decode(errors="replace").strip().splitlines() if done.started else []
