@@ -52,6 +52,7 @@ CLIENT_REQUESTS = frozenset(
         "hosts/list",
         "hosts/price",
         "initialize",
+        "pools/list",
         "run/exec",
         "run/fetch",
         "run/metrics",
@@ -334,6 +335,21 @@ if TYPE_CHECKING:
         free_gpus: int
         default: bool
 
+    class PoolHostAnswer(dict[str, Any]):
+        alias: str
+        reachable: bool
+        gpus_total: int
+        gpus_free: int
+        reason: str | None
+
+    class PoolInfoAnswer(dict[str, Any]):
+        name: str
+        hosts: list[PoolHostAnswer]
+        queue: list[RunInfoAnswer]
+
+    class PoolsListResultAnswer(dict[str, Any]):
+        pools: list[PoolInfoAnswer]
+
     class PreflightResultAnswer(dict[str, Any]):
         host: str
         ok: bool
@@ -431,6 +447,7 @@ if TYPE_CHECKING:
         launcher: RunLauncher | None
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
+        pool: str | None
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
@@ -481,6 +498,7 @@ if TYPE_CHECKING:
 
     class StartResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
+        placement: str | None
         pid: int | None
         uploaded_bytes: int
         shipped: list[ShippedFileAnswer]
@@ -699,6 +717,7 @@ def run_start(
     then_terminate: bool | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
+    priority: int | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -738,6 +757,7 @@ def run_start(
             thenTerminate=then_terminate,
             include=include,
             followLinks=follow_links,
+            priority=priority,
         ),
     )
 
@@ -1051,6 +1071,11 @@ def runs_list(
 def hosts_list() -> Call[HostsListResultAnswer]:
     """`hosts/list`: Known hosts and their connections."""
     return Call("hosts/list", {})
+
+
+def pools_list() -> Call[PoolsListResultAnswer]:
+    """`pools/list`: The pools of config.toml: each host's free GPUs now, and the runs queued."""
+    return Call("pools/list", {})
 
 
 def hosts_forget(

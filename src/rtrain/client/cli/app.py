@@ -15,6 +15,7 @@ from .gc_command import gc
 from .guard_commands import guard, terminate
 from .hosts_command import hosts
 from .login_commands import login, logout
+from .pool_commands import pools
 from .preflight_command import preflight
 from .run_care_commands import exec_, restart, rm, shell
 from .runs_command import runs
@@ -44,6 +45,7 @@ app.command(cls=PlainUsage)(stop)
 app.command(cls=PlainUsage)(gc)
 app.command(cls=PlainUsage)(runs)
 app.command(cls=PlainUsage)(hosts)
+app.command(cls=PlainUsage)(pools)
 app.command(
     cls=PlainUsage, context_settings={"allow_extra_args": False, "ignore_unknown_options": True}
 )(restart)
