@@ -111,6 +111,8 @@ _COLUMNS = (
     "nodes",
     "retry",
     "pool",
+    "sweep",
+    "params",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
@@ -119,6 +121,7 @@ _JSON_COLUMNS: dict[str, type] = {
     "attempts": list[Attempt],
     "nodes": list[RunNode],
     "retry": RetryPolicy,
+    "params": dict[str, str],
 }
 # Columns added after the first release, with their types: a registry from then gains them
 # on open (existing rows read NULL there, which every field takes as "not known").
@@ -137,6 +140,8 @@ _ADDED_COLUMNS = {
     "nodes": "TEXT",
     "retry": "TEXT",
     "pool": "TEXT",
+    "sweep": "TEXT",
+    "params": "TEXT",
 }
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}

@@ -116,4 +116,6 @@ class Service:
             for run, _ in self.registry.queued()
             if params.host in (None, run.host) and params.state in (None, run.state)
         ]
+        if params.sweep is not None:
+            runs = [run for run in runs if run.sweep == params.sweep]
         return m.RunsListResult(runs=[self.annotate(run) for run in runs])

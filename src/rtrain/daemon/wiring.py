@@ -111,6 +111,12 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_start(p: m.StartParams, ctx: RequestContext) -> m.StartResult:
         if pool_name(p.host) is not None:
             return await pools.start(p, ctx)
+        if p.sweep is not None:
+            raise app_error(
+                Kind.INVALID_HOST,
+                "a sweep's runs go through a pool: name one (@POOL); a pool of one host is "
+                '[pools.NAME] hosts = ["HOST"] in config.toml.',
+            )
         result = await start(ops, p, ctx)
         monitor.poke()
         return result

@@ -47,6 +47,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "output": [],
     "outside": False,
     "packages": [],
+    "params": {},
     "partitions": [],
     "processes": [],
     "pythonCandidates": [],

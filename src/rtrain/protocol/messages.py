@@ -299,6 +299,9 @@ class RunInfo(Result):
     retry: RetryPolicy | None = None
     # The pool it was started in (`@NAME`), placed on `host` or still queued there.
     pool: str | None = None
+    # The sweep it belongs to, and its parameters there (`rtrain sweep`).
+    sweep: str | None = None
+    params: dict[str, str] = {}
 
 
 class RunNode(Result):
@@ -554,6 +557,17 @@ class StartParams(Params):
     # A run started in a pool (`host` `@NAME`) that must wait goes before those of a lower
     # priority, first come first served within one.
     priority: Priority = 0
+    # One point of a sweep (`rtrain sweep`); only in a pool.
+    sweep: SweepPoint | None = None
+
+
+class SweepPoint(Params):
+    """A run of a sweep: the sweep's name, this run's parameters (recorded with it), and
+    how many runs of the sweep may be placed at once (null: as many as GPUs allow)."""
+
+    name: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")]
+    params: dict[str, str] = {}
+    max_parallel: Annotated[int, msgspec.Meta(ge=1, le=4096)] | None = None
 
 
 class ShippedFile(Result):
@@ -1021,6 +1035,8 @@ class MetricsUpdate(Result):
 class RunsListParams(Params):
     host: str | None = None
     state: RunState | None = None
+    # Only the runs of this sweep.
+    sweep: str | None = None
     # When true, this connection receives `run/changed` for every run from now on.
     subscribe: bool = False
 

@@ -99,6 +99,11 @@ if TYPE_CHECKING:
         name: str
         version: NotRequired[str | None]
 
+    class SweepPoint(TypedDict):
+        name: str
+        params: NotRequired[dict[str, str]]
+        maxParallel: NotRequired[int | None]
+
     class AfterRunAnswer(dict[str, Any]):
         fetch: str | None
         into: str | None
@@ -448,6 +453,8 @@ if TYPE_CHECKING:
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
         pool: str | None
+        sweep: str | None
+        params: dict[str, str]
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
@@ -718,6 +725,7 @@ def run_start(
     include: list[str] | None = None,
     follow_links: bool | None = None,
     priority: int | None = None,
+    sweep: SweepPoint | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -758,6 +766,7 @@ def run_start(
             include=include,
             followLinks=follow_links,
             priority=priority,
+            sweep=sweep,
         ),
     )
 
@@ -1055,6 +1064,7 @@ def runs_list(
     *,
     host: str | None = None,
     state: RunState | None = None,
+    sweep: str | None = None,
     subscribe: bool | None = None,
 ) -> Call[RunsListResultAnswer]:
     """`runs/list`: Runs in the registry; optionally subscribe to run/changed."""
@@ -1063,6 +1073,7 @@ def runs_list(
         _present(
             host=host,
             state=state,
+            sweep=sweep,
             subscribe=subscribe,
         ),
     )

@@ -21,6 +21,7 @@ from .run_care_commands import exec_, restart, rm, shell
 from .runs_command import runs
 from .start_command import start
 from .stop_command import stop
+from .sweep_commands import sweep
 from .usage import PlainUsage
 from .wait_command import wait
 from .watch_commands import metrics, status, tail
@@ -46,6 +47,7 @@ app.command(cls=PlainUsage)(gc)
 app.command(cls=PlainUsage)(runs)
 app.command(cls=PlainUsage)(hosts)
 app.command(cls=PlainUsage)(pools)
+app.command(cls=PlainUsage)(sweep)
 app.command(
     cls=PlainUsage, context_settings={"allow_extra_args": False, "ignore_unknown_options": True}
 )(restart)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -28,6 +29,7 @@ from rtrain.protocol.messages import (
     StartParams,
     StartResult,
 )
+from rtrain.protocol.run_states import is_live
 
 from .placement import (
     HostLook,
@@ -51,6 +53,14 @@ class _Quiet:
         return None
 
 
+def _marks(name: str, p: StartParams) -> dict[str, Any]:
+    """What a run of the pool records besides its start: its pool, its sweep and params."""
+    marks: dict[str, Any] = {"pool": f"@{name}"}
+    if p.sweep is not None:
+        marks |= {"sweep": p.sweep.name, "params": dict(p.sweep.params)}
+    return marks
+
+
 def pool_name(host: str) -> str | None:
     """`lab` for `@lab`; None for a host."""
     return host[1:] if host.startswith("@") else None
@@ -66,6 +76,8 @@ class PoolDispatcher:
         self._secrets: dict[str, dict[str, str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._draining: asyncio.Task[None] | None = None
+        # Runs being started on a host now, by run id: their sweep (None: none).
+        self._placing: dict[str, str | None] = {}
 
     # ---- config ---------------------------------------------------------------------
 
@@ -109,7 +121,10 @@ class PoolDispatcher:
             looks = await look_hosts(
                 self.ops, hosts, self._workdirs(hosts, p), p.share_gpus, run_id, inputs
             )
-            place = None if ahead else await self._reserve_first(ranked(looks, p.gpus), p)
+            full = self._sweep_full(p)
+            place = None if ahead or full else await self._reserve_first(ranked(looks, p.gpus), p)
+            if place is None and full and not ahead:
+                return StartResult(run=self._enqueue(name, p, full))
             if place is None:
                 if never_fits(looks, p.gpus):
                     raise app_error(
@@ -123,6 +138,24 @@ class PoolDispatcher:
                     reason += f"; {len(ahead)} run(s) ahead"
                 return StartResult(run=self._enqueue(name, p, reason))
         return await self._start_on(name, place, p, ctx)
+
+    def _sweep_full(self, p: StartParams) -> str | None:
+        """Why a run of a sweep must wait for one of the sweep's own runs to end (its
+        `maxParallel` are placed), or None."""
+        if p.sweep is None or p.sweep.max_parallel is None:
+            return None
+        name = p.sweep.name
+        live = sum(
+            1
+            for run in self.ops.registry.list()
+            if run.sweep == name and is_live(run.state) and run.run_id not in self._placing
+        )
+        live += sum(1 for sweep in self._placing.values() if sweep == name)
+        if live < p.sweep.max_parallel:
+            return None
+        return (
+            f"waiting for a run of sweep {name} to end ({live} of {p.sweep.max_parallel} at once)"
+        )
 
     def _check_new(self, run_id: str) -> None:
         """A run id taken anywhere this daemon knows (a host, a queue) is never reused."""
@@ -164,19 +197,23 @@ class PoolDispatcher:
     ) -> StartResult:
         assert p.run_id is not None
         placed = msgspec.structs.replace(
-            p, host=look.alias, secrets=self._secrets.pop(p.run_id, p.secrets)
+            p, host=look.alias, secrets=self._secrets.pop(p.run_id, p.secrets), sweep=None
         )
+        self._placing[p.run_id] = p.sweep.name if p.sweep is not None else None
         try:
             result = await self._start_run(self.ops, placed, ctx)
         except BaseException:
             await asyncio.shield(self._release(look, p.run_id))
             raise
+        finally:
+            self._placing.pop(p.run_id, None)
+        marks = _marks(name, p)
         run = self.ops.known(look.alias, p.run_id) or result.run
-        run = self.ops.record(msgspec.structs.replace(run, pool=f"@{name}"))
+        self.ops.record(msgspec.structs.replace(run, **marks))
         self._poke()
         return msgspec.structs.replace(
             result,
-            run=msgspec.structs.replace(result.run, pool=f"@{name}"),
+            run=msgspec.structs.replace(result.run, **marks),
             placement=placed_words(look, p.gpus),
         )
 
@@ -201,7 +238,7 @@ class PoolDispatcher:
             reason=reason,
             env=p.env,
             setup=p.setup,
-            pool=f"@{name}",
+            **_marks(name, p),
         )
         if p.secrets:
             self._secrets[p.run_id] = dict(p.secrets)
@@ -259,6 +296,10 @@ class PoolDispatcher:
             if workdirs not in looks_by:
                 looks_by[workdirs] = await look_hosts(self.ops, hosts, workdirs, p.share_gpus, None)
             looks = looks_by[workdirs]
+            full = self._sweep_full(p)
+            if full is not None:  # it waits for its own sweep, which holds no one else up
+                self._note_reason(queued, full)
+                continue
             place = None if blocked else await self._reserve_first(ranked(looks, p.gpus), p)
             if place is None:
                 blocked = True
@@ -266,19 +307,24 @@ class PoolDispatcher:
                 if waiting:
                     reason += f"; {waiting} run(s) ahead"
                 waiting += 1
-                if reason != queued.reason:
-                    moved = msgspec.structs.replace(queued, reason=reason, last_seen=now())
-                    self.ops.registry.requeue(moved)
-                    self.ops.publish(moved)
+                self._note_reason(queued, reason)
                 continue
             looks_by[workdirs] = [
                 look.taken(p.gpus) if look.alias == place.alias else look for look in looks
             ]
             self.ops.registry.dequeue(p.run_id)
             self.ops.publish_removed(queued)
+            # Counted for its sweep from now, before its task starts.
+            self._placing[p.run_id] = p.sweep.name if p.sweep is not None else None
             task = asyncio.create_task(self._place_queued(name, place, p, queued))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _note_reason(self, queued: RunInfo, reason: str) -> None:
+        if reason != queued.reason:
+            moved = msgspec.structs.replace(queued, reason=reason, last_seen=now())
+            self.ops.registry.requeue(moved)
+            self.ops.publish(moved)
 
     async def _place_queued(
         self, name: str, look: HostLook, p: StartParams, queued: RunInfo
