@@ -49,6 +49,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "packages": [],
     "params": {},
     "partitions": [],
+    "priority": 0,
     "processes": [],
     "pythonCandidates": [],
     "removed": False,

@@ -565,7 +565,8 @@ class SweepPoint(Params):
     """A run of a sweep: the sweep's name, this run's parameters (recorded with it), and
     how many runs of the sweep may be placed at once (null: as many as GPUs allow)."""
 
-    name: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")]
+    # Its runs are NAME-1, NAME-2, ...: a name that makes run ids, as `runId` is judged.
+    name: str
     params: dict[str, str] = {}
     max_parallel: Annotated[int, msgspec.Meta(ge=1, le=4096)] | None = None
 
@@ -1095,12 +1096,22 @@ class PoolHost(Result):
     reason: str | None = None
 
 
+class QueuedRun(Result):
+    """A run waiting in its pool: what it waits for (`reason`), its priority and sweep."""
+
+    run_id: str
+    reason: str | None = None
+    priority: int = 0
+    sweep: str | None = None
+    created_at: float | None = None
+
+
 class PoolInfo(Result):
     """A pool of config.toml: its hosts, and the runs queued in it, first to go first."""
 
     name: str
     hosts: list[PoolHost]
-    queue: list[RunInfo]
+    queue: list[QueuedRun]
 
 
 class PoolsListResult(Result):

@@ -350,7 +350,7 @@ if TYPE_CHECKING:
     class PoolInfoAnswer(dict[str, Any]):
         name: str
         hosts: list[PoolHostAnswer]
-        queue: list[RunInfoAnswer]
+        queue: list[QueuedRunAnswer]
 
     class PoolsListResultAnswer(dict[str, Any]):
         pools: list[PoolInfoAnswer]
@@ -394,6 +394,13 @@ if TYPE_CHECKING:
         executable: str | None
         torch: TorchInfoAnswer | None
         error: str | None
+
+    class QueuedRunAnswer(dict[str, Any]):
+        run_id: str
+        reason: str | None
+        priority: int
+        sweep: str | None
+        created_at: float | None
 
     class RemoveResultAnswer(dict[str, Any]):
         removed: list[RemovedRunAnswer]

@@ -9,6 +9,7 @@ import typer
 from rtrain.protocol.version import RTRAIN_VERSION
 
 from . import daemon_commands, protocol_commands
+from .compare_command import compare
 from .fetch_command import fetch
 from .forward_commands import forward, forwards
 from .gc_command import gc
@@ -48,6 +49,7 @@ app.command(cls=PlainUsage)(runs)
 app.command(cls=PlainUsage)(hosts)
 app.command(cls=PlainUsage)(pools)
 app.command(cls=PlainUsage)(sweep)
+app.command(cls=PlainUsage)(compare)
 app.command(
     cls=PlainUsage, context_settings={"allow_extra_args": False, "ignore_unknown_options": True}
 )(restart)

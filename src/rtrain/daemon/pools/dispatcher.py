@@ -25,6 +25,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
     DEFAULT_WORKDIR,
     PoolInfo,
+    QueuedRun,
     RunInfo,
     StartParams,
     StartResult,
@@ -59,6 +60,17 @@ def _marks(name: str, p: StartParams) -> dict[str, Any]:
     if p.sweep is not None:
         marks |= {"sweep": p.sweep.name, "params": dict(p.sweep.params)}
     return marks
+
+
+def _queued_row(run: RunInfo, params: bytes) -> QueuedRun:
+    p = msgspec.json.decode(params, type=StartParams)
+    return QueuedRun(
+        run_id=run.run_id,
+        reason=run.reason,
+        priority=p.priority,
+        sweep=p.sweep.name if p.sweep is not None else None,
+        created_at=run.created_at,
+    )
 
 
 def pool_name(host: str) -> str | None:
@@ -109,6 +121,8 @@ class PoolDispatcher:
         assert name is not None
         hosts = self.hosts_of(name)
         run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
+        if p.sweep is not None:
+            validation.run_id(p.sweep.name)  # a sweep is named as its runs are
         self._check_new(run_id)
         p = msgspec.structs.replace(p, run_id=run_id)
         # Everything a user can get wrong is judged before any ssh, as for a host.
@@ -392,7 +406,7 @@ class PoolDispatcher:
             PoolInfo(
                 name=name,
                 hosts=[look.shown for look in pool_looks],
-                queue=[run for run, _ in self.ops.registry.queued(name)],
+                queue=[_queued_row(run, params) for run, params in self.ops.registry.queued(name)],
             )
             for name, pool_looks in zip(sorted(pools), looks, strict=True)
         ]
