@@ -77,3 +77,18 @@ def test_bad_pools_are_refused_before_anything_runs(lab: Lab) -> None:
     assert both.code == 2 and "give HOST or --pool, not both" in both.err, both
     for alias in ("box1", "box2", "box3"):
         assert not (lab.hosts.home(alias) / ".rtrain-pl" / lab.tag).exists()
+
+
+def test_the_host_that_caches_the_inputs_goes_first(lab: Lab) -> None:
+    lab.configure(LAB)
+    data = lab.cwd / "data.bin"
+    data.write_bytes(bytes(range(256)) * 4096)  # 1 MiB, shipped once into box3's cache
+    first = lab.new_run_id("first")
+    done = lab.start(first, "--dataset", str(data), where="box3", gpus=0)
+    assert done.code == 0, done
+    lab.finish("box3", first)  # its GPUs were never claimed; its input stays cached
+
+    again = lab.start(lab.new_run_id("again"), "--dataset", str(data))
+    # box1 (1 of 1 free) is the least loaded, but box3 holds the input already
+    assert "placed on box3: 2 of 2 GPUs free, inputs cached" in again.out, again
+    assert "already on box3, 0 B sent" in again.err, again
