@@ -94,6 +94,8 @@ def test_a_queued_run_is_stopped_then_removed_leaving_nothing(lab: Lab) -> None:
     assert stopped.code == 0, stopped
     assert lab.status("@lab", run_id).startswith("stopped")
     assert lab.pools()["lab"]["queue"] == []
+    hosts = [h["alias"] for h in lab("hosts", "--json").json()]
+    assert "@lab" not in hosts and "box1" in hosts, hosts  # a pool is no host
     removed = lab("rm", "@lab", run_id)
     assert removed.code == 0, removed
     gone = lab("status", "@lab", run_id)

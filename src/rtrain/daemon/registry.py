@@ -255,9 +255,11 @@ class Registry:
         return self._select(f"WHERE state IN ({marks})", ACTIVE_STATES)
 
     def hosts(self) -> builtins.list[str]:
+        # A run recorded under `@POOL` (never placed: stopped or failed in its queue) is no
+        # host's.
         rows = self._db.execute(
             "SELECT alias FROM hosts UNION SELECT DISTINCT host FROM runs "
-            "UNION SELECT alias FROM host_prices ORDER BY 1"
+            "WHERE host NOT LIKE '@%' UNION SELECT alias FROM host_prices ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
 
