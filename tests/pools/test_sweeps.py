@@ -8,10 +8,14 @@ import re
 
 from tests.pools.conftest import Lab
 
-# Records when it ran (this machine's clock: every host is this machine) and its values.
+# Says its values, runs until the file `finish` appears in its run dir, then says when it
+# ran (this machine's clock: every host is this machine).
 TIMED = (
-    "import time; began = time.time(); time.sleep(1.0); "
-    "print('lr={lr} bs={bs} ran', began, time.time(), flush=True)"
+    "import os, time\n"
+    "began = time.time()\n"
+    "print('lr={lr} bs={bs} started', flush=True)\n"
+    "while not os.path.exists('finish'): time.sleep(0.05)\n"
+    "print('lr={lr} bs={bs} ran', began, time.time(), flush=True)\n"
 )
 HOLD = "import os, time\nwhile not os.path.exists('finish'): time.sleep(0.05)\n# {lr}"
 
@@ -27,8 +31,20 @@ def test_a_six_run_sweep_over_three_hosts_keeps_to_max_parallel_and_waits_whole(
     )  # fmt: skip
     assert started.code == 0, started
     assert f"{name}-1 (lr=1e-4 bs=16): placed on " in started.out, started
+    assert f"{name}-2 (lr=1e-4 bs=32): placed on " in started.out, started
+    assert started.out.count(": queued: ") == 4, started  # nothing ended: 2 at once
     assert f"{name}-3 (lr=3e-4 bs=16): queued: waiting for a run of sweep {name}" in started.out
+    status = lab("sweep", "status", name)
+    assert "2 queued" not in status.err and "4 queued" in status.err, status
 
+    def all_done() -> bool:
+        runs = lab("runs", "--sweep", name, "--json").json()
+        for run in runs:  # let whatever runs now end; the daemon places the next ones
+            if run["state"] == "running" and not run["host"].startswith("@"):
+                lab.finish(run["host"], run["runId"])
+        return len(runs) == 6 and all(run["state"] == "completed" for run in runs)
+
+    lab.wait_until(all_done, f"every run of {name} completed")
     waited = lab("sweep", "wait", name)
     assert waited.code == 0, waited
     assert waited.out.count(": completed") == 6, waited

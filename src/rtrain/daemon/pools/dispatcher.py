@@ -147,9 +147,13 @@ class PoolDispatcher:
                         f"many ({', '.join(f'{x.alias}: {x.total}' for x in looks)}); "
                         "nothing was started.",
                     )
-                reason = waiting_words(name, looks, p.gpus)
-                if ahead:
-                    reason += f"; {len(ahead)} run(s) ahead"
+                if ahead and ranked(looks, p.gpus):
+                    # GPUs are free, but runs queued first go first (the next poll places it).
+                    reason = f"waiting behind {len(ahead)} run(s) queued in {name}"
+                else:
+                    reason = waiting_words(name, looks, p.gpus)
+                    if ahead:
+                        reason += f"; {len(ahead)} run(s) ahead"
                 return StartResult(run=self._enqueue(name, p, reason))
         return await self._start_on(name, place, p, ctx)
 
