@@ -19,7 +19,8 @@ from rtrain.daemon.operations.context import Ops, chosen, now
 from rtrain.daemon.operations.notifier import Notifier
 from rtrain.daemon.operations.start import RESERVED, new_run_id
 from rtrain.daemon.operations.start_plan import plan_start
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import launch_scripts
+from rtrain.daemon.remote.contract.answers import Exit
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -195,20 +196,22 @@ class PoolDispatcher:
                 return look  # nothing to claim
             try:
                 transport = await self.ops.transport(look.alias)
-                reserved = await contract.reserve_gpus(
+                reserved = await launch_scripts.reserve_gpus(
                     transport, look.workdir, p.run_id, p.gpus, p.share_gpus
                 )
             except RpcError as error:
                 log.info("%s: no reservation for %s: %s", look.alias, p.run_id, error)
                 continue
-            if reserved.exit == contract.Exit.OK:
+            if reserved.exit == Exit.OK:
                 return look
             log.info("%s: %s lost the race for GPUs: %s", look.alias, p.run_id, reserved.error_text)
         return None
 
     async def _release(self, look: HostLook, run_id: str) -> None:
         with contextlib.suppress(RpcError):
-            await contract.release_gpus(await self.ops.transport(look.alias), look.workdir, run_id)
+            await launch_scripts.release_gpus(
+                await self.ops.transport(look.alias), look.workdir, run_id
+            )
 
     async def _start_on(
         self, name: str, look: HostLook, p: StartParams, ctx: Notifier

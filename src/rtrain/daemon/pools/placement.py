@@ -15,7 +15,8 @@ from pathlib import Path
 
 from rtrain.daemon.operations.context import Ops
 from rtrain.daemon.operations.local_file import LocalFile
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import launch_scripts
+from rtrain.daemon.remote.contract.answers import Exit
 from rtrain.daemon.transfer.shipping import sha256_of
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import PoolHost
@@ -100,12 +101,12 @@ async def _look(
     try:
         async with asyncio.timeout(LOOK_S):
             transport = await ops.transport(alias)
-            claims = await contract.gpu_claims(transport, workdir, share, run_id, inputs)
+            claims = await launch_scripts.gpu_claims(transport, workdir, share, run_id, inputs)
     except RpcError as error:
         return replace(look, error=_first_sentence(error.message))
     except TimeoutError:
         return replace(look, error=f"no answer in {LOOK_S:.0f} s")
-    if claims.exit != contract.Exit.OK:
+    if claims.exit != Exit.OK:
         return replace(look, error=claims.error_text or f"exit {claims.exit}")
     return replace(look, total=claims.total, free=len(claims.free), cached=claims.cached or 0)
 
