@@ -203,6 +203,7 @@ class RemoteRunner:
         master_addr: str | None = None,
         retry: int | None = None,
         retry_on: RetryOn | None = None,
+        requirements: str | Path | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
 
@@ -227,7 +228,11 @@ class RemoteRunner:
         runner's host first, with `nodes` their count and a `{torchrun}` command;
         `master_addr` is the address the others reach the first at (default: its HostName).
         `retry`: attempts the daemon starts by itself after the run ends lost (`retry_on`
-        `failed`: after a failure too); default: the host's config.toml `retry`, else none."""
+        `failed`: after a failure too); default: the host's config.toml `retry`, else none.
+        `requirements`: a pip requirements file; `{python}` is then a virtual environment
+        built from it on the host once and reused (default: the host's config.toml
+        `requirements`, else `requirements.txt` in `code_dir`; "" for none;
+        docs/environments.md)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -245,6 +250,13 @@ class RemoteRunner:
             follow_links=follow_links or None,
             env=dict(env) if env else None,
             setup=setup,
+            requirements=(
+                None
+                if requirements is None
+                else str(Path(requirements).resolve())
+                if str(requirements)
+                else ""
+            ),
             run_id=run_id,
             gpus=gpus,
             python=self.host.python,

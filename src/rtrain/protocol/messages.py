@@ -546,6 +546,10 @@ class StartParams(Params):
     # to (else they ship as links).
     include: list[str] = []
     follow_links: bool = False
+    # A pip requirements file (absolute local path): the run's python is a virtual environment
+    # built from it once per host and reused (docs/environments.md). null: the host's
+    # config.toml `requirements`, else `requirements.txt` at the top of `code`; "" for none.
+    requirements: str | None = None
 
 
 class ShippedFile(Result):
@@ -786,6 +790,40 @@ class GcResult(Result):
     # On this machine: the cut fetches from the host whose partial data was swept, and its bytes.
     local_partials: int = 0
     local_freed_bytes: int = 0
+    # The run environments no run directory used any more, removed, and what they held
+    # (counted in `freedBytes` too).
+    environments_removed: int = 0
+    environment_bytes: int = 0
+
+
+class EnvsParams(Params):
+    host: str
+    # None: the host's configured workdir, else ~/.rtrain.
+    workdir: str | None = None
+
+
+class EnvironmentInfo(Result):
+    """One environment cached on the host (docs/environments.md): its key (the lock, the
+    python and the platform, hashed), its size, when a run last used it and when it was
+    built (epoch seconds, the host's clock), how long the build took and with which tool
+    (`uv`, `pip`), the python it was built from, and the runs whose directories use it
+    (`usedBy`)."""
+
+    key: str
+    size_bytes: int
+    last_used: float | None = None
+    built_at: float | None = None
+    build_seconds: float | None = None
+    tool: str | None = None
+    python: str | None = None
+    used_by: list[str] = []
+
+
+class EnvsResult(Result):
+    host: str
+    environments: list[EnvironmentInfo] = []
+    # Keys being built right now.
+    building: list[str] = []
 
 
 class GuardParams(Params):

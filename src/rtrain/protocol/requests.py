@@ -42,6 +42,7 @@ CLIENT_REQUESTS = frozenset(
         "forwards/close",
         "forwards/list",
         "forwards/open",
+        "host/envs",
         "host/gc",
         "host/guard",
         "host/login",
@@ -148,6 +149,21 @@ if TYPE_CHECKING:
         version: str | None
         cuda_version: str | None
 
+    class EnvironmentInfoAnswer(dict[str, Any]):
+        key: str
+        size_bytes: int
+        last_used: float | None
+        built_at: float | None
+        build_seconds: float | None
+        tool: str | None
+        python: str | None
+        used_by: list[str]
+
+    class EnvsResultAnswer(dict[str, Any]):
+        host: str
+        environments: list[EnvironmentInfoAnswer]
+        building: list[str]
+
     class ExecResultAnswer(dict[str, Any]):
         exit_code: int
         stdout: str
@@ -197,6 +213,8 @@ if TYPE_CHECKING:
         partials: int
         local_partials: int
         local_freed_bytes: int
+        environments_removed: int
+        environment_bytes: int
 
     class GpuInfoAnswer(dict[str, Any]):
         index: int
@@ -617,6 +635,21 @@ def host_gc(
     )
 
 
+def host_envs(
+    *,
+    host: str,
+    workdir: str | None = None,
+) -> Call[EnvsResultAnswer]:
+    """`host/envs`: List the run environments cached on the host."""
+    return Call(
+        "host/envs",
+        _present(
+            host=host,
+            workdir=workdir,
+        ),
+    )
+
+
 def host_guard(
     *,
     host: str,
@@ -699,6 +732,7 @@ def run_start(
     then_terminate: bool | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
+    requirements: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -738,6 +772,7 @@ def run_start(
             thenTerminate=then_terminate,
             include=include,
             followLinks=follow_links,
+            requirements=requirements,
         ),
     )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.environments.lock_file import EnvironmentLock, chosen_lock
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
@@ -49,6 +50,8 @@ class StartPlan:
     limits: Limits
     after: AfterRun | None
     retry: RetryPolicy | None
+    # The lock of the run's environment (None: the host python as it is).
+    environment: EnvironmentLock | None = None
 
     @property
     def across_hosts(self) -> bool:
@@ -66,6 +69,13 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     env = _checked_env(p, settings.env)
     setup = p.setup if p.setup is not None else settings.setup
     config, datasets, code_dir = _local_paths(p, settings.code)
+    environment = chosen_lock(p.requirements, settings.requirements, code_dir)
+    if environment is not None and not ops.launcher(p.host).runs_on_host:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"{p.host} runs batch jobs: an environment from {environment.source} is built on "
+            "hosts that run their own runs for now; install it with --setup there.",
+        )
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
     check_template(template, bool(datasets), config is not None)
@@ -112,6 +122,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         limits=limits,
         after=after,
         retry=retry,
+        environment=environment,
     )
 
 

@@ -1,0 +1,86 @@
+"""envs.sh's typed counterpart (the contract's, kept in a file of its own): the environments
+a work directory caches, and their removal."""
+
+from __future__ import annotations
+
+import msgspec
+
+from rtrain.daemon.ssh.transport import Transport
+
+from .contract import Answer, Exit, Lines, _float, _int
+
+
+class CachedEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    """One `env` line: sizes in KiB, times in epoch seconds (None: not said)."""
+
+    key: str
+    kib: int
+    last_used: float | None
+    built_at: float | None
+    build_seconds: float | None
+    tool: str | None
+    python: str | None
+    runs: list[str]
+
+
+class EnvironmentListing(Answer, frozen=True, kw_only=True):
+    environments: list[CachedEnvironment]
+    building: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK
+
+
+class EnvironmentsCollected(Answer, frozen=True, kw_only=True):
+    """`freed KIB ENVIRONMENTS`; None values when the script did not say."""
+
+    freed_kib: int | None
+    removed: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK and None not in (self.freed_kib, self.removed)
+
+
+def _word(value: str) -> str | None:
+    return None if value in ("", "-") else value
+
+
+async def list_environments(transport: Transport, workdir: str) -> EnvironmentListing:
+    done = await transport.run("envs", [workdir, "list"], timeout=120)
+    lines = Lines(done.stdout)
+    found = []
+    for row in lines.rows("env"):
+        if len(row) < 8:
+            continue
+        key, kib, used, built, seconds, tool, python, runs = row[:8]
+        found.append(
+            CachedEnvironment(
+                key=key,
+                kib=_int(kib) or 0,
+                last_used=_float(_word(used)),
+                built_at=_float(_word(built)),
+                build_seconds=_float(_word(seconds)),
+                tool=_word(tool),
+                python=_word(python),
+                runs=[] if runs == "-" else runs.split(","),
+            )
+        )
+    return EnvironmentListing(
+        environments=found,
+        building=[row[0] for row in lines.rows("building") if row],
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+async def collect_environments(transport: Transport, workdir: str) -> EnvironmentsCollected:
+    done = await transport.run("envs", [workdir, "gc"], timeout=600)
+    freed = (Lines(done.stdout).last("freed") or []) + [""] * 2
+    return EnvironmentsCollected(
+        freed_kib=_int(freed[0]),
+        removed=_int(freed[1]),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
