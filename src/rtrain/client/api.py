@@ -341,12 +341,14 @@ class RemoteRunner:
         *,
         command: Sequence[str] | None = None,
         append: Sequence[str] = (),
+        code_dir: str | Path | None = None,
     ) -> RemoteRun:
         """Start an ended run's recorded command again in its own directory (a new attempt;
         a trainer that checkpoints resumes), or `command` (placeholders as for start), with
-        `append`'s words added (`["--init_from=resume"]`). A run started with secrets needs
-        them again. Returns as soon as the trainer runs; raises RemoteError (e.g. while it
-        runs)."""
+        `append`'s words added (`["--init_from=resume"]`). `code_dir`: its files that differ
+        from what the run holds are shipped into the run directory first (the fix; outputs
+        and checkpoints stay). A run started with secrets needs them again. Returns as soon
+        as the trainer runs; raises RemoteError (e.g. while it runs)."""
         handle = self._handle(run)
         call = requests.run_restart(
             host=handle.host,
@@ -354,6 +356,7 @@ class RemoteRunner:
             secrets=dict(secrets) if secrets else None,
             command=list(command) if command is not None else None,
             append=list(append) or None,
+            code=str(Path(code_dir).resolve()) if code_dir is not None else None,
         )
         done = self._call(call).run
         return RemoteRun(done.host, done.run_id, done.remote_dir, done.log_path)

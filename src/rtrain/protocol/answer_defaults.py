@@ -18,6 +18,8 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "attempts": [],
     "backoff": 5.0,
     "building": [],
+    "codeDiffers": [],
+    "codeShipped": [],
     "command": [],
     "connections": 0,
     "default": False,

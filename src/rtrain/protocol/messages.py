@@ -932,6 +932,9 @@ class RestartParams(Params):
     append: list[str] = []
     # Say what would run (`command`, `attempt`) and start nothing.
     dry_run: bool = False
+    # A code directory (absolute local path): its files that differ from what the run was
+    # shipped go into the run directory, over the old ones, before the attempt starts.
+    code: str | None = None
 
 
 class RestartResult(Result):
@@ -945,6 +948,11 @@ class RestartResult(Result):
     attempt: int = 0
     setup: str | None = None
     dry_run: bool = False
+    # With `code`: the files shipped into the run directory (those that differed). Without
+    # it (or on a dry run): the files of the code directory that differ from what the run
+    # holds, where the run recorded its code directory and this machine has it.
+    code_shipped: list[str] = []
+    code_differs: list[str] = []
 
 
 class RemoveParams(Params):

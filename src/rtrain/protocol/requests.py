@@ -408,6 +408,8 @@ if TYPE_CHECKING:
         attempt: int
         setup: str | None
         dry_run: bool
+        code_shipped: list[str]
+        code_differs: list[str]
 
     class RetryPolicyAnswer(dict[str, Any]):
         limit: int
@@ -969,6 +971,7 @@ def run_restart(
     command: list[str] | None = None,
     append: list[str] | None = None,
     dry_run: bool | None = None,
+    code: str | None = None,
 ) -> Call[RestartResultAnswer]:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
@@ -981,6 +984,7 @@ def run_restart(
             command=command,
             append=append,
             dryRun=dry_run,
+            code=code,
         ),
     )
 

@@ -37,8 +37,10 @@ from rtrain.protocol.run_states import is_live
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
 from .context import Ops, now
+from .restart_code import code_for_restart
 from .run_limits import Limits, launch_line
 from .run_proof import refuse_unless_run
+from .start import RESERVED
 from .status import status as run_status
 
 
@@ -67,6 +69,8 @@ class RecordedLaunch(msgspec.Struct):
     limits: Limits | None = None
     # A run across hosts: its nodes, node 0 first.
     nodes: list[RunNode] = []
+    # The code directory it was shipped from, on the machine that started it.
+    code_dir: str | None = None
 
 
 async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
@@ -77,12 +81,28 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     transport = await ops.transport(p.host)
     recorded = await _recorded_launch(transport, run_dir, p)
     _refuse_missing_secrets(p, recorded)
+    code = await code_for_restart(
+        transport,
+        run_dir,
+        p.run_id,
+        p.code,
+        (recorded.inputs, recorded.code_dir),
+        RESERVED,
+        dry_run=p.dry_run,
+        channels=ops.hosts.config.host(p.host).channels,
+    )
+    recorded = msgspec.structs.replace(recorded, inputs=code.inputs, code_dir=code.directory)
     number = recorded.attempt + 1
     wrapper = recorded.command[: recorded.wrapper_words]
     trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
     if p.dry_run:
         return RestartResult(
-            run=current, command=trainer, attempt=number, setup=recorded.setup, dry_run=True
+            run=current,
+            command=trainer,
+            attempt=number,
+            setup=recorded.setup,
+            dry_run=True,
+            code_differs=code.differs,
         )
     command = [*wrapper, *trainer]
     earlier = _ended_attempts(current, recorded)
@@ -117,6 +137,8 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         command=trainer,
         attempt=number,
         setup=recorded.setup,
+        code_shipped=code.shipped,
+        code_differs=code.differs,
     )
 
 
@@ -191,6 +213,8 @@ def _meta(
         meta["limits"] = msgspec.to_builtins(limits)
     if nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in nodes]
+    if recorded.code_dir is not None:
+        meta["code_dir"] = recorded.code_dir
     return meta
 
 

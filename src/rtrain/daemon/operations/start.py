@@ -381,6 +381,8 @@ def _meta(
     if plan.limits.watched:
         meta["limits"] = msgspec.to_builtins(plan.limits)
     meta["launcher"] = pending.launcher
+    if plan.code_dir is not None:
+        meta["code_dir"] = str(plan.code_dir)
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
     return meta

@@ -52,6 +52,8 @@ class StartPlan:
     retry: RetryPolicy | None
     # The lock of the run's environment (None: the host python as it is).
     environment: EnvironmentLock | None = None
+    # The code directory on this machine (a restart compares it with what was shipped).
+    code_dir: Path | None = None
 
     @property
     def across_hosts(self) -> bool:
@@ -123,6 +125,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         after=after,
         retry=retry,
         environment=environment,
+        code_dir=code_dir,
     )
 
 
@@ -146,7 +149,7 @@ def _local_paths(
     config = _local_file(p.config, "config") if p.config is not None else None
     datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
     code = p.code if p.code is not None else host_code
-    return config, datasets, _local_dir(code) if code else None
+    return config, datasets, code_directory(code) if code else None
 
 
 def _checked_env(p: StartParams, host_env: dict[str, str]) -> dict[str, str]:
@@ -228,7 +231,8 @@ def _local_input(path: str) -> Path:
     return local.resolve()
 
 
-def _local_dir(path: str) -> Path:
+def code_directory(path: str) -> Path:
+    """A code directory named on this machine, resolved, or the sentence why not."""
     local = Path(path).expanduser()
     if not local.is_dir():
         raise app_error(
