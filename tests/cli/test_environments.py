@@ -181,3 +181,36 @@ def _hold_build_lock(cli: Cli, key: str) -> _HeldLock:
     done = cli.hosts.run_as(GPU_USER, [BASE_PYTHON, "-c", make])
     assert done.returncode == 0, done
     return _HeldLock(lock)
+
+
+def test_preflight_builds_the_environment_ahead_and_names_a_broken_line(cli: Cli) -> None:
+    lock = cli.file("requirements.txt", LOCK)
+    ahead = cli(
+        "preflight", "plain", "--gpus", "0", "--python", BASE_PYTHON,
+        "--workdir", cli.workdir, "--requirements", str(lock),
+    )  # fmt: skip
+    assert ahead.code == 0, ahead
+    built = re.search(r"environment: (\w+) built now from .* in [\d.]+ s with pip", ahead.out)
+    assert built, ahead
+    assert _built(cli) == [built[1]]
+    # No scratch of the check is left, and a start uses what it built.
+    assert [p.name for p in (cli.far_workdir / ENVS).iterdir() if ".check-" in p.name] == []
+    run_id = cli.new_run_id()
+    _start(cli, run_id, lock)
+    assert _wait_ended(cli, run_id) == "completed"
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    assert f"rtrain: environment {built[1]} is ready (built before)" in log
+    again = cli(
+        "preflight", "plain", "--gpus", "0", "--python", BASE_PYTHON,
+        "--workdir", cli.workdir, "--requirements", str(lock),
+    )  # fmt: skip
+    assert f"environment: {built[1]} from {lock} is built already" in again.out, again
+
+    broken = cli.file("broken.txt", "no-such-package-rtrain-test==1.0\n")
+    refused = cli(
+        "preflight", "plain", "--gpus", "0", "--python", BASE_PYTHON,
+        "--workdir", cli.workdir, "--requirements", str(broken),
+    )  # fmt: skip
+    assert refused.code != 0, refused
+    assert "environment: line 1: no-such-package-rtrain-test==1.0: " in refused.out, refused
+    assert _built(cli) == [built[1]]

@@ -137,12 +137,14 @@ class RemoteRunner:
         code_dir: str | Path | None = None,
         include: Sequence[str] = (),
         follow_links: bool = False,
+        requirements: str | Path | None = None,
     ) -> RemotePreflight:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
         paths start would ship (checked against the disk), and `config_path` and `code_dir`
         (with `include` and `follow_links`) counted as start ships them; `hf_models`: Hub
         models the host must download, with `secrets={"HF_TOKEN": ...}` as the token to
-        try."""
+        try; `requirements`: a pip requirements file whose environment is built now (or
+        found built), as start would build it (docs/environments.md)."""
         result = self._call(
             requests.host_preflight(
                 host=self.host.alias,
@@ -157,6 +159,7 @@ class RemoteRunner:
                 follow_links=follow_links or None,
                 hf_models=list(hf_models) or None,
                 secrets=dict(secrets) if secrets else None,
+                requirements=str(Path(requirements).resolve()) if requirements else None,
             )
         )
         return RemotePreflight(

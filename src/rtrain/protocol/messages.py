@@ -350,6 +350,9 @@ class PreflightParams(Params):
     hf_models: list[str] = []
     # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
     secrets: dict[str, str] = {}
+    # A pip requirements file (absolute local path): its environment is built on the host
+    # now, as a start would build it, or found built (docs/environments.md).
+    requirements: str | None = None
 
 
 class TorchInfo(Result):

@@ -600,6 +600,7 @@ def host_preflight(
     follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
+    requirements: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -618,6 +619,7 @@ def host_preflight(
             followLinks=follow_links,
             hfModels=hf_models,
             secrets=secrets,
+            requirements=requirements,
         ),
     )
 

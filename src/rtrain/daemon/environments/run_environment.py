@@ -34,6 +34,9 @@ def builder_words(python: str, run_dir: str) -> list[str]:
     return ["/bin/sh", "-c", _WITH_PYTHON, BUILDER_FILE, python, BUILDER_FILE, workdir, LOCK_FILE]
 
 
+def builder_source() -> bytes:
+    return resources.files("rtrain.daemon.remote").joinpath("env_build.py").read_bytes()
+
+
 def environment_files(lock: EnvironmentLock) -> list[tuple[str, bytes]]:
-    builder = resources.files(env_build.__package__).joinpath("env_build.py").read_bytes()
-    return [(BUILDER_FILE, builder), (LOCK_FILE, lock.content)]
+    return [(BUILDER_FILE, builder_source()), (LOCK_FILE, lock.content)]

@@ -84,3 +84,34 @@ async def collect_environments(transport: Transport, workdir: str) -> Environmen
         exit=done.returncode,
         error_text=done.error_text,
     )
+
+
+class EnvironmentChecked(Answer, frozen=True, kw_only=True):
+    """env_check.sh: `built KEY SECONDS TOOL`, `ready KEY` or `failed WHY`."""
+
+    key: str | None = None
+    built_seconds: float | None = None
+    tool: str | None = None
+    failed: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK and self.key is not None
+
+
+async def check_environment(
+    transport: Transport, workdir: str, python: str, builder: bytes, lock: bytes
+) -> EnvironmentChecked:
+    stdin = str(len(builder)).encode() + b"\n" + builder + lock
+    done = await transport.run("env_check", [workdir, python], stdin=stdin, timeout=3600)
+    lines = Lines(done.stdout)
+    answer = EnvironmentChecked(exit=done.returncode, error_text=done.error_text)
+    built = lines.last("built")
+    if built is not None and len(built) >= 3:
+        return msgspec.structs.replace(
+            answer, key=built[0], built_seconds=_float(built[1]), tool=built[2]
+        )
+    ready = lines.value("ready")
+    if ready:
+        return msgspec.structs.replace(answer, key=ready)
+    return msgspec.structs.replace(answer, failed=lines.value("failed"))
