@@ -214,3 +214,24 @@ def test_preflight_builds_the_environment_ahead_and_names_a_broken_line(cli: Cli
     assert refused.code != 0, refused
     assert "environment: line 1: no-such-package-rtrain-test==1.0: " in refused.out, refused
     assert _built(cli) == [built[1]]
+
+
+def test_the_code_s_requirements_txt_is_the_lock_unless_it_stays_home(cli: Cli) -> None:
+    code = cli.cwd / "project"
+    code.mkdir()
+    (code / "requirements.txt").write_text(LOCK)
+    (code / "train.py").write_text(SHOW_ENV + "\n")
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "train.py", code=str(code), python=BASE_PYTHON)
+    assert _wait_ended(cli, run_id) == "completed"
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    assert "rtrain: building environment" in log and "python in" in log, log
+
+    # Left home by its ignore rules: no environment, the host python as it is.
+    (code / ".rtrainignore").write_text("requirements.txt\n")
+    (code / "train.py").write_text("import sys; print('python in', sys.prefix)\n")
+    plain = cli.new_run_id()
+    cli.start(plain, "{python}", "train.py", code=str(code), python=BASE_PYTHON)
+    cli.wait_state("plain", plain, "completed")
+    log = (cli.far_run_dir(plain) / "train.log").read_text()
+    assert "rtrain:" not in log and not (cli.far_run_dir(plain) / "rtrain-venv").exists()

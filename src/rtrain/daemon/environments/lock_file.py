@@ -1,12 +1,16 @@
 """Which lock a start builds its environment from, read and judged on this machine before any
 SSH: the start's `requirements`, else the host's config.toml `requirements`, else
-`requirements.txt` at the top of the code directory."""
+`requirements.txt` at the top of the code directory, where it ships (its ignore rules let
+it), on a host that runs its own runs (a batch job's host, or a run across hosts, would
+refuse it)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtrain.daemon.operations.local_file import LocalFile
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.requirement_lines import logical_lines
@@ -27,17 +31,23 @@ class EnvironmentLock:
     content: bytes
 
 
-def chosen_lock(
-    requirements: str | None, host_requirements: str | None, code_dir: Path | None
-) -> EnvironmentLock | None:
+def chosen_lock(requirements: str | None, host_requirements: str | None) -> EnvironmentLock | None:
+    """The lock the start names, else the host's; the code's is `code_lock`'s, once the
+    code directory has been walked."""
     if requirements == "":
         return None  # asked for none
     if requirements is not None:
         return read_lock(Path(requirements).expanduser(), "--requirements")
     if host_requirements is not None:
         return read_lock(Path(host_requirements).expanduser(), "config.toml requirements")
-    if code_dir is not None and (code_dir / CODE_REQUIREMENTS).is_file():
-        return read_lock(code_dir / CODE_REQUIREMENTS, "the code's requirements.txt")
+    return None
+
+
+def code_lock(files: Sequence[LocalFile]) -> EnvironmentLock | None:
+    """The code directory's requirements.txt, where its ignore rules let it ship."""
+    for file in files:
+        if file.rel == CODE_REQUIREMENTS and isinstance(file.source, Path):
+            return read_lock(file.source, "the code's requirements.txt")
     return None
 
 

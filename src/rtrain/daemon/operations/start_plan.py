@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.daemon.environments.lock_file import EnvironmentLock, chosen_lock
+from rtrain.daemon.environments.lock_file import EnvironmentLock, chosen_lock, code_lock
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
@@ -71,12 +71,13 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     env = _checked_env(p, settings.env)
     setup = p.setup if p.setup is not None else settings.setup
     config, datasets, code_dir = _local_paths(p, settings.code)
-    environment = chosen_lock(p.requirements, settings.requirements, code_dir)
-    if environment is not None and not ops.launcher(p.host).runs_on_host:
+    environment = chosen_lock(p.requirements, settings.requirements)
+    if environment is not None and (len(hosts) > 1 or not ops.launcher(p.host).runs_on_host):
+        where = "across hosts" if len(hosts) > 1 else f"on {p.host}, which runs batch jobs"
         raise app_error(
             Kind.INVALID_COMMAND,
-            f"{p.host} runs batch jobs: an environment from {environment.source} is built on "
-            "hosts that run their own runs for now; install it with --setup there.",
+            f"an environment from {environment.source} is not built {where} yet; "
+            "install it with --setup there (docs/environments.md).",
         )
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
@@ -99,6 +100,10 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         follow_links=p.follow_links,
     )
     inputs = await asyncio.to_thread(gather, sources)
+    if environment is None and p.requirements is None and len(hosts) == 1:
+        # The code's own requirements.txt, where it ships, on a host that runs its runs.
+        if ops.launcher(p.host).runs_on_host:
+            environment = code_lock(inputs.files)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     # A run across hosts gives --nodes for its host list, not for a scheduler.
     check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
