@@ -235,3 +235,18 @@ def test_the_code_s_requirements_txt_is_the_lock_unless_it_stays_home(cli: Cli) 
     cli.wait_state("plain", plain, "completed")
     log = (cli.far_run_dir(plain) / "train.log").read_text()
     assert "rtrain:" not in log and not (cli.far_run_dir(plain) / "rtrain-venv").exists()
+
+
+def test_a_lock_rtrain_cannot_build_is_refused_before_anything_reaches_the_host(
+    cli: Cli,
+) -> None:
+    lock = cli.file("requirements.txt", "termcolor\n-e .\n")
+    cli.file("cfg.yaml", "steps: 1\n")
+    run_id = cli.new_run_id()
+    done = cli(
+        "start", "plain", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", cli.workdir,
+        "--requirements", str(lock), "--", "{python}", "-c", "pass",
+    )  # fmt: skip
+    assert done.code != 0, done
+    assert done.err_lines[-1].startswith(f"rtrain: --requirements {lock} line 2: '-e .' ")
+    assert not cli.far_run_dir(run_id).exists()
