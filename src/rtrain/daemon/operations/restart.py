@@ -37,7 +37,7 @@ from rtrain.protocol.run_states import is_live
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
 from .context import Ops, now
-from .restart_code import code_for_restart
+from .restart_code import CodeForRestart, RunPlace, code_for_restart
 from .run_limits import Limits, launch_line
 from .run_proof import refuse_unless_run
 from .start import RESERVED
@@ -81,17 +81,8 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     transport = await ops.transport(p.host)
     recorded = await _recorded_launch(transport, run_dir, p)
     _refuse_missing_secrets(p, recorded)
-    code = await code_for_restart(
-        transport,
-        run_dir,
-        p.run_id,
-        p.code,
-        (recorded.inputs, recorded.code_dir),
-        RESERVED,
-        dry_run=p.dry_run,
-        channels=ops.hosts.config.host(p.host).channels,
-    )
-    recorded = msgspec.structs.replace(recorded, inputs=code.inputs, code_dir=code.directory)
+    place = RunPlace(transport, run_dir, p.run_id, ops.hosts.config.host(p.host).channels)
+    recorded, code = await _with_code(place, p, recorded)
     number = recorded.attempt + 1
     wrapper = recorded.command[: recorded.wrapper_words]
     trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
@@ -140,6 +131,16 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         code_shipped=code.shipped,
         code_differs=code.differs,
     )
+
+
+async def _with_code(
+    place: RunPlace, p: RestartParams, recorded: RecordedLaunch
+) -> tuple[RecordedLaunch, CodeForRestart]:
+    """The run's record once `p.code` has shipped what changed (restart_code.py)."""
+    code = await code_for_restart(
+        place, p.code, (recorded.inputs, recorded.code_dir), RESERVED, dry_run=p.dry_run
+    )
+    return msgspec.structs.replace(recorded, inputs=code.inputs, code_dir=code.directory), code
 
 
 def _check_asked(p: RestartParams) -> None:

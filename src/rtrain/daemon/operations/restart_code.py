@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from rtrain.daemon.ssh.transport import Transport
@@ -60,6 +61,16 @@ def _sha256(source: Path | bytes) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class RunPlace:
+    """Where a restart's code goes: the run's directory on its host."""
+
+    transport: Transport
+    run_dir: str
+    run_id: str
+    channels: int | None = None
+
+
 class CodeForRestart:
     """What a restart did with the code: the run's inputs as its meta.json records them now,
     the files it shipped (`--code`), and the files that differ from what the run holds
@@ -79,15 +90,12 @@ class CodeForRestart:
 
 
 async def code_for_restart(
-    transport: Transport,
-    run_dir: str,
-    run_id: str,
+    place: RunPlace,
     asked: str | None,
     recorded: tuple[dict[str, str], str | None],
     reserved: set[str],
     *,
     dry_run: bool = False,
-    channels: int | None = None,
 ) -> CodeForRestart:
     """`asked`: the restart's code directory; `recorded`: the run's inputs and its code dir."""
     inputs, recorded_dir = recorded
@@ -110,6 +118,8 @@ async def code_for_restart(
         ) from None
     if dry_run:
         return CodeForRestart(inputs, str(directory), differs=[f.rel for f in changed.files])
-    shipped = await ship_changed(transport, run_dir, run_id, changed, channels)
+    shipped = await ship_changed(
+        place.transport, place.run_dir, place.run_id, changed, place.channels
+    )
     landed = {f.path: f.sha256 for f in shipped}
     return CodeForRestart({**inputs, **landed}, str(directory), shipped=list(landed))

@@ -71,14 +71,6 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     env = _checked_env(p, settings.env)
     setup = p.setup if p.setup is not None else settings.setup
     config, datasets, code_dir = _local_paths(p, settings.code)
-    environment = chosen_lock(p.requirements, settings.requirements)
-    if environment is not None and (len(hosts) > 1 or not ops.launcher(p.host).runs_on_host):
-        where = "across hosts" if len(hosts) > 1 else f"on {p.host}, which runs batch jobs"
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            f"an environment from {environment.source} is not built {where} yet; "
-            "install it with --setup there (docs/environments.md).",
-        )
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
     check_template(template, bool(datasets), config is not None)
@@ -100,21 +92,13 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         follow_links=p.follow_links,
     )
     inputs = await asyncio.to_thread(gather, sources)
-    if environment is None and p.requirements is None and len(hosts) == 1:
-        # The code's own requirements.txt, where it ships, on a host that runs its runs.
-        if ops.launcher(p.host).runs_on_host:
-            environment = code_lock(inputs.files)
+    environment = _environment(ops, p, len(hosts), settings.requirements, inputs)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     # A run across hosts gives --nodes for its host list, not for a scheduler.
     check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
     after = after_run_plan(p, settings.terminate)
     retry = _retry(ops, p)
-    if ops.known(p.host, run_id) is not None:
-        raise app_error(
-            Kind.RUN_EXISTS,
-            f"run {run_id} already exists on {p.host}; pick another --run-id.",
-            runId=run_id,
-        )
+    _refuse_known(ops, p.host, run_id)
     return StartPlan(
         p=p,
         run_id=run_id,
@@ -132,6 +116,34 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         environment=environment,
         code_dir=code_dir,
     )
+
+
+def _refuse_known(ops: Ops, host: str, run_id: str) -> None:
+    if ops.known(host, run_id) is not None:
+        raise app_error(
+            Kind.RUN_EXISTS,
+            f"run {run_id} already exists on {host}; pick another --run-id.",
+            runId=run_id,
+        )
+
+
+def _environment(
+    ops: Ops, p: StartParams, nodes: int, host_lock: str | None, inputs: Inputs
+) -> EnvironmentLock | None:
+    """The lock of the run's environment: the start's, the host's, else the code's own
+    requirements.txt where it ships, on a host that runs its own runs."""
+    on_host = nodes == 1 and ops.launcher(p.host).runs_on_host
+    environment = chosen_lock(p.requirements, host_lock)
+    if environment is not None and not on_host:
+        where = "across hosts" if nodes > 1 else f"on {p.host}, which runs batch jobs"
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"an environment from {environment.source} is not built {where} yet; "
+            "install it with --setup there (docs/environments.md).",
+        )
+    if environment is None and p.requirements is None and on_host:
+        environment = code_lock(inputs.files)
+    return environment
 
 
 def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
