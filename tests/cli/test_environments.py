@@ -250,3 +250,21 @@ def test_a_lock_rtrain_cannot_build_is_refused_before_anything_reaches_the_host(
     assert done.code != 0, done
     assert done.err_lines[-1].startswith(f"rtrain: --requirements {lock} line 2: '-e .' ")
     assert not cli.far_run_dir(run_id).exists()
+
+
+def test_a_run_that_claims_gpus_builds_after_its_claim_and_keeps_it(cli: Cli) -> None:
+    lock = cli.file("requirements.txt", LOCK)
+    cli.file("cfg.yaml", "steps: 1\n")
+    run_id = cli.new_run_id()
+    shown = "import os, termcolor; print('gpus', os.environ['CUDA_VISIBLE_DEVICES'])"
+    done = cli(
+        "start", "plain", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", cli.workdir,
+        "--gpus", "1", "--no-follow", "--python", BASE_PYTHON, "--requirements", str(lock),
+        "--", "{python}", "-c", shown,
+    )  # fmt: skip
+    assert done.code == 0, done
+    assert _wait_ended(cli, run_id) == "completed"
+    log = (cli.far_run_dir(run_id) / "train.log").read_text()
+    # The gate claimed a GPU first; the build ran under it; the trainer got the claim.
+    assert "rtrain: building environment" in log
+    assert re.search(r"^gpus \d$", log, re.MULTILINE), log
