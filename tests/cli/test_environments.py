@@ -92,6 +92,14 @@ def test_an_environment_is_built_once_per_lock_and_reused(cli: Cli) -> None:
     assert _environment_of(cli, third) != env
     assert len(_built(cli)) == 2
 
+    # A restart with a new command: {python} is still the run's environment.
+    again = cli(
+        "restart", "plain", first, "--workdir", cli.workdir, "--",
+        "{python}", "-c", "import termcolor; print('again in the environment')",
+    )  # fmt: skip
+    assert again.code == 0, again
+    assert "again in the environment" in again.out_lines, again
+
     listed = cli("envs", "plain", "--workdir", cli.workdir, "--json")
     assert listed.code == 0, listed
     rows = {row["key"]: row for row in listed.json()["environments"]}

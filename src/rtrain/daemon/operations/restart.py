@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.environments.run_environment import environment_python
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun import is_torchrun
 from rtrain.daemon.remote import contract
@@ -71,6 +72,8 @@ class RecordedLaunch(msgspec.Struct):
     nodes: list[RunNode] = []
     # The code directory it was shipped from, on the machine that started it.
     code_dir: str | None = None
+    # It runs in an environment built from a lock (docs/environments.md).
+    environment: bool = False
 
 
 async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
@@ -216,6 +219,8 @@ def _meta(
         meta["nodes"] = [msgspec.to_builtins(node) for node in nodes]
     if recorded.code_dir is not None:
         meta["code_dir"] = recorded.code_dir
+    if recorded.environment:
+        meta["environment"] = True
     return meta
 
 
@@ -315,10 +320,10 @@ def _trainer_command(p: RestartParams, recorded: RecordedLaunch, run_dir: str) -
             )
         gpus = 1
 
+    python = environment_python(run_dir) if recorded.environment else recorded.python
+
     def fill(template: list[str]) -> list[str]:
-        return expand(
-            template, python=recorded.python, dataset=recorded.dataset, run_dir=run_dir, gpus=gpus
-        )
+        return expand(template, python=python, dataset=recorded.dataset, run_dir=run_dir, gpus=gpus)
 
     if p.command is not None:
         trainer = fill(p.command)

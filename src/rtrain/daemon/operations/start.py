@@ -383,6 +383,8 @@ def _meta(
     meta["launcher"] = pending.launcher
     if plan.code_dir is not None:
         meta["code_dir"] = str(plan.code_dir)
+    if plan.environment is not None:
+        meta["environment"] = True  # a restart's new command: {python} is the environment's
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
     return meta
