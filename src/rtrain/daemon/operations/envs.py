@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.environments_contract import list_environments
+from rtrain.daemon.remote.contract.environment_scripts import list_environments
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, EnvironmentInfo, EnvsParams, EnvsResult

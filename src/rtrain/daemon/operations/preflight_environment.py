@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rtrain.daemon.environments.lock_file import EnvironmentLock
 from rtrain.daemon.environments.run_environment import builder_source
-from rtrain.daemon.remote.environments_contract import check_environment
+from rtrain.daemon.remote.contract.environment_scripts import check_environment
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.messages import Finding
 

@@ -1,13 +1,11 @@
-"""envs.sh's typed counterpart (the contract's, kept in a file of its own): the environments
-a work directory caches, and their removal."""
+"""The environments' scripts: envs.sh (the environments a work directory caches, and their
+removal) and env_check.sh (preflight's build ahead), docs/environments.md."""
 
 from __future__ import annotations
 
 import msgspec
 
-from rtrain.daemon.ssh.transport import Transport
-
-from .contract import Answer, Exit, Lines, _float, _int
+from .answers import Answer, Exit, Lines, Runner, as_float, as_int
 
 
 class CachedEnvironment(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,7 +45,7 @@ def _word(value: str) -> str | None:
     return None if value in ("", "-") else value
 
 
-async def list_environments(transport: Transport, workdir: str) -> EnvironmentListing:
+async def list_environments(transport: Runner, workdir: str) -> EnvironmentListing:
     done = await transport.run("envs", [workdir, "list"], timeout=120)
     lines = Lines(done.stdout)
     found = []
@@ -58,10 +56,10 @@ async def list_environments(transport: Transport, workdir: str) -> EnvironmentLi
         found.append(
             CachedEnvironment(
                 key=key,
-                kib=_int(kib) or 0,
-                last_used=_float(_word(used)),
-                built_at=_float(_word(built)),
-                build_seconds=_float(_word(seconds)),
+                kib=as_int(kib) or 0,
+                last_used=as_float(_word(used)),
+                built_at=as_float(_word(built)),
+                build_seconds=as_float(_word(seconds)),
                 tool=_word(tool),
                 python=_word(python),
                 runs=[] if runs == "-" else runs.split(","),
@@ -75,12 +73,12 @@ async def list_environments(transport: Transport, workdir: str) -> EnvironmentLi
     )
 
 
-async def collect_environments(transport: Transport, workdir: str) -> EnvironmentsCollected:
+async def collect_environments(transport: Runner, workdir: str) -> EnvironmentsCollected:
     done = await transport.run("envs", [workdir, "gc"], timeout=600)
     freed = (Lines(done.stdout).last("freed") or []) + [""] * 2
     return EnvironmentsCollected(
-        freed_kib=_int(freed[0]),
-        removed=_int(freed[1]),
+        freed_kib=as_int(freed[0]),
+        removed=as_int(freed[1]),
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -100,7 +98,7 @@ class EnvironmentChecked(Answer, frozen=True, kw_only=True):
 
 
 async def check_environment(
-    transport: Transport, workdir: str, python: str, builder: bytes, lock: bytes
+    transport: Runner, workdir: str, python: str, builder: bytes, lock: bytes
 ) -> EnvironmentChecked:
     stdin = str(len(builder)).encode() + b"\n" + builder + lock
     done = await transport.run("env_check", [workdir, python], stdin=stdin, timeout=3600)
@@ -109,7 +107,7 @@ async def check_environment(
     built = lines.last("built")
     if built is not None and len(built) >= 3:
         return msgspec.structs.replace(
-            answer, key=built[0], built_seconds=_float(built[1]), tool=built[2]
+            answer, key=built[0], built_seconds=as_float(built[1]), tool=built[2]
         )
     ready = lines.value("ready")
     if ready:
