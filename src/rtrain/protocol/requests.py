@@ -43,6 +43,7 @@ CLIENT_REQUESTS = frozenset(
         "forwards/list",
         "forwards/open",
         "forwards/reverse",
+        "host/envs",
         "host/gc",
         "host/guard",
         "host/login",
@@ -54,6 +55,7 @@ CLIENT_REQUESTS = frozenset(
         "hosts/price",
         "initialize",
         "kernel/open",
+        "pools/list",
         "run/exec",
         "run/fetch",
         "run/metrics",
@@ -102,6 +104,11 @@ if TYPE_CHECKING:
     class ClientInfo(TypedDict):
         name: str
         version: NotRequired[str | None]
+
+    class SweepPoint(TypedDict):
+        name: str
+        params: NotRequired[dict[str, str]]
+        maxParallel: NotRequired[int | None]
 
     class AfterRunAnswer(dict[str, Any]):
         fetch: str | None
@@ -153,6 +160,21 @@ if TYPE_CHECKING:
         version: str | None
         cuda_version: str | None
 
+    class EnvironmentInfoAnswer(dict[str, Any]):
+        key: str
+        size_bytes: int
+        last_used: float | None
+        built_at: float | None
+        build_seconds: float | None
+        tool: str | None
+        python: str | None
+        used_by: list[str]
+
+    class EnvsResultAnswer(dict[str, Any]):
+        host: str
+        environments: list[EnvironmentInfoAnswer]
+        building: list[str]
+
     class ExecResultAnswer(dict[str, Any]):
         exit_code: int
         stdout: str
@@ -203,6 +225,8 @@ if TYPE_CHECKING:
         partials: int
         local_partials: int
         local_freed_bytes: int
+        environments_removed: int
+        environment_bytes: int
 
     class GpuInfoAnswer(dict[str, Any]):
         index: int
@@ -355,6 +379,21 @@ if TYPE_CHECKING:
         free_gpus: int
         default: bool
 
+    class PoolHostAnswer(dict[str, Any]):
+        alias: str
+        reachable: bool
+        gpus_total: int
+        gpus_free: int
+        reason: str | None
+
+    class PoolInfoAnswer(dict[str, Any]):
+        name: str
+        hosts: list[PoolHostAnswer]
+        queue: list[QueuedRunAnswer]
+
+    class PoolsListResultAnswer(dict[str, Any]):
+        pools: list[PoolInfoAnswer]
+
     class PreflightResultAnswer(dict[str, Any]):
         host: str
         ok: bool
@@ -395,6 +434,13 @@ if TYPE_CHECKING:
         torch: TorchInfoAnswer | None
         error: str | None
 
+    class QueuedRunAnswer(dict[str, Any]):
+        run_id: str
+        reason: str | None
+        priority: int
+        sweep: str | None
+        created_at: float | None
+
     class RemoveResultAnswer(dict[str, Any]):
         removed: list[RemovedRunAnswer]
 
@@ -411,6 +457,8 @@ if TYPE_CHECKING:
         attempt: int
         setup: str | None
         dry_run: bool
+        code_shipped: list[str]
+        code_differs: list[str]
 
     class RetryPolicyAnswer(dict[str, Any]):
         limit: int
@@ -452,6 +500,9 @@ if TYPE_CHECKING:
         launcher: RunLauncher | None
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
+        pool: str | None
+        sweep: str | None
+        params: dict[str, str]
         synced: list[TrackerSyncAnswer]
 
     class RunNodeAnswer(dict[str, Any]):
@@ -503,6 +554,7 @@ if TYPE_CHECKING:
 
     class StartResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
+        placement: str | None
         pid: int | None
         uploaded_bytes: int
         shipped: list[ShippedFileAnswer]
@@ -619,6 +671,7 @@ def host_preflight(
     follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
+    requirements: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -637,6 +690,7 @@ def host_preflight(
             followLinks=follow_links,
             hfModels=hf_models,
             secrets=secrets,
+            requirements=requirements,
         ),
     )
 
@@ -649,6 +703,21 @@ def host_gc(
     """`host/gc`: Remove the host's cached inputs that no run uses, and cut uploads."""
     return Call(
         "host/gc",
+        _present(
+            host=host,
+            workdir=workdir,
+        ),
+    )
+
+
+def host_envs(
+    *,
+    host: str,
+    workdir: str | None = None,
+) -> Call[EnvsResultAnswer]:
+    """`host/envs`: List the run environments cached on the host."""
+    return Call(
+        "host/envs",
         _present(
             host=host,
             workdir=workdir,
@@ -740,6 +809,9 @@ def run_start(
     sync_to: str | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
+    priority: int | None = None,
+    sweep: SweepPoint | None = None,
+    requirements: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -781,6 +853,9 @@ def run_start(
             syncTo=sync_to,
             include=include,
             followLinks=follow_links,
+            priority=priority,
+            sweep=sweep,
+            requirements=requirements,
         ),
     )
 
@@ -1063,6 +1138,7 @@ def run_restart(
     command: list[str] | None = None,
     append: list[str] | None = None,
     dry_run: bool | None = None,
+    code: str | None = None,
 ) -> Call[RestartResultAnswer]:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
@@ -1075,6 +1151,7 @@ def run_restart(
             command=command,
             append=append,
             dryRun=dry_run,
+            code=code,
         ),
     )
 
@@ -1164,6 +1241,7 @@ def runs_list(
     *,
     host: str | None = None,
     state: RunState | None = None,
+    sweep: str | None = None,
     subscribe: bool | None = None,
 ) -> Call[RunsListResultAnswer]:
     """`runs/list`: Runs in the registry; optionally subscribe to run/changed."""
@@ -1172,6 +1250,7 @@ def runs_list(
         _present(
             host=host,
             state=state,
+            sweep=sweep,
             subscribe=subscribe,
         ),
     )
@@ -1180,6 +1259,11 @@ def runs_list(
 def hosts_list() -> Call[HostsListResultAnswer]:
     """`hosts/list`: Known hosts and their connections."""
     return Call("hosts/list", {})
+
+
+def pools_list() -> Call[PoolsListResultAnswer]:
+    """`pools/list`: The pools of config.toml: each host's free GPUs now, and the runs queued."""
+    return Call("pools/list", {})
 
 
 def hosts_forget(
