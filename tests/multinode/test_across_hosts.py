@@ -59,12 +59,12 @@ if rank == 0:
 """
 
 
-def start_across(cli: Cli, run_id: str, *args: str, **options: str) -> None:
+def start_across(cli: Cli, run_id: str, *args: str, hosts: str = HOSTS, **options: str) -> None:
     cli.file("allreduce.py", TRAINER)
     cli.start(
         run_id,
         "{torchrun}", "allreduce.py", *args,
-        host=HOSTS, nodes="2", gpus="1", python=far_torch_python(), code=str(cli.cwd),
+        host=hosts, nodes="2", gpus="1", python=far_torch_python(), code=str(cli.cwd),
         **options,
     )  # fmt: skip
 

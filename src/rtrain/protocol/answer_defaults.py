@@ -52,6 +52,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "pythonCandidates": [],
     "removed": False,
     "reset": False,
+    "retriesCancelled": 0,
     "rotated": False,
     "running": 0,
     "runs": 0,

@@ -877,6 +877,9 @@ class StopResult(Result):
     outcome: Literal["stopped", "not_running"]
     killed: list[int]
     run: RunInfo
+    # Attempts the daemon would still have started by itself (`--retry`) once the run was
+    # lost, which this stop cancelled.
+    retries_cancelled: int = 0
 
 
 class RestartParams(Params):

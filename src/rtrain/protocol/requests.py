@@ -496,6 +496,7 @@ if TYPE_CHECKING:
         outcome: Literal["not_running", "stopped"]
         killed: list[int]
         run: RunInfoAnswer
+        retries_cancelled: int
 
     class TailResultAnswer(dict[str, Any]):
         run: RunInfoAnswer

@@ -10,7 +10,8 @@ nodes itself as they meet; rtrain names a node by its place in the host list.
 The run is recorded under node 0's host. Its state is every node's state together: running
 while every node runs, completed once all completed; once one node ends otherwise (failed,
 lost, stopped by its limits) the others are taken down and the run ends as that node did,
-naming it. A stop stops every node and says stopped only once each confirmed it.
+naming it. A stop stops every node at once and says stopped only once each confirmed it; a
+node that does not answer is named, and its stop is finished once it answers again.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import asyncio
 import posixpath
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
+
 from rtrain.daemon.remote import contract
 from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
+from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunLauncher, RunNode, StartParams
@@ -147,23 +151,34 @@ class NodesLauncher(Launcher):
     async def stop(
         self, transport: Transport, run_dir: str, run_id: str, grace: float, force: bool
     ) -> StopReport:
-        transports = await self._transports(transport)
-        reports = await asyncio.gather(
-            *(
-                contract.stop(t, node.remote_dir, run_id, grace, force)
-                for node, t in zip(self.nodes, transports, strict=True)
-            )
+        """Every node at once, each reached on its own: a node that does not answer keeps no
+        other from stopping. Such nodes are the report's `pending` (outcome `pending`), with
+        why in `reason`; the run is never said stopped while one of them may still train."""
+
+        async def one(index: int) -> StopReport:
+            node = self.nodes[index]
+            reach = transport if index == 0 else await self.connect(node.host)
+            return await contract.stop(reach, node.remote_dir, run_id, grace, force)
+
+        answers = await asyncio.gather(
+            *(one(i) for i in range(len(self.nodes))), return_exceptions=True
         )
-        outcomes = [r.outcome for r in reports]
-        survivors = [pid for r in reports for pid in r.survivors]
-        killed = [pid for r in reports for pid in r.killed]
-        rows = [
-            r.run or RunRow(run_id=run_id, state="missing", detail="no answer") for r in reports
-        ]
-        first = reports[0]
-        if first.outcome not in ("stopped", "not_running", "survived"):
+        silent: dict[int, RpcError] = {}
+        reports: dict[int, StopReport] = {}
+        for index, answer in enumerate(answers):
+            if isinstance(answer, RpcError) and host_did_not_answer(answer):
+                silent[index] = answer
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                reports[index] = answer
+        outcomes = [r.outcome for r in reports.values()]
+        survivors = [pid for r in reports.values() for pid in r.survivors]
+        killed = [pid for r in reports.values() for pid in r.killed]
+        first = reports.get(0)
+        if first is not None and first.outcome not in ("stopped", "not_running", "survived"):
             return first  # node 0 refused, or has no such run: the operation says so
-        for index, report in enumerate(reports):
+        for index, report in reports.items():
             if report.outcome in ("refused", ""):
                 reason = (
                     f"node {index} ({self.nodes[index].host}): {report.reason or report.error_text}"
@@ -172,11 +187,44 @@ class NodesLauncher(Launcher):
                     "survived" if report.outcome else "", reason, survivors, killed, None, report
                 )
         if "survived" in outcomes:
-            index = outcomes.index("survived")
+            index = next(i for i, r in reports.items() if r.outcome == "survived")
             reason = f"node {index} ({self.nodes[index].host}) still runs"
-            return _stop_report("survived", reason, survivors, killed, None, first)
+            return _stop_report("survived", reason, survivors, killed, None, reports[index])
+        if silent:
+            reason = "; ".join(
+                f"node {i} ({self.nodes[i].host}) did not answer ({error.message})"
+                for i, error in silent.items()
+            )
+            return StopReport(
+                outcome="pending",
+                reason=reason,
+                survivors=[],
+                killed=killed,
+                run=None,
+                pending=list(silent),
+                exit=0,
+                error_text="",
+            )
+        assert first is not None
+        rows = [
+            reports[i].run or RunRow(run_id=run_id, state="missing", detail="no answer")
+            for i in range(len(self.nodes))
+        ]
+        row = combined(run_id, self.nodes, rows)
+        if "stopped" in outcomes:
+            # This stop ended the run: a node whose ranks failed as its peers went (a
+            # collective's lost peer) failed of the stop.
+            row = msgspec.structs.replace(
+                row,
+                state="stopped",
+                exit_code=None,
+                signal=None,
+                detail=None,
+                stopped_by=None,
+                limit_seconds=None,
+            )
         outcome = "stopped" if "stopped" in outcomes else "not_running"
-        return _stop_report(outcome, None, [], killed, combined(run_id, self.nodes, rows), first)
+        return _stop_report(outcome, None, [], killed, row, first)
 
     async def _transports(self, first: Transport) -> list[Transport]:
         return [first, *[await self.connect(n.host) for n in self.nodes[1:]]]

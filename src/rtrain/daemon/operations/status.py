@@ -5,10 +5,11 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
+from rtrain.daemon.registry import PendingStop
 from rtrain.daemon.remote.contract import Exit, RunRow
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
+from rtrain.protocol.messages import RunInfo, RunRef, StatusResult, StopParams
 from rtrain.protocol.run_states import is_settled
 
 from .context import Ops, launcher_group
@@ -22,6 +23,9 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
     if settled is not None:
         return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
+    pending = ops.registry.pending_stop(p.host, p.run_id)
+    if p.workdir is None and pending is not None:
+        return StatusResult(run=await _finish_stop(ops, p, pending))
     try:
         if not ops.launcher_of(base).states_from_status:
             # watch.sh: the same one round trip also brings the log's new lines, so the
@@ -37,6 +41,21 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
             return StatusResult(run=run)
         raise
     return StatusResult(run=_settle(ops, p, run_dir, fresh))
+
+
+async def _finish_stop(ops: Ops, p: RunRef, pending: PendingStop) -> RunInfo:
+    """A run with a stop pending on nodes that did not answer: how it stands is what that
+    stop says once they answer (stopped), and unknown until then, never a node's own end."""
+    from .stop import stop  # stop reads states through this module
+
+    try:
+        asked = StopParams(host=p.host, run_id=p.run_id, grace=pending.grace, force=pending.force)
+        return (await stop(ops, asked)).run
+    except RpcError as error:
+        known = ops.known(p.host, p.run_id)
+        if not host_did_not_answer(error) or known is None:
+            raise
+        return known
 
 
 def from_row(ops: Ops, p: RunRef, row: RunRow) -> RunInfo:

@@ -797,7 +797,7 @@ async def log_lines(transport: Transport, run_dir: str, run_id: str, count: int)
 
 class StopReport(Answer, frozen=True, kw_only=True):
     """`outcome`: stopped | not_running | refused | survived, or "" when the script did not
-    get as far as saying one."""
+    get as far as saying one; `pending` (a run across hosts) when some nodes did not answer."""
 
     outcome: str
     reason: str | None
@@ -805,6 +805,8 @@ class StopReport(Answer, frozen=True, kw_only=True):
     killed: list[int]
     # How the run stands once nothing of it is left, when stop.sh said so.
     run: RunRow | None
+    # A run across hosts (outcome `pending`): the nodes that did not answer, still to stop.
+    pending: list[int] = []
 
 
 async def stop(
