@@ -21,7 +21,9 @@ HOSTS = "plain,nogpu"
 # Each step all-reduces rank+1 over the ranks of every node (gloo, CPU) and keeps a
 # checkpoint (the step) in the node's run dir; a run started again resumes from the step all
 # nodes reached. `--fail-on TEXT`: the node whose run dir holds TEXT raises after its first
-# step, while the other sleeps outside any collective (so it fails of nothing but that).
+# step (with `--fail-when FILE`, after the first step that finds FILE in its run dir), while
+# the other sleeps outside any collective (so it fails of nothing but that) or, with no
+# --sleep, is in its next all-reduce (and fails of gloo's lost peer).
 TRAINER = """
 import argparse, os, sys, time
 import torch
@@ -31,6 +33,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--fail-on", default="")
+parser.add_argument("--fail-when", default="")
 args = parser.parse_args()
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -51,7 +54,8 @@ for step in range(start + 1, args.steps + 1):
         f.write(str(step))
     os.replace("checkpoint.tmp", "checkpoint")
     if args.fail_on and args.fail_on in os.getcwd():
-        raise ValueError(f"rank {rank} ran out of patience")
+        if not args.fail_when or os.path.exists(args.fail_when):
+            raise ValueError(f"rank {rank} ran out of patience")
     time.sleep(args.sleep)
 dist.destroy_process_group()
 if rank == 0:

@@ -1,12 +1,14 @@
-"""A stop of a run across hosts while one node does not answer (its SSH route stalls, a
-TcpProxy in front of it): every node that answers is stopped at once, the silent one is
-named and its stop stays pending, in the registry, until it answers again; the run is never
-said stopped before that."""
+"""A run across hosts while one node does not answer (its SSH route stalls: a TcpProxy in
+front of it). A stop: every node that answers is stopped at once, the silent one is named
+and its stop stays pending, in the registry, until it answers again; the run is never said
+stopped before that. A failure: once the node answers, the node that failed first is named,
+not the one whose ranks lost their peer."""
 
 from __future__ import annotations
 
 import os
 import pwd
+import re
 import time
 from collections.abc import Iterator
 
@@ -14,7 +16,13 @@ import pytest
 
 from tests.cli.conftest import WAIT_S, Cli
 from tests.hosts import GPU_USER, NOGPU_USER, TcpProxy
-from tests.multinode.test_across_hosts import start_across, wait_log
+from tests.multinode.test_across_hosts import (
+    logs,
+    second_run_dir,
+    start_across,
+    wait_log,
+    wait_status,
+)
 from tests.operations.processes import run_pids
 
 AWAY_NODE = "awaynode"
@@ -72,3 +80,36 @@ def test_stop_with_a_node_away_stops_the_others_and_finishes_when_it_answers(
         assert time.monotonic() < deadline, f"the pending stop never finished: {out}"
         time.sleep(0.3)
     assert run_pids(run_id) == []
+
+
+def test_the_node_that_failed_first_is_named_not_the_one_that_lost_its_peer(
+    two_hosts: Cli, away_node: TcpProxy
+) -> None:
+    """Both nodes have failed by the time the daemon looks (node 1's SSH route stalled
+    meanwhile): node 1 raised, node 0's rank lost its peer in the all-reduce a moment
+    later. The reason names node 1 and its exception, whatever the order of the nodes."""
+    cli = two_hosts
+    run_id = cli.new_run_id("blame")
+    start_across(
+        cli, run_id, "--steps", "100000", "--fail-on", NOGPU_USER, "--fail-when", "fail-now",
+        hosts=f"plain,{AWAY_NODE}",
+    )  # fmt: skip
+    wait_log(cli, run_id, "step 3 |")
+    away_node.stall()
+    (second_run_dir(cli, run_id) / "fail-now").touch()
+    deadline = time.monotonic() + WAIT_S * 2
+    status_files = [cli.far_run_dir(run_id) / "status", second_run_dir(cli, run_id) / "status"]
+    while not all(path.exists() for path in status_files):
+        assert time.monotonic() < deadline, f"the nodes never ended: {logs(cli, run_id)}"
+        time.sleep(0.1)
+    # Node 0 failed of its lost peer, on its own.
+    assert (cli.far_run_dir(run_id) / "rank_failure").exists()
+    away_node.resume()
+    out = wait_status(cli, run_id, "failed")
+    assert re.search(r"node 1 \(awaynode\), rank [01]: ValueError: rank [01] ran out", out), out
+    assert "node 0 failed too" in out, out
+    assert run_pids(run_id) == []
+    # The far side recorded when node 1's first failing rank failed (rank_failure's time).
+    text = (second_run_dir(cli, run_id) / "rank_failure").read_text()
+    fields = text.rstrip("\n").split("\t")
+    assert len(fields) == 7 and abs(float(fields[6]) - time.time()) < 600, fields

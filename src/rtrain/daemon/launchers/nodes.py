@@ -17,7 +17,10 @@ node that does not answer is named, and its stop is finished once it answers aga
 from __future__ import annotations
 
 import asyncio
+import math
 import posixpath
+import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
@@ -37,6 +40,18 @@ from .launcher import Launcher
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
 # Seconds a node still running gets after SIGTERM once another node ended the run.
 TAKE_DOWN_GRACE = 5.0
+# Seconds the other nodes of a run get to end by themselves once a node failed of a lost
+# peer: the node that went first says why (its status comes a moment after its ranks).
+PEER_WAIT = 30.0
+# What a rank says when a peer on another node went first: gloo's closed or reset pair,
+# NCCL's watchdog and "remote process exited", the c10d store's lost connection.
+PEER_LOST = re.compile(
+    r"Connection (?:closed|reset) by peer|remote process exited|ProcessGroupNCCL.*watchdog"
+    r"|Watchdog caught collective|NCCL communicator was aborted|DistNetworkError"
+    r"|DistStoreError|recvValue failed|Broken pipe|Socket Timeout|failed to recv, got 0 bytes"
+    r"|Connection refused.*(?:store|TCPStore)|TCPStore.*(?:closed|reset|timed out)",
+    re.IGNORECASE,
+)
 
 Connect = Callable[[str], Awaitable[Transport]]
 Resolve = Callable[[str], Awaitable[str]]
@@ -141,6 +156,18 @@ class NodesLauncher(Launcher):
             row = combined(run_id, self.nodes, rows)
             first = first_ended(rows)
             alive = [i for i, r in enumerate(rows) if is_live(r.state)]
+            if first is not None and alive and _peer_went_moments_ago(rows[first]):
+                # The node that went first is still ending (torchrun writes its status a
+                # moment after its ranks): taken down now, it would read stopped, and the
+                # run would blame the node that only lost it.
+                runs[run_id] = RunRow(
+                    run_id=run_id,
+                    state="running",
+                    started_at=rows[0].started_at,
+                    detail=f"node {first} ({self.nodes[first].host}) lost a peer; waiting "
+                    "for the node that failed first to end",
+                )
+                continue
             if first is not None and alive and rows[0].state != "missing":
                 await self._take_down(transport, run_id, alive)
                 rows = await self._rows(transport, run_id)
@@ -306,11 +333,29 @@ def combined(
 
 def first_ended(rows: Sequence[RunRow]) -> int | None:
     """The node whose end says most of why the run ended (a missing run dir: lost), or None
-    while no node ended but by completing."""
+    while no node ended but by completing. Among failed nodes, one whose ranks raised of
+    their own comes before one whose ranks lost a peer in a collective (a consequence),
+    then the one whose first failing rank failed first (the far side's time, not the order
+    the answers came in), then the first in the host list."""
     ranked = [
-        (rank, i) for i, r in enumerate(rows) if (rank := part_ending_rank(r.state)) is not None
+        (rank, _peer_lost(r), r.failed_at if r.failed_at is not None else math.inf, i)
+        for i, r in enumerate(rows)
+        if (rank := part_ending_rank(r.state)) is not None
     ]
-    return min(ranked, default=(None, None))[1]
+    return min(ranked, default=(None, None, None, None))[3]
+
+
+def _peer_went_moments_ago(row: RunRow) -> bool:
+    """`row` failed of a lost peer within PEER_WAIT seconds (by its host's clock)."""
+    if not _peer_lost(row):
+        return False
+    return row.failed_at is None or time.time() - row.failed_at < PEER_WAIT
+
+
+def _peer_lost(row: RunRow) -> bool:
+    """The node failed because another went: its reason is a collective's or the c10d
+    store's lost peer (gloo, NCCL, the store), not an exception of the trainer's own."""
+    return row.state == "failed" and PEER_LOST.search(row.detail or "") is not None
 
 
 def _named(nodes: Sequence[RunNode], rows: Sequence[RunRow], state: str) -> str | None:

@@ -135,6 +135,9 @@ class RunRow(msgspec.Struct, frozen=True):
     scheduler_state: str | None = None
     # Seconds a running run has been still (limits.sh's `stalled`); None when it is not.
     stalled_for: int | None = None
+    # A failed torchrun run: when its first failing rank failed (epoch seconds, the host's
+    # clock; rank_failure's time), which says which node of a run across hosts failed first.
+    failed_at: float | None = None
     # A stop the run's own limits made (limits.sh): which limit, at how many seconds.
     # status.sh says so in its detail (`limit: max_duration 21600`); read here, once.
     stopped_by: StoppedBy | None = None
@@ -155,7 +158,7 @@ def far_state(word: str) -> RunState:
 
 def run_row(values: list[str]) -> RunRow:
     """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
-    run_id, word, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
+    run_id, word, exit_code, signal, started, detail, stalled, failed_at = (values + ["-"] * 8)[:8]
     state = "missing" if word == "missing" else far_state(word)
     # The far side cuts a reason at 300 bytes, maybe inside a character.
     said = None if detail in ("-", "") else detail.rstrip("\ufffd")
@@ -168,6 +171,7 @@ def run_row(values: list[str]) -> RunRow:
         started_at=_float(started),
         detail=said,
         stalled_for=_int(stalled),
+        failed_at=_float(failed_at),
         stopped_by=limit[0] if limit else None,
         limit_seconds=limit[1] if limit else None,
     )

@@ -12,9 +12,10 @@ newline). A line torch already prefixed (its excepthook writes `[rankN]: `) keep
 prefix. torchrun's own lines (its warnings, its failure summary) go to train.log directly.
 
 When torchrun fails, the relay writes RUN_DIR/rank_failure: the rank that failed first in
-time, as one line `RANK<TAB>EXIT<TAB>SIGNAL<TAB>PID<TAB>STDERR<TAB>ERROR_MESSAGE` (`-` where
-empty; STDERR relative to RUN_DIR when inside it), which status.sh turns into the run's
-reason. It exits as torchrun did (the same code, or the same signal).
+time, as one line `RANK<TAB>EXIT<TAB>SIGNAL<TAB>PID<TAB>STDERR<TAB>ERROR_MESSAGE<TAB>TIME`
+(`-` where empty; STDERR relative to RUN_DIR when inside it; TIME: the rank's last sign of
+life, epoch seconds), which status.sh turns into the run's reason (and, across hosts, which
+node failed first). It exits as torchrun did (the same code, or the same signal).
 
 Standard library only, and no rtrain import: it runs on the far host.
 """
@@ -172,6 +173,7 @@ class Relay:
 
         first = min(own, key=order)
         rank = int(first["rank"])
+        failed_at = self._last_sign_of_life(int(first.get("local", rank)))
         code = int(first["exit"])
         folder = self.rank_dirs.get(int(first.get("local", rank)), (0, ""))[1]
         stderr = os.path.join(folder, "stderr.log") if folder else ""
@@ -184,6 +186,7 @@ class Relay:
             first["pid"],
             stderr or "-",
             error_message(first.get("error_file", "")) or "-",
+            f"{failed_at / 1e9:.3f}" if failed_at != sys.maxsize else "-",
         ]
         return "\t".join(" ".join(field.split()) or "-" for field in fields) + "\n"
 

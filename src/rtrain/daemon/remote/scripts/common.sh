@@ -13,7 +13,7 @@ META_STARTED='' META_BOOT='' META_ATTEMPT=''
 PF_PID=
 NAP_PER_SECOND=
 REAL_RUN='' REAL_PATH='' REL='' TARGET=''
-RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT=''
 TAB=$(printf '\t')
 NL='
 '
@@ -476,16 +476,22 @@ signal_words() {
 	fi
 }
 
-# rank_failure (rtrain-ranks: RANK EXIT SIGNAL PID STDERR ERROR_MESSAGE, `-` for none) ->
+# rank_failure (rtrain-ranks: RANK EXIT SIGNAL PID STDERR ERROR_MESSAGE [TIME], `-` for none) ->
 # RS_DETAIL `rank R: WHY`, or `rank R (exit N): WHY` for an exit other than 1; WHY is the
 # rank's last exception line, else its error file's message, else its last stderr line.
+# TIME (epoch seconds, the rank's last sign of life) -> RS_FAILED_AT: which node of a run
+# across hosts failed first.
 rank_failure_reason() {
 	rf_line=
 	{ IFS= read -r rf_line <"$1/rank_failure"; } 2>/dev/null
-	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message <<RF_EOF
+	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message rf_time <<RF_EOF
 $rf_line
 RF_EOF
 	is_uint "$rf_rank" || return 1
+	case $rf_time in
+	'' | *[!0-9.]* | *.*.*) ;;
+	*) RS_FAILED_AT=$rf_time ;;
+	esac
 	fr_text=
 	case $rf_stderr in
 	/*) ;;
@@ -677,10 +683,12 @@ run_alive() {
 	return 1
 }
 
-# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED ("-" when
-# empty; RS_STALLED: seconds a running run has been still, see limits.sh).
+# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED
+# RS_FAILED_AT ("-" when empty; RS_STALLED: seconds a running run has been still, see
+# limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
+# rank_failure_reason).
 run_state() {
-	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=-
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=-
 	if [ ! -d "$1" ]; then
 		RS_DETAIL='no run directory'
 		return 0
