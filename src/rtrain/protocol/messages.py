@@ -916,6 +916,9 @@ class RemoveParams(Params):
     host: str
     run_ids: list[str]
     workdir: str | None = None
+    # Stop the processes that still run in a run's directory without being part of the run
+    # (started there with exec: a TensorBoard), then remove; without it they refuse it.
+    force: bool = False
 
 
 class RemovedRun(Result):

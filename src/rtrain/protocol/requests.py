@@ -956,6 +956,7 @@ def run_remove(
     host: str,
     run_ids: list[str],
     workdir: str | None = None,
+    force: bool | None = None,
 ) -> Call[RemoveResultAnswer]:
     """`run/remove`: Remove runs that are not running: their far directories and registry rows."""
     return Call(
@@ -964,6 +965,7 @@ def run_remove(
             host=host,
             runIds=run_ids,
             workdir=workdir,
+            force=force,
         ),
     )
 

@@ -722,18 +722,27 @@ async def input_tree(
 # ---- remove.sh, exec.sh, log_lines.sh ---------------------------------------------------
 
 
+class Dweller(msgspec.Struct, frozen=True):
+    """A process of no run whose working directory is in a run dir (remove.sh's `dweller`)."""
+
+    pid: int
+    command: str
+
+
 class Removed(Answer, frozen=True, kw_only=True):
     """The run dir is gone (`ok`; `had_dir` false when nothing was there), or why not
-    (`refused`: `running` or `queued`; a directory that is not the run's exits NOT_A_RUN)."""
+    (`refused`: `running`, `queued`, or `busy`: `dwellers` still run in it; a directory
+    that is not the run's exits NOT_A_RUN; SURVIVED: `dwellers` outlived a forced KILL)."""
 
     ok: bool
     had_dir: bool
     refused: str | None
     error: FarError | None
+    dwellers: list[Dweller] = []
 
 
-async def remove(transport: Transport, run_dir: str, run_id: str) -> Removed:
-    done = await transport.run("remove", [run_dir, run_id], timeout=120)
+async def remove(transport: Transport, run_dir: str, run_id: str, force: bool = False) -> Removed:
+    done = await transport.run("remove", [run_dir, run_id, "1" if force else "0"], timeout=120)
     lines = Lines(done.stdout)
     error = lines.error()
     removed = lines.value("removed")
@@ -742,6 +751,11 @@ async def remove(transport: Transport, run_dir: str, run_id: str) -> Removed:
         had_dir=removed not in (None, "-"),
         refused=error.word.value if error and done.returncode == Exit.REFUSED else None,
         error=error,
+        dwellers=[
+            Dweller(pid=int(row[0]), command=row[1] if len(row) > 1 else "?")
+            for row in lines.rows("dweller")
+            if row and row[0].isdigit()
+        ],
         exit=done.returncode,
         error_text=done.error_text,
     )

@@ -295,6 +295,33 @@ session_members() {
 		}'
 }
 
+# end_watcher RUN_ID: end the limits watcher of the run in RUN_DIR (limits.sh: a session of
+# its own, without the marker, whose pid is in limits.pid) and its `sleep`: it would end by
+# itself within its interval once the run is over; a stop or a removal ends it before it
+# answers, so nothing of the run outlives the answer. Not when the caller is the watcher's
+# own stop (it runs stop.sh as its child), nor a pid that is not this run's watcher any more.
+# Needs nap_init.
+end_watcher() {
+	ew_pid=
+	{ IFS= read -r ew_pid <"$RUN_DIR/limits.pid"; } 2>/dev/null
+	is_uint "$ew_pid" && [ "${#ew_pid}" -le 9 ] && [ "$ew_pid" -gt 1 ] || return 0
+	have_proc && pid_alive "$ew_pid" || return 0
+	is_kin "$ew_pid" && return 0
+	ew_argv=$({ tr '\0' '\n' <"/proc/$ew_pid/cmdline"; } 2>/dev/null | head -n 4)
+	[ "$ew_argv" = "/bin/sh$NL./rtrain-limits$NL$RUN_DIR$NL$1" ] || return 0
+	kill -s TERM -- "-$ew_pid" 2>/dev/null || kill -s TERM "$ew_pid" 2>/dev/null
+	ew_left=$((3 * NAP_PER_SECOND))
+	while [ -n "$(session_members "$ew_pid")" ]; do
+		if [ "$ew_left" -le 0 ]; then
+			kill -s KILL -- "-$ew_pid" 2>/dev/null
+			break
+		fi
+		nap
+		ew_left=$((ew_left - 1))
+	done
+	return 0
+}
+
 # meta.json -> META_STARTED META_BOOT META_ATTEMPT. launch.sh writes one key per line, so no
 # JSON parser is needed here.
 read_meta() {

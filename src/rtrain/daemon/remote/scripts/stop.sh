@@ -160,32 +160,6 @@ wait_gone() {
 	[ -z "$LIVE" ]
 }
 
-# The run's limits watcher (limits.sh: a session of its own, without the marker, whose pid
-# is in limits.pid) would end by itself within its interval once the run is over; a stop
-# ends it, and its `sleep`, before it answers, so nothing of the run outlives the answer.
-# Not when this stop is the watcher's own (it runs stop.sh as its child), nor a pid that
-# is not the watcher of this run any more.
-end_watcher() {
-	ew_pid=
-	{ IFS= read -r ew_pid <"$RUN_DIR/limits.pid"; } 2>/dev/null
-	is_uint "$ew_pid" && [ "${#ew_pid}" -le 9 ] && [ "$ew_pid" -gt 1 ] || return 0
-	have_proc && pid_alive "$ew_pid" || return 0
-	is_kin "$ew_pid" && return 0
-	ew_argv=$({ tr '\0' '\n' <"/proc/$ew_pid/cmdline"; } 2>/dev/null | head -n 4)
-	[ "$ew_argv" = "/bin/sh$NL./rtrain-limits$NL$RUN_DIR$NL$run_id" ] || return 0
-	kill -s TERM -- "-$ew_pid" 2>/dev/null || kill -s TERM "$ew_pid" 2>/dev/null
-	ew_left=$((3 * NAP_PER_SECOND))
-	while [ -n "$(session_members "$ew_pid")" ]; do
-		if [ "$ew_left" -le 0 ]; then
-			kill -s KILL -- "-$ew_pid" 2>/dev/null
-			break
-		fi
-		nap
-		ew_left=$((ew_left - 1))
-	done
-	return 0
-}
-
 # After the outcome: the `run` line of status.sh, now that nothing of the run is alive.
 emit_state() {
 	run_state "$RUN_DIR" "$run_id"
@@ -194,7 +168,7 @@ emit_state() {
 
 collect
 if [ -z "$LIVE" ]; then
-	end_watcher
+	end_watcher "$run_id"
 	emit outcome not_running
 	emit_state
 	exit 0
@@ -217,7 +191,7 @@ if ! wait_gone "$grace_naps" "" && [ "$force" = 1 ]; then
 fi
 
 collect
-[ -z "$LIVE" ] && end_watcher
+[ -z "$LIVE" ] && end_watcher "$run_id"
 set -f
 if [ -z "$LIVE" ]; then
 	emit outcome stopped
