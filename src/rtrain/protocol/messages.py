@@ -302,6 +302,9 @@ class RunNode(Result):
 
     host: str
     remote_dir: str
+    # The python this node runs torchrun with: `--python`, else its host's own `python` in
+    # config.toml, as the start chose it (null: a run of an older rtrain, node 0's).
+    python: str | None = None
 
 
 class RetryPolicy(Result):

@@ -435,6 +435,7 @@ if TYPE_CHECKING:
     class RunNodeAnswer(dict[str, Any]):
         host: str
         remote_dir: str
+        python: str | None
 
     class RunsListResultAnswer(dict[str, Any]):
         runs: list[RunInfoAnswer]

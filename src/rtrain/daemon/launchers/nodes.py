@@ -86,8 +86,9 @@ class NodesLauncher(Launcher):
         secrets: bytes,
         params: StartParams | None = None,
     ) -> Launched:
-        """`command` is node 0's (in `run_dir`); every other node runs it with its own run
-        directory in place of node 0's. A node that did not start takes the others down."""
+        """`command` is node 0's (in `run_dir`, with `python`); every other node runs it with
+        its own run directory and its own python (RunNode.python) in place of node 0's. A
+        node that did not start takes the others down."""
         port = await contract.free_port(transport, python)
         if port.port is None:
             why = " ".join(port.error) or port.error_text
@@ -102,9 +103,9 @@ class NodesLauncher(Launcher):
                 node_transport,
                 node.remote_dir,
                 run_id,
-                python,
+                node.python or python,
                 rendezvous(
-                    _moved(plain, run_dir, node.remote_dir),
+                    _moved(plain, run_dir, node.remote_dir, python, node.python or python),
                     len(self.nodes),
                     f"{address}:{port.port}",
                     run_id,
@@ -394,11 +395,15 @@ def rendezvous(
     return [*command[:at], *words, *command[at + 1 :]]
 
 
-def _moved(command: Sequence[str], run_dir: str, node_dir: str) -> list[str]:
-    """Node 0's `command` for a node whose run dir is `node_dir`: node 0's work directory
-    (and so its run dir) in any word becomes that node's (homes differ between hosts)."""
+def _moved(
+    command: Sequence[str], run_dir: str, node_dir: str, python: str, node_python: str
+) -> list[str]:
+    """Node 0's `command` for a node whose run dir is `node_dir` and whose python is
+    `node_python`: node 0's work directory (and so its run dir) in any word becomes that
+    node's (homes differ between hosts), and each word that is node 0's python (the relay's,
+    torchrun's) that node's own."""
     here, there = posixpath.dirname(run_dir), posixpath.dirname(node_dir)
-    return [word.replace(here, there) for word in command]
+    return [node_python if word == python else word.replace(here, there) for word in command]
 
 
 def _not_launched(why: str) -> Launched:
