@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rtrain.daemon.launchers.nodes import combined, rendezvous, standalone
-from rtrain.daemon.remote.contract import RunRow
+from rtrain.daemon.launchers.nodes.launcher import combined, rendezvous, standalone
+from rtrain.daemon.remote.contract.run_scripts import RunRow
 from rtrain.protocol.messages import RunNode
 
 RowState = Literal[
@@ -103,7 +103,7 @@ def test_a_lost_peer_is_a_consequence_and_the_first_failure_in_time_is_named() -
 
 
 def test_the_run_line_carries_the_first_failing_ranks_time() -> None:
-    from rtrain.daemon.remote.contract import run_row
+    from rtrain.daemon.remote.contract.run_scripts import run_row
 
     line = ["r", "failed", "1", "-", "5", "rank 0: ValueError: x", "-", "1765000000.125"]
     assert run_row(line).failed_at == 1765000000.125

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import run_scripts
+from rtrain.daemon.remote.contract.answers import Exit
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
@@ -40,7 +41,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
     transport = await ops.transport(p.host)
     removed = []
     for run_id, run_dir in dirs.items():
-        done = await contract.remove(transport, run_dir, run_id, p.force)
+        done = await run_scripts.remove(transport, run_dir, run_id, p.force)
         refuse_unless_run(done, p.host, run_id, run_dir, "nothing was removed")
         if done.refused == ErrorWord.BUSY:
             raise app_error(
@@ -52,7 +53,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
                 "Nothing was removed.",
                 pids=[d.pid for d in done.dwellers],
             )
-        if done.exit == contract.Exit.SURVIVED:
+        if done.exit == Exit.SURVIVED:
             raise app_error(
                 Kind.STOP_REFUSED,
                 f"cannot remove {run_id} on {p.host}: pid "
@@ -73,7 +74,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
     return RemoveResult(removed=removed)
 
 
-def _named(dwellers: list[contract.Dweller]) -> str:
+def _named(dwellers: list[run_scripts.Dweller]) -> str:
     """`pid 812 (tensorboard --logdir .)`, for each process, in one phrase."""
     return ", ".join(f"pid {d.pid} ({d.command.strip() or '?'})" for d in dwellers)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from rtrain.daemon.registry import PendingStop
-from rtrain.daemon.remote.contract import Exit, RunRow
+from rtrain.daemon.remote.contract.answers import Exit
+from rtrain.daemon.remote.contract.run_scripts import RunRow
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunInfo, RunRef, StatusResult, StopParams
+from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
 from rtrain.protocol.run_states import is_settled
 
 from .context import Ops, launcher_group
@@ -23,9 +23,11 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
     if settled is not None:
         return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
-    pending = ops.registry.pending_stop(p.host, p.run_id)
-    if p.workdir is None and pending is not None:
-        return StatusResult(run=await _finish_stop(ops, p, pending))
+    known = ops.known(p.host, p.run_id)
+    if p.workdir is None and known is not None and ops.registry.pending_stop(p.host, p.run_id):
+        # Some nodes did not answer a stop: the monitor finishes it once they do (stop.py);
+        # until then the run is unknown, never a node's own end read meanwhile.
+        return StatusResult(run=known)
     try:
         if not ops.launcher_of(base).states_from_status:
             # watch.sh: the same one round trip also brings the log's new lines, so the
@@ -41,21 +43,6 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
             return StatusResult(run=run)
         raise
     return StatusResult(run=_settle(ops, p, run_dir, fresh))
-
-
-async def _finish_stop(ops: Ops, p: RunRef, pending: PendingStop) -> RunInfo:
-    """A run with a stop pending on nodes that did not answer: how it stands is what that
-    stop says once they answer (stopped), and unknown until then, never a node's own end."""
-    from .stop import stop  # stop reads states through this module
-
-    try:
-        asked = StopParams(host=p.host, run_id=p.run_id, grace=pending.grace, force=pending.force)
-        return (await stop(ops, asked)).run
-    except RpcError as error:
-        known = ops.known(p.host, p.run_id)
-        if not host_did_not_answer(error) or known is None:
-            raise
-        return known
 
 
 def from_row(ops: Ops, p: RunRef, row: RunRow) -> RunInfo:
@@ -113,7 +100,6 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     """Ask the host about `runs` in one command per workdir (and per kind of launcher the
     runs recorded: the host's own processes, or a scheduler's jobs); None for a run that is
     gone."""
-    transport = await ops.transport(host)
     groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
@@ -121,7 +107,7 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     found: dict[str, RunRow] = {}
     for (workdir, _, _), members in groups.items():
         launcher = ops.launcher_of(members[0])
-        report = await launcher.status(transport, workdir, [r.run_id for r in members])
+        report = await launcher.status(workdir, [r.run_id for r in members])
         if report.exit != Exit.OK and not report.runs:
             raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
         found.update(report.runs)

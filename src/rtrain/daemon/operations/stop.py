@@ -8,10 +8,10 @@ from typing import NoReturn
 import msgspec
 
 from rtrain.daemon.registry import PendingStop
-from rtrain.daemon.remote.contract import StopReport
+from rtrain.daemon.remote.contract.run_scripts import StopReport
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunRef, StopParams, StopResult
+from rtrain.protocol.messages import RunInfo, RunRef, StopParams, StopResult
 
 from .context import Ops
 from .retry import due as retry_due
@@ -28,9 +28,8 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     launcher = ops.launcher_of(known) if known is not None else ops.run_launcher(p.host, None)
     grace = p.grace if p.grace is not None else launcher.default_grace
     retried = False
-    transport = await ops.transport(p.host)
     try:
-        report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
+        report = await launcher.stop(run_dir, p.run_id, grace, p.force)
     except RpcError as error:
         if not answer_may_be_lost(error):
             raise
@@ -38,8 +37,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         # safe to repeat, and the repeat tells how the run stands now.
         retried = True
         try:
-            transport = await ops.transport(p.host)
-            report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
+            report = await launcher.stop(run_dir, p.run_id, grace, p.force)
         except RpcError as again:
             if not answer_may_be_lost(again):
                 raise
@@ -54,6 +52,37 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     outcome = report.outcome
     if outcome == "pending":
         _keep_pending(ops, p, report, grace, earlier)
+    _refuse_unless_stopped(p, report, grace)
+    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
+    # stop.sh says how the run stands once nothing of it is left (should its last line be
+    # missing, ask as status does); a missing run is run_not_found there.
+    if report.run is not None:
+        run = from_row(ops, ref, report.run)
+    else:
+        run = (await run_status(ops, ref)).run
+    if retried and outcome == "not_running" and run.state == "stopped":
+        outcome = "stopped"  # by this request's first attempt, whose answer was lost
+    if earlier is not None:
+        # The nodes that did not answer before are stopped now: the stop asked then is done.
+        ops.registry.end_pending_stop(p.host, p.run_id)
+        outcome = "stopped"
+        if run.state != "stopped":
+            run = ops.record(msgspec.structs.replace(run, state="stopped", reason=None))
+    run, cancelled = _end_retries(ops, run)
+    if outcome == "stopped" and run.state == "running":
+        # The far side saw nothing alive a moment ago; trust the later look, but say it.
+        run = msgspec.structs.replace(run, reason="still running after stop")
+    return StopResult(
+        outcome=outcome,  # type: ignore[arg-type]
+        killed=report.killed,
+        run=run,
+        retries_cancelled=cancelled,
+    )
+
+
+def _refuse_unless_stopped(p: StopParams, report: StopReport, grace: float) -> None:
+    """One sentence for a stop that did not end the run: refused, or something survived."""
+    outcome = report.outcome
     if outcome == "refused":
         reason = report.reason or "the pid file does not name this run"
         raise app_error(Kind.STOP_REFUSED, f"refused to stop {p.run_id} on {p.host}: {reason}.")
@@ -70,37 +99,17 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         )
     if outcome not in ("stopped", "not_running"):
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: stop failed: {report.error_text}")
-    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
-    # stop.sh says how the run stands once nothing of it is left (should its last line be
-    # missing, ask as status does); a missing run is run_not_found there.
-    if report.run is not None:
-        run = from_row(ops, ref, report.run)
-    else:
-        run = (await run_status(ops, ref)).run
-    if retried and outcome == "not_running" and run.state == "stopped":
-        outcome = "stopped"  # by this request's first attempt, whose answer was lost
-    if earlier is not None:
-        # The nodes that did not answer before are stopped now: the stop asked then is done.
-        ops.registry.end_pending_stop(p.host, p.run_id)
-        outcome = "stopped"
-        if run.state != "stopped":
-            run = ops.record(msgspec.structs.replace(run, state="stopped", reason=None))
-    cancelled = 0
-    if retry_due(run):
-        # A person's stop ends the retries the daemon would still start by itself.
-        assert run.retry is not None
-        cancelled = run.retry.limit - run.retry.used
-        policy = msgspec.structs.replace(run.retry, limit=run.retry.used)
-        run = ops.record(msgspec.structs.replace(run, retry=policy))
-    if outcome == "stopped" and run.state == "running":
-        # The far side saw nothing alive a moment ago; trust the later look, but say it.
-        run = msgspec.structs.replace(run, reason="still running after stop")
-    return StopResult(
-        outcome=outcome,  # type: ignore[arg-type]
-        killed=report.killed,
-        run=run,
-        retries_cancelled=cancelled,
-    )
+
+
+def _end_retries(ops: Ops, run: RunInfo) -> tuple[RunInfo, int]:
+    """A person's stop ends the retries the daemon would still start by itself: the run,
+    and how many were left."""
+    if not retry_due(run):
+        return run, 0
+    assert run.retry is not None
+    cancelled = run.retry.limit - run.retry.used
+    policy = msgspec.structs.replace(run.retry, limit=run.retry.used)
+    return ops.record(msgspec.structs.replace(run, retry=policy)), cancelled
 
 
 def _keep_pending(
