@@ -177,6 +177,8 @@ class Monitor:
                 self.ops.metrics.final_read_failed(host, run.run_id)
             state = next_state(HostSilent())
             for run in runs:
+                if self.ops.registry.pending_stop(host, run.run_id) is not None:
+                    continue  # a stop recorded while this poll was under way says more
                 if run.state != state or run.reason != error.message:
                     self.ops.record(msgspec.structs.replace(run, state=state, reason=error.message))
             return
