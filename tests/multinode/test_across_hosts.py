@@ -119,6 +119,9 @@ def test_two_nodes_all_reduce_and_complete(two_hosts: Cli) -> None:
     assert "step 3 | sum 3.0 | world 2" in logs(cli, run_id)
     assert (second_run_dir(cli, run_id) / "checkpoint").read_text() == "3"
     assert run_pids(run_id) == []
+    # Each node's relay tags a rank's lines with its global rank, as torch's own lines do.
+    ready = re.findall(r"^\[rank(\d+)\]: rank (\d+) of 2 ready", logs(cli, run_id), re.M)
+    assert sorted(ready) == [("0", "0"), ("1", "1")], logs(cli, run_id)
 
     # tail: every node's lines behind its node, or one node's log as it is.
     both = cli("tail", "plain", run_id, "--no-follow")
