@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import msgspec
 
@@ -40,6 +41,8 @@ class Monitor:
     def __init__(self, ops: Ops, interval: float) -> None:
         self.ops = ops
         self.interval = interval
+        # Called after every poll (the pools place their queued runs as GPUs free).
+        self.after_poll: Callable[[], None] = lambda: None
         self.polls = 0  # remote status commands sent, for the benchmarks
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -70,6 +73,10 @@ class Monitor:
                 await self.poll_once()
             except Exception:  # never let one bad poll end the monitoring
                 log.exception("poll failed")
+            try:
+                self.after_poll()
+            except Exception:
+                log.exception("after the poll")
 
     def _finish_stop(self, key: tuple[str, str], pending: PendingStop) -> None:
         """Ask again for a stop some nodes of a run did not answer (operations/stop.py);
@@ -103,6 +110,8 @@ class Monitor:
         for key, stop in pending.items():
             self._finish_stop(key, stop)
         for run in active:
+            if run.host.startswith("@"):
+                continue  # a run of a pool that no host holds yet (daemon/pools/)
             key = (run.host, run.run_id)
             # A run with a stop pending: the stop itself, finished, says how it stands.
             if key not in self.ops.starting and key not in pending:
