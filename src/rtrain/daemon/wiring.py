@@ -13,7 +13,7 @@ import msgspec
 from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import messages as m
 from rtrain.protocol import validation
-from rtrain.protocol.errors import RpcError
+from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.run_states import is_live
 
 from .after_run import AfterRuns
@@ -23,6 +23,7 @@ from .forwards import Forwards
 from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
+from .operations.envs import envs
 from .operations.fetch import fetch
 from .operations.gc import gc
 from .operations.guard import guard
@@ -39,9 +40,14 @@ from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
+from .pools.dispatcher import PoolDispatcher, pool_name
+from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.kernel import open_kernel
+from .trackers.sync import TrackerSyncs, refuse_missing_packages, with_run_env
+from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
 log = logging.getLogger(__name__)
@@ -63,6 +69,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     retrier: Retrier | None = None
     waits: RunWaits | None = None
     forwards: Forwards | None = None
+    reverse_forwards: ReverseForwards | None = None
+    tensorboards: TensorBoards | None = None
+    syncs: TrackerSyncs | None = None
     run_ends = RunEndNotify(config, service.registry.list())
 
     def publish(run: m.RunInfo) -> None:
@@ -74,6 +83,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         if waits is not None:
             waits.seen(run)
         run_ends.seen(run)  # config.toml's notify, once a run ends
+        if reverse_forwards is not None:
+            reverse_forwards.run_seen(run)  # a run's reverse forwards end with it
+        if syncs is not None:
+            syncs.seen(run)  # a run's end is its last tracker sync
         if is_live(run.state):
             ops.arm_configured_guard(run.host)  # a run launched: the host's guard watches
 
@@ -83,19 +96,29 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             waits.seen(run, removed=True)
         if forwards is not None:
             forwards.run_removed(run)
+        if reverse_forwards is not None:
+            reverse_forwards.run_seen(run, removed=True)
+        if tensorboards is not None:
+            tensorboards.run_removed(run)
         run_ends.forget(run)
 
     ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
+    syncs = TrackerSyncs(ops)
     waits = RunWaits(ops)
 
+    def all_forwards(host: str | None = None) -> list[m.ForwardInfo]:
+        assert forwards is not None and reverse_forwards is not None
+        return [*forwards.listed(host), *reverse_forwards.listed(host)]
+
     def forwards_changed() -> None:
-        assert forwards is not None
-        listed = m.ForwardsListResult(forwards=forwards.listed())
+        listed = m.ForwardsListResult(forwards=all_forwards())
         for session in list(service.sessions):
             if session.subscribed:
                 session.notify("forwards/changed", listed)
 
     forwards = Forwards(ops, forwards_changed)
+    reverse_forwards = ReverseForwards(ops, forwards_changed)
+    tensorboards = TensorBoards(ops, forwards)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)
@@ -103,17 +126,46 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
     retrier = Retrier(ops, restart, monitor.poke)
+    pools = PoolDispatcher(ops, start, monitor.poke)
+    monitor.after_poll = pools.polled
     service.annotate = ops.annotate
 
     async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
         return await preflight(ops, p)
 
     async def do_start(p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        if p.sync:
+            refuse_missing_packages(p.sync)
+            p = with_run_env(p)
+        if pool_name(p.host) is not None:
+            return await pools.start(p, ctx)
+        if p.sweep is not None:
+            raise app_error(
+                Kind.INVALID_HOST,
+                "a sweep's runs go through a pool: name one (@POOL); a pool of one host is "
+                '[pools.NAME] hosts = ["HOST"] in config.toml.',
+            )
         result = await start(ops, p, ctx)
+        if p.sync:
+            syncs.watch(result.run, p.sync, p.sync_to)
         monitor.poke()
         return result
 
+    def pool_run(host: str, run_id: str) -> m.RunInfo:
+        name = pool_name(host)
+        assert name is not None
+        pools.hosts_of(name)
+        found = pools.find(host, validation.run_id(run_id))
+        if found is None:
+            raise app_error(Kind.RUN_NOT_FOUND, f"no run {run_id} in the pool {name}.")
+        return found
+
     async def do_status(p: m.RunRef, ctx: RequestContext) -> m.StatusResult:
+        if pool_name(p.host) is not None:
+            found = pool_run(p.host, p.run_id)
+            if pool_name(found.host) is not None:
+                return m.StatusResult(run=found)  # queued, or never placed
+            p = msgspec.structs.replace(p, host=found.host)
         result = await status(ops, p)
         return m.StatusResult(run=ops.annotate(result.run))
 
@@ -126,16 +178,40 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_forward(p: m.ForwardParams, ctx: RequestContext) -> m.ForwardInfo:
         return await forwards.open(p)
 
+    async def do_reverse(p: m.ReverseForwardParams, ctx: RequestContext) -> m.ForwardInfo:
+        return await reverse_forwards.open(p)
+
+    async def do_tensorboard(p: m.TensorBoardParams, ctx: RequestContext) -> m.TensorBoardInfo:
+        return await tensorboards.open(p)
+
+    async def do_tensorboard_stop(
+        p: m.TensorBoardStopParams, ctx: RequestContext
+    ) -> m.TensorBoardStopResult:
+        return await tensorboards.stop(p)
+
+    async def do_kernel(p: m.KernelParams, ctx: RequestContext) -> m.KernelInfo:
+        result = await open_kernel(ops, forwards, p, ctx)
+        monitor.poke()
+        return result
+
     async def do_forwards(p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
-        return m.ForwardsListResult(forwards=forwards.listed(p.host))
+        return m.ForwardsListResult(forwards=all_forwards(p.host))
 
     async def do_unforward(p: m.ForwardCloseParams, ctx: RequestContext) -> m.ForwardCloseResult:
-        return m.ForwardCloseResult(closed=await forwards.close(p))
+        closed = await asyncio.gather(forwards.close(p), reverse_forwards.close(p))
+        return m.ForwardCloseResult(closed=[*closed[0], *closed[1]])
 
     async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> m.FetchResult:
         return await fetch(ops, p, ctx)
 
     async def do_stop(p: m.StopParams, ctx: RequestContext) -> m.StopResult:
+        if pool_name(p.host) is not None:
+            found = pool_run(p.host, p.run_id)
+            if found.state == "queued" and pool_name(found.host) is not None:
+                return m.StopResult(outcome="stopped", killed=[], run=pools.stop_queued(found))
+            if pool_name(found.host) is not None:
+                return m.StopResult(outcome="not_running", killed=[], run=found)
+            p = msgspec.structs.replace(p, host=found.host)
         return await stop(ops, p)
 
     async def do_restart(p: m.RestartParams, ctx: RequestContext) -> m.RestartResult:
@@ -144,7 +220,29 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         return result
 
     async def do_remove(p: m.RemoveParams, ctx: RequestContext) -> m.RemoveResult:
-        return await remove(ops, p)
+        if pool_name(p.host) is None:
+            return await remove(ops, p)
+        found = [pool_run(p.host, run_id) for run_id in p.run_ids]
+        for run in found:
+            if run.state == "queued" and pool_name(run.host) is not None:
+                raise app_error(
+                    Kind.RUN_ACTIVE,
+                    f"{run.run_id} is queued in {p.host}; stop it first "
+                    f"(rtrain stop {p.host} {run.run_id}).",
+                )
+        removed = []
+        for run in found:
+            if pool_name(run.host) is not None:  # never placed: only the registry's row
+                service.registry.delete(run.host, run.run_id)
+                ops.publish_removed(run)
+                removed.append(m.RemovedRun(run_id=run.run_id, remote_dir="", had_dir=False))
+            else:
+                on_host = m.RemoveParams(host=run.host, run_ids=[run.run_id], workdir=p.workdir)
+                removed += (await remove(ops, on_host)).removed
+        return m.RemoveResult(removed=removed)
+
+    async def do_pools(p: m.Empty, ctx: RequestContext) -> m.PoolsListResult:
+        return m.PoolsListResult(pools=await pools.listed())
 
     async def do_exec(p: m.ExecParams, ctx: RequestContext) -> m.ExecResult:
         return await run_exec(ops, p)
@@ -157,6 +255,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     async def do_gc(p: m.GcParams, ctx: RequestContext) -> m.GcResult:
         return await gc(ops, p)
+
+    async def do_envs(p: m.EnvsParams, ctx: RequestContext) -> m.EnvsResult:
+        return await envs(ops, p)
 
     async def do_guard(p: m.GuardParams, ctx: RequestContext) -> m.GuardResult:
         return await guard(ops, p)
@@ -204,6 +305,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/status": do_status,
             "run/wait": do_wait,
             "forwards/open": do_forward,
+            "forwards/reverse": do_reverse,
+            "tensorboard/open": do_tensorboard,
+            "tensorboard/stop": do_tensorboard_stop,
+            "kernel/open": do_kernel,
             "forwards/list": do_forwards,
             "forwards/close": do_unforward,
             "run/tail": do_tail,
@@ -215,11 +320,13 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/exec": do_exec,
             "run/shell": do_shell,
             "hosts/list": do_hosts,
+            "pools/list": do_pools,
             "hosts/forget": do_forget,
             "host/login": do_login,
             "host/logout": do_logout,
             "hosts/price": do_price,
             "host/gc": do_gc,
+            "host/envs": do_envs,
             "host/guard": do_guard,
             "host/terminate": do_terminate,
         },
@@ -227,11 +334,15 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     monitor.start()
     after_runs.start()
     retrier.resume()
+    syncs.resume()
     return [
         forwards.close_all,
+        reverse_forwards.close_all,
+        syncs.close,
         after_runs.close,
         retrier.close,
         monitor.close,
+        pools.close,
         run_ends.close,
         hosts.close,
     ]

@@ -30,6 +30,8 @@ LimitSeconds = Annotated[int, msgspec.Meta(ge=0, le=365 * 86400)]
 GpuCount = Annotated[int, msgspec.Meta(ge=0, le=4096)]
 RetryCount = Annotated[int, msgspec.Meta(ge=0, le=100)]
 NodeIndex = Annotated[int, msgspec.Meta(ge=0, le=4095)]
+# A run's place in its pool's queue: higher goes first (docs/pools.md).
+Priority = Annotated[int, msgspec.Meta(ge=-1000, le=1000)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -236,6 +238,22 @@ class AfterRun(Result):
     terminated_at: float | None = None
 
 
+# The trackers whose files a run's `sync` brings home while it trains (docs/trackers.md).
+SyncTracker = Literal["mlflow"]
+
+
+class TrackerSync(Result):
+    """How a run's tracker files last reached this machine's tracker."""
+
+    tracker: SyncTracker
+    # Epoch seconds of the last sync that succeeded (null: none yet).
+    synced_at: float | None = None
+    # Why the latest one failed (null once one succeeds again).
+    error: str | None = None
+    # What the latest one brought: e.g. `3 metric points, 1 run`.
+    summary: str | None = None
+
+
 class RunInfo(Result):
     """What rtrain knows of one run. `state` is as of `lastSeen` (epoch seconds)."""
 
@@ -289,6 +307,13 @@ class RunInfo(Result):
     # Attempts the daemon may still start by itself after the run ends lost (or failed, when
     # `retryOn` is `failed`); null: none.
     retry: RetryPolicy | None = None
+    # The pool it was started in (`@NAME`), placed on `host` or still queued there.
+    pool: str | None = None
+    # The sweep it belongs to, and its parameters there (`rtrain sweep`).
+    sweep: str | None = None
+    params: dict[str, str] = {}
+    # Its tracker files synced to this machine's trackers (`sync` at start), and how far.
+    synced: list[TrackerSync] = []
 
 
 class RunNode(Result):
@@ -296,6 +321,9 @@ class RunNode(Result):
 
     host: str
     remote_dir: str
+    # The python this node runs torchrun with: `--python`, else its host's own `python` in
+    # config.toml, as the start chose it (null: a run of an older rtrain, node 0's).
+    python: str | None = None
 
 
 class RetryPolicy(Result):
@@ -344,6 +372,9 @@ class PreflightParams(Params):
     hf_models: list[str] = []
     # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
     secrets: dict[str, str] = {}
+    # A pip requirements file (absolute local path): its environment is built on the host
+    # now, as a start would build it, or found built (docs/environments.md).
+    requirements: str | None = None
 
 
 class TorchInfo(Result):
@@ -475,7 +506,8 @@ class PreflightResult(Result):
 class StartParams(Params):
     """Local paths are absolute (the daemon does not share the client's working directory).
     `python`, `workdir`, `env`, `setup` and `code` left out take the host's defaults from the
-    user config (`[hosts.ALIAS]`), then rtrain's own."""
+    user config (`[hosts.ALIAS]`), then rtrain's own. `host` `@NAME` places the run on a host
+    of the pool `[pools.NAME]` that can give it `gpus` now, else queues it (docs/pools.md)."""
 
     host: str
     # Shipped as config.yaml; optional when a command of the user's own is given (then
@@ -524,11 +556,36 @@ class StartParams(Params):
     then_fetch: str | None = None
     then_fetch_into: str | None = None
     then_terminate: bool = False
+    # Trackers whose files the daemon brings home while the run trains and at its end, into
+    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here).
+    sync: list[SyncTracker] = []
+    # Where the synced files go here: MLflow's tracking URI (the CLI and the API send their
+    # own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
+    sync_to: str | None = None
     # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
     # leave them home; and whether links that leave the code directory ship what they point
     # to (else they ship as links).
     include: list[str] = []
     follow_links: bool = False
+    # A run started in a pool (`host` `@NAME`) that must wait goes before those of a lower
+    # priority, first come first served within one.
+    priority: Priority = 0
+    # One point of a sweep (`rtrain sweep`); only in a pool.
+    sweep: SweepPoint | None = None
+    # A pip requirements file (absolute local path): the run's python is a virtual environment
+    # built from it once per host and reused (docs/environments.md). null: the host's
+    # config.toml `requirements`, else `requirements.txt` at the top of `code`; "" for none.
+    requirements: str | None = None
+
+
+class SweepPoint(Params):
+    """A run of a sweep: the sweep's name, this run's parameters (recorded with it), and
+    how many runs of the sweep may be placed at once (null: as many as GPUs allow)."""
+
+    # Its runs are NAME-1, NAME-2, ...: a name that makes run ids, as `runId` is judged.
+    name: str
+    params: dict[str, str] = {}
+    max_parallel: Annotated[int, msgspec.Meta(ge=1, le=4096)] | None = None
 
 
 class ShippedFile(Result):
@@ -579,6 +636,9 @@ class CodeReport(Result):
 
 class StartResult(Result):
     run: RunInfo
+    # A run started in a pool: where it went and why (`placed on box2: 2 of 8 GPUs free,
+    # inputs cached`); a run queued in its pool has `run.host` `@NAME` and `run.reason`.
+    placement: str | None = None
     pid: int | None = None
     # Bytes that went over the wire (an input the host already held costs none).
     uploaded_bytes: int = 0
@@ -689,19 +749,36 @@ class ForwardParams(Params):
     run_id: str | None = None
 
 
+class ReverseForwardParams(Params):
+    """`forwards/reverse`: let processes on the host reach 127.0.0.1:`localPort` of this
+    machine at 127.0.0.1:`remotePort` there (null: `localPort`'s own number where it is free
+    on the host, else any free one), over the host's ssh connection, set up again whenever
+    that connection is. With `runId`, the forward belongs to that run and ends when the run
+    ends or is removed."""
+
+    host: str
+    local_port: Port
+    remote_port: Port | None = None
+    run_id: str | None = None
+
+
 class ForwardInfo(Result):
     host: str
     remote_port: int
     local_port: int
-    # Where to point a browser: http://127.0.0.1:LOCAL/
+    # Where to point a browser: http://127.0.0.1:LOCAL/; for a reverse forward, the address
+    # the host's processes use: http://127.0.0.1:REMOTE/ (on the host).
     url: str
     # Epoch seconds it was opened.
     since: float
     run_id: str | None = None
     # Connections carried now.
     connections: int = 0
-    # Why the latest connection could not reach the host (null once one did again).
+    # Why the latest connection could not reach the host (null once one did again); for a
+    # reverse forward, why it could not be set up on the host's latest connection.
     last_error: str | None = None
+    # The host's processes reach this machine's `localPort` (at `remotePort` there).
+    reverse: bool = False
 
 
 class ForwardsListParams(Params):
@@ -719,10 +796,80 @@ class ForwardCloseParams(Params):
     local_port: Port | None = None
     host: str | None = None
     remote_port: Port | None = None
+    # Only reverse forwards (true), only the others (false), or both (null).
+    reverse: bool | None = None
 
 
 class ForwardCloseResult(Result):
     closed: list[ForwardInfo]
+
+
+class TensorBoardParams(Params):
+    """`tensorboard/open`: the host's one TensorBoard also serves this run (its run
+    directory, or `logdir` inside it), started with the run's python and forwarded to
+    127.0.0.1:`localPort` here (null: its own number where free, else any)."""
+
+    host: str
+    run_id: str
+    workdir: str | None = None
+    logdir: str | None = None
+    local_port: Port | None = None
+
+
+class TensorBoardInfo(Result):
+    host: str
+    # Where to point a browser: http://127.0.0.1:LOCAL/
+    url: str
+    local_port: int
+    remote_port: int
+    # The runs it serves, each under its run id.
+    runs: list[str]
+    python: str
+
+
+class TensorBoardStopParams(Params):
+    """`tensorboard/stop`: the host's TensorBoard no longer serves `runId` (null: it ends)."""
+
+    host: str
+    run_id: str | None = None
+
+
+class TensorBoardStopResult(Result):
+    # What it serves still (null: none runs on the host any more).
+    tensorboard: TensorBoardInfo | None = None
+
+
+class KernelParams(Params):
+    """`kernel/open`: without `runId`, start a Jupyter kernel (ipykernel, with `python`) as
+    a detached run; with the `runId` of one, reattach to it. Either way its five ports are
+    forwarded to this machine and the answer is its connection, this machine's ports in it."""
+
+    host: str
+    run_id: str | None = None
+    python: str | None = None
+    workdir: str | None = None
+    gpus: GpuCount = 1
+    progress_token: str | int | None = None
+
+
+class KernelInfo(Result):
+    """A Jupyter connection file's fields (ports: this machine's forwards), and the run."""
+
+    host: str
+    run_id: str
+    shell_port: int
+    iopub_port: int
+    stdin_port: int
+    control_port: int
+    hb_port: int
+    ip: str
+    # Signs every message; never written anywhere but the connection file (0600).
+    key: str
+    transport: str
+    signature_scheme: str
+    kernel_name: str = ""
+    # True when this request started the kernel; false: reattached.
+    started: bool = False
 
 
 class FetchParams(Params):
@@ -769,6 +916,40 @@ class GcResult(Result):
     # On this machine: the cut fetches from the host whose partial data was swept, and its bytes.
     local_partials: int = 0
     local_freed_bytes: int = 0
+    # The run environments no run directory used any more, removed, and what they held
+    # (counted in `freedBytes` too).
+    environments_removed: int = 0
+    environment_bytes: int = 0
+
+
+class EnvsParams(Params):
+    host: str
+    # None: the host's configured workdir, else ~/.rtrain.
+    workdir: str | None = None
+
+
+class EnvironmentInfo(Result):
+    """One environment cached on the host (docs/environments.md): its key (the lock, the
+    python and the platform, hashed), its size, when a run last used it and when it was
+    built (epoch seconds, the host's clock), how long the build took and with which tool
+    (`uv`, `pip`), the python it was built from, and the runs whose directories use it
+    (`usedBy`)."""
+
+    key: str
+    size_bytes: int
+    last_used: float | None = None
+    built_at: float | None = None
+    build_seconds: float | None = None
+    tool: str | None = None
+    python: str | None = None
+    used_by: list[str] = []
+
+
+class EnvsResult(Result):
+    host: str
+    environments: list[EnvironmentInfo] = []
+    # Keys being built right now.
+    building: list[str] = []
 
 
 class GuardParams(Params):
@@ -860,6 +1041,9 @@ class StopResult(Result):
     outcome: Literal["stopped", "not_running"]
     killed: list[int]
     run: RunInfo
+    # Attempts the daemon would still have started by itself (`--retry`) once the run was
+    # lost, which this stop cancelled.
+    retries_cancelled: int = 0
 
 
 class RestartParams(Params):
@@ -877,6 +1061,9 @@ class RestartParams(Params):
     append: list[str] = []
     # Say what would run (`command`, `attempt`) and start nothing.
     dry_run: bool = False
+    # A code directory (absolute local path): its files that differ from what the run was
+    # shipped go into the run directory, over the old ones, before the attempt starts.
+    code: str | None = None
 
 
 class RestartResult(Result):
@@ -890,12 +1077,20 @@ class RestartResult(Result):
     attempt: int = 0
     setup: str | None = None
     dry_run: bool = False
+    # With `code`: the files shipped into the run directory (those that differed). Without
+    # it (or on a dry run): the files of the code directory that differ from what the run
+    # holds, where the run recorded its code directory and this machine has it.
+    code_shipped: list[str] = []
+    code_differs: list[str] = []
 
 
 class RemoveParams(Params):
     host: str
     run_ids: list[str]
     workdir: str | None = None
+    # Stop the processes that still run in a run's directory without being part of the run
+    # (started there with exec: a TensorBoard), then remove; without it they refuse it.
+    force: bool = False
 
 
 class RemovedRun(Result):
@@ -993,6 +1188,8 @@ class MetricsUpdate(Result):
 class RunsListParams(Params):
     host: str | None = None
     state: RunState | None = None
+    # Only the runs of this sweep.
+    sweep: str | None = None
     # When true, this connection receives `run/changed` for every run from now on.
     subscribe: bool = False
 
@@ -1038,6 +1235,39 @@ class HostInfo(Result):
 
 class HostsListResult(Result):
     hosts: list[HostInfo]
+
+
+class PoolHost(Result):
+    """One host of a pool as asked now: its GPUs and how many are free (neither claimed by
+    a run nor busy with another process), or why it could not be asked."""
+
+    alias: str
+    reachable: bool
+    gpus_total: int
+    gpus_free: int
+    reason: str | None = None
+
+
+class QueuedRun(Result):
+    """A run waiting in its pool: what it waits for (`reason`), its priority and sweep."""
+
+    run_id: str
+    reason: str | None = None
+    priority: int = 0
+    sweep: str | None = None
+    created_at: float | None = None
+
+
+class PoolInfo(Result):
+    """A pool of config.toml: its hosts, and the runs queued in it, first to go first."""
+
+    name: str
+    hosts: list[PoolHost]
+    queue: list[QueuedRun]
+
+
+class PoolsListResult(Result):
+    pools: list[PoolInfo]
 
 
 class ForgetHostParams(Params):

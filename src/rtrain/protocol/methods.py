@@ -62,6 +62,13 @@ _TABLE = [
         "Remove the host's cached inputs that no run uses, and cut uploads.",
     ),
     Method(
+        "host/envs",
+        m.EnvsParams,
+        m.EnvsResult,
+        "client->server",
+        "List the run environments cached on the host.",
+    ),
+    Method(
         "host/guard",
         m.GuardParams,
         m.GuardResult,
@@ -110,6 +117,34 @@ _TABLE = [
         m.ForwardInfo,
         "client->server",
         "Reach a port on a host from 127.0.0.1 of this machine, over the host's connection.",
+    ),
+    Method(
+        "forwards/reverse",
+        m.ReverseForwardParams,
+        m.ForwardInfo,
+        "client->server",
+        "Reach a port of this machine from 127.0.0.1 of a host, over the host's connection.",
+    ),
+    Method(
+        "tensorboard/open",
+        m.TensorBoardParams,
+        m.TensorBoardInfo,
+        "client->server",
+        "Serve a run in the host's one TensorBoard and forward it to this machine.",
+    ),
+    Method(
+        "tensorboard/stop",
+        m.TensorBoardStopParams,
+        m.TensorBoardStopResult,
+        "client->server",
+        "Take a run out of the host's TensorBoard, or end it.",
+    ),
+    Method(
+        "kernel/open",
+        m.KernelParams,
+        m.KernelInfo,
+        "client->server",
+        "Start a Jupyter kernel as a detached run, or reattach to one; its ports forwarded.",
     ),
     Method(
         "forwards/list",
@@ -194,6 +229,13 @@ _TABLE = [
         m.HostsListResult,
         "client->server",
         "Known hosts and their connections.",
+    ),
+    Method(
+        "pools/list",
+        m.Empty,
+        m.PoolsListResult,
+        "client->server",
+        "The pools of config.toml: each host's free GPUs now, and the runs queued.",
     ),
     Method(
         "hosts/forget",

@@ -42,6 +42,8 @@ CLIENT_REQUESTS = frozenset(
         "forwards/close",
         "forwards/list",
         "forwards/open",
+        "forwards/reverse",
+        "host/envs",
         "host/gc",
         "host/guard",
         "host/login",
@@ -52,6 +54,8 @@ CLIENT_REQUESTS = frozenset(
         "hosts/list",
         "hosts/price",
         "initialize",
+        "kernel/open",
+        "pools/list",
         "run/exec",
         "run/fetch",
         "run/metrics",
@@ -65,6 +69,8 @@ CLIENT_REQUESTS = frozenset(
         "run/wait",
         "runs/list",
         "shutdown",
+        "tensorboard/open",
+        "tensorboard/stop",
     ]
 )
 CLIENT_NOTIFICATIONS = frozenset(
@@ -90,6 +96,7 @@ if TYPE_CHECKING:
     RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
     StoppedBy = Literal["max_duration", "stall"]
+    SyncTracker = Literal["mlflow"]
     Transport = Literal["console", "exec", "local"]
     WaitOutcome = Literal["ended", "reached", "removed", "timeout"]
 
@@ -117,6 +124,11 @@ if TYPE_CHECKING:
         signalBeforeTimeout: NotRequired[int | None]
         requeue: NotRequired[bool]
         torchrun: NotRequired[bool | None]
+
+    class SweepPoint(TypedDict):
+        name: str
+        params: NotRequired[dict[str, str]]
+        maxParallel: NotRequired[int | None]
 
     class AfterRunAnswer(dict[str, Any]):
         fetch: str | None
@@ -168,6 +180,21 @@ if TYPE_CHECKING:
         version: str | None
         cuda_version: str | None
 
+    class EnvironmentInfoAnswer(dict[str, Any]):
+        key: str
+        size_bytes: int
+        last_used: float | None
+        built_at: float | None
+        build_seconds: float | None
+        tool: str | None
+        python: str | None
+        used_by: list[str]
+
+    class EnvsResultAnswer(dict[str, Any]):
+        host: str
+        environments: list[EnvironmentInfoAnswer]
+        building: list[str]
+
     class ExecResultAnswer(dict[str, Any]):
         exit_code: int
         stdout: str
@@ -206,6 +233,7 @@ if TYPE_CHECKING:
         run_id: str | None
         connections: int
         last_error: str | None
+        reverse: bool
 
     class ForwardsListResultAnswer(dict[str, Any]):
         forwards: list[ForwardInfoAnswer]
@@ -217,6 +245,8 @@ if TYPE_CHECKING:
         partials: int
         local_partials: int
         local_freed_bytes: int
+        environments_removed: int
+        environment_bytes: int
 
     class GpuInfoAnswer(dict[str, Any]):
         index: int
@@ -314,6 +344,21 @@ if TYPE_CHECKING:
         notices: list[str]
         settings: dict[str, str]
 
+    class KernelInfoAnswer(dict[str, Any]):
+        host: str
+        run_id: str
+        shell_port: int
+        iopub_port: int
+        stdin_port: int
+        control_port: int
+        hb_port: int
+        ip: str
+        key: str
+        transport: str
+        signature_scheme: str
+        kernel_name: str
+        started: bool
+
     class LeftHomePathAnswer(dict[str, Any]):
         path: str
         rule: str
@@ -353,6 +398,21 @@ if TYPE_CHECKING:
         gpus: int
         free_gpus: int
         default: bool
+
+    class PoolHostAnswer(dict[str, Any]):
+        alias: str
+        reachable: bool
+        gpus_total: int
+        gpus_free: int
+        reason: str | None
+
+    class PoolInfoAnswer(dict[str, Any]):
+        name: str
+        hosts: list[PoolHostAnswer]
+        queue: list[QueuedRunAnswer]
+
+    class PoolsListResultAnswer(dict[str, Any]):
+        pools: list[PoolInfoAnswer]
 
     class PreflightResultAnswer(dict[str, Any]):
         host: str
@@ -394,6 +454,13 @@ if TYPE_CHECKING:
         torch: TorchInfoAnswer | None
         error: str | None
 
+    class QueuedRunAnswer(dict[str, Any]):
+        run_id: str
+        reason: str | None
+        priority: int
+        sweep: str | None
+        created_at: float | None
+
     class RemoveResultAnswer(dict[str, Any]):
         removed: list[RemovedRunAnswer]
 
@@ -410,6 +477,8 @@ if TYPE_CHECKING:
         attempt: int
         setup: str | None
         dry_run: bool
+        code_shipped: list[str]
+        code_differs: list[str]
 
     class RetryPolicyAnswer(dict[str, Any]):
         limit: int
@@ -451,10 +520,15 @@ if TYPE_CHECKING:
         launcher: RunLauncher | None
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
+        pool: str | None
+        sweep: str | None
+        params: dict[str, str]
+        synced: list[TrackerSyncAnswer]
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
         remote_dir: str
+        python: str | None
 
     class RunsListResultAnswer(dict[str, Any]):
         runs: list[RunInfoAnswer]
@@ -501,6 +575,7 @@ if TYPE_CHECKING:
 
     class StartResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
+        placement: str | None
         pid: int | None
         uploaded_bytes: int
         shipped: list[ShippedFileAnswer]
@@ -516,10 +591,22 @@ if TYPE_CHECKING:
         outcome: Literal["not_running", "stopped"]
         killed: list[int]
         run: RunInfoAnswer
+        retries_cancelled: int
 
     class TailResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
         offset: int
+
+    class TensorBoardInfoAnswer(dict[str, Any]):
+        host: str
+        url: str
+        local_port: int
+        remote_port: int
+        runs: list[str]
+        python: str
+
+    class TensorBoardStopResultAnswer(dict[str, Any]):
+        tensorboard: TensorBoardInfoAnswer | None
 
     class TerminateResultAnswer(dict[str, Any]):
         host: str
@@ -534,6 +621,12 @@ if TYPE_CHECKING:
         cuda: str | None
         cuda_available: bool | None
         device_count: int | None
+
+    class TrackerSyncAnswer(dict[str, Any]):
+        tracker: SyncTracker
+        synced_at: float | None
+        error: str | None
+        summary: str | None
 
     class WaitResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
@@ -600,6 +693,7 @@ def host_preflight(
     follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
+    requirements: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -618,6 +712,7 @@ def host_preflight(
             followLinks=follow_links,
             hfModels=hf_models,
             secrets=secrets,
+            requirements=requirements,
         ),
     )
 
@@ -630,6 +725,21 @@ def host_gc(
     """`host/gc`: Remove the host's cached inputs that no run uses, and cut uploads."""
     return Call(
         "host/gc",
+        _present(
+            host=host,
+            workdir=workdir,
+        ),
+    )
+
+
+def host_envs(
+    *,
+    host: str,
+    workdir: str | None = None,
+) -> Call[EnvsResultAnswer]:
+    """`host/envs`: List the run environments cached on the host."""
+    return Call(
+        "host/envs",
         _present(
             host=host,
             workdir=workdir,
@@ -710,8 +820,13 @@ def run_start(
     then_fetch: str | None = None,
     then_fetch_into: str | None = None,
     then_terminate: bool | None = None,
+    sync: list[SyncTracker] | None = None,
+    sync_to: str | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
+    priority: int | None = None,
+    sweep: SweepPoint | None = None,
+    requirements: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -742,8 +857,13 @@ def run_start(
             thenFetch=then_fetch,
             thenFetchInto=then_fetch_into,
             thenTerminate=then_terminate,
+            sync=sync,
+            syncTo=sync_to,
             include=include,
             followLinks=follow_links,
+            priority=priority,
+            sweep=sweep,
+            requirements=requirements,
         ),
     )
 
@@ -853,6 +973,90 @@ def forwards_open(
     )
 
 
+def forwards_reverse(
+    *,
+    host: str,
+    local_port: int,
+    remote_port: int | None = None,
+    run_id: str | None = None,
+) -> Call[ForwardInfoAnswer]:
+    """`forwards/reverse`: Reach a port of this machine from 127.0.0.1 of a host, over the host's
+    connection.
+    """
+    return Call(
+        "forwards/reverse",
+        _present(
+            host=host,
+            localPort=local_port,
+            remotePort=remote_port,
+            runId=run_id,
+        ),
+    )
+
+
+def tensorboard_open(
+    *,
+    host: str,
+    run_id: str,
+    workdir: str | None = None,
+    logdir: str | None = None,
+    local_port: int | None = None,
+) -> Call[TensorBoardInfoAnswer]:
+    """`tensorboard/open`: Serve a run in the host's one TensorBoard and forward it to this
+    machine.
+    """
+    return Call(
+        "tensorboard/open",
+        _present(
+            host=host,
+            runId=run_id,
+            workdir=workdir,
+            logdir=logdir,
+            localPort=local_port,
+        ),
+    )
+
+
+def tensorboard_stop(
+    *,
+    host: str,
+    run_id: str | None = None,
+) -> Call[TensorBoardStopResultAnswer]:
+    """`tensorboard/stop`: Take a run out of the host's TensorBoard, or end it."""
+    return Call(
+        "tensorboard/stop",
+        _present(
+            host=host,
+            runId=run_id,
+        ),
+    )
+
+
+def kernel_open(
+    *,
+    host: str,
+    run_id: str | None = None,
+    python: str | None = None,
+    workdir: str | None = None,
+    gpus: int | None = None,
+    progress_token: str | int | None = None,
+) -> Call[KernelInfoAnswer]:
+    """`kernel/open`: Start a Jupyter kernel as a detached run, or reattach to one; its ports
+    forwarded.
+    """
+    return Call(
+        "kernel/open",
+        _present(
+            host=host,
+            runId=run_id,
+            python=python,
+            workdir=workdir,
+            gpus=gpus,
+            progressToken=progress_token,
+        ),
+    )
+
+
 def forwards_list(
     *,
     host: str | None = None,
@@ -871,6 +1075,7 @@ def forwards_close(
     local_port: int | None = None,
     host: str | None = None,
     remote_port: int | None = None,
+    reverse: bool | None = None,
 ) -> Call[ForwardCloseResultAnswer]:
     """`forwards/close`: End port forwards: one by its local port, a host's, or all."""
     return Call(
@@ -879,6 +1084,7 @@ def forwards_close(
             localPort=local_port,
             host=host,
             remotePort=remote_port,
+            reverse=reverse,
         ),
     )
 
@@ -940,6 +1146,7 @@ def run_restart(
     command: list[str] | None = None,
     append: list[str] | None = None,
     dry_run: bool | None = None,
+    code: str | None = None,
 ) -> Call[RestartResultAnswer]:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
@@ -952,6 +1159,7 @@ def run_restart(
             command=command,
             append=append,
             dryRun=dry_run,
+            code=code,
         ),
     )
 
@@ -961,6 +1169,7 @@ def run_remove(
     host: str,
     run_ids: list[str],
     workdir: str | None = None,
+    force: bool | None = None,
 ) -> Call[RemoveResultAnswer]:
     """`run/remove`: Remove runs that are not running: their far directories and registry rows."""
     return Call(
@@ -969,6 +1178,7 @@ def run_remove(
             host=host,
             runIds=run_ids,
             workdir=workdir,
+            force=force,
         ),
     )
 
@@ -1041,6 +1251,7 @@ def runs_list(
     *,
     host: str | None = None,
     state: RunState | None = None,
+    sweep: str | None = None,
     subscribe: bool | None = None,
 ) -> Call[RunsListResultAnswer]:
     """`runs/list`: Runs in the registry; optionally subscribe to run/changed."""
@@ -1049,6 +1260,7 @@ def runs_list(
         _present(
             host=host,
             state=state,
+            sweep=sweep,
             subscribe=subscribe,
         ),
     )
@@ -1057,6 +1269,11 @@ def runs_list(
 def hosts_list() -> Call[HostsListResultAnswer]:
     """`hosts/list`: Known hosts and their connections."""
     return Call("hosts/list", {})
+
+
+def pools_list() -> Call[PoolsListResultAnswer]:
+    """`pools/list`: The pools of config.toml: each host's free GPUs now, and the runs queued."""
+    return Call("pools/list", {})
 
 
 def hosts_forget(

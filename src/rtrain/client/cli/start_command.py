@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -15,6 +16,7 @@ from rtrain.protocol.errors import RpcError
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.run_states import RETRY_ON
 
+from .completion import complete_host
 from .exit_codes import ClientKind
 from .input_checks import check
 from .launcher_flags import launcher_options
@@ -22,11 +24,15 @@ from .local_secrets import local_secrets
 from .log_follow import follow_log
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar
-from .shared_options import HostArg, JsonOpt
+from .shared_options import JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import OnStall
+    from rtrain.protocol.requests import OnStall, SyncTracker
+
+# protocol.messages.SyncTracker's words (not imported: msgspec costs start-up time);
+# tests/trackers/test_mlflow_sync.py checks the two agree.
+SYNC_TRACKERS = ("mlflow",)
 
 # The options of each launcher, in a panel of their own in `rtrain start --help` (a start
 # option of all launchers goes in the default panel; docs/architecture.md).
@@ -65,6 +71,15 @@ def _limit(option: str, text: str | None, what: str) -> int | None:
         fail(f"{option}: {error}", 2)
 
 
+def _host_or_pool(host: str | None, pool: str | None) -> str:
+    """HOST, or `@POOL` from --pool; exactly one of them."""
+    if host is not None and pool is not None:
+        fail("give HOST or --pool, not both.", 2)
+    if host is None and pool is None:
+        fail("name a HOST (or @POOL), or --pool POOL.", 2)
+    return host if host is not None else f"@{pool}"
+
+
 def _env_pairs(pairs: list[str]) -> dict[str, str]:
     env = {}
     for pair in pairs:
@@ -81,7 +96,22 @@ def _env_pairs(pairs: list[str]) -> dict[str, str]:
 
 @friendly_errors
 def start(
-    host: str = HostArg,
+    host: str | None = typer.Argument(
+        None,
+        metavar="HOST",
+        help="SSH alias of the host (or `local`); @POOL: a host of that pool with the GPUs free.",
+        autocompletion=complete_host,
+    ),
+    pool: str | None = typer.Option(
+        None, "--pool", help="Place the run in this pool of config.toml (the same as HOST @POOL)."
+    ),
+    priority: int = typer.Option(
+        0,
+        "--priority",
+        min=-1000,
+        max=1000,
+        help="A run queued in its pool goes before those of a lower priority.",
+    ),
     config: Path | None = typer.Option(
         None,
         "--config",
@@ -148,6 +178,14 @@ def start(
         metavar="COMMAND",
         help="Shell command run in the run directory before the trainer "
         "(e.g. 'pip install -r requirements.txt').",
+    ),
+    requirements: str | None = typer.Option(
+        None,
+        "--requirements",
+        metavar="FILE",
+        help="pip requirements: the run's {python} is a virtual environment built from "
+        "them once per host and reused (default: the host's, else the code's "
+        "requirements.txt; '' for none).",
     ),
     follow: bool = typer.Option(
         True, "--follow/--no-follow", help="Stream the log until the run ends."
@@ -251,6 +289,19 @@ def start(
         help="After the run completed (and --then-fetch was verified), run the host's "
         "terminate command (config.toml: terminate = ...).",
     ),
+    sync: list[str] = typer.Option(
+        [],
+        "--sync",
+        metavar="mlflow",
+        help="Bring the run's tracker files home while it trains and at its end, into this "
+        "machine's tracker (mlflow: its mlruns/ into MLFLOW_TRACKING_URI here).",
+    ),
+    sync_to: str | None = typer.Option(
+        None,
+        "--sync-to",
+        metavar="URI",
+        help="With --sync mlflow: the tracking URI here (default: $MLFLOW_TRACKING_URI).",
+    ),
     command: list[str] = typer.Argument(
         None,
         metavar="COMMAND",
@@ -261,7 +312,9 @@ def start(
     json: bool = JsonOpt,
 ) -> None:
     """Ship the config, datasets and code to HOST and start a run that outlives this shell.
-    HOST1,HOST2,... with --nodes N: one torchrun run across those hosts."""
+    HOST1,HOST2,... with --nodes N: one torchrun run across those hosts. @POOL (or --pool):
+    on a host of the pool that can give it --gpus now, else queued there (docs/pools.md)."""
+    host = _host_or_pool(host, pool)
     hosts = host.split(",") if "," in host else []
     for one in hosts:
         check(host=one)
@@ -282,6 +335,13 @@ def start(
     if on_stall is not None and on_stall not in ("flag", "stop"):
         fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
     limits = _limits(max_duration, stall_after)
+    for tracker in sync:
+        if tracker not in SYNC_TRACKERS:
+            fail(f"--sync takes {', '.join(SYNC_TRACKERS)}, not {tracker!r}.", 2)
+    if sync_to is not None and not sync:
+        fail("--sync-to names where --sync brings files; give --sync mlflow too.", 2)
+    if sync and sync_to is None:
+        sync_to = os.environ.get("MLFLOW_TRACKING_URI") or None
     if out is not None and then_fetch is None:
         fail("-o/--out names where --then-fetch fetches to; give --then-fetch PATH too.", 2)
     secrets = local_secrets(secret)
@@ -297,6 +357,7 @@ def start(
         follow_links=follow_links or None,
         env=_env_pairs(env) if env else None,
         setup=setup,
+        requirements=str(Path(requirements).resolve()) if requirements else requirements,
         run_id=run_id,
         command=list(command) if command else None,
         launcher=options,
@@ -311,6 +372,9 @@ def start(
         then_fetch=then_fetch,
         then_fetch_into=str((out or Path(".")).resolve()) if then_fetch is not None else None,
         then_terminate=then_terminate or None,
+        priority=priority or None,
+        sync=cast("list[SyncTracker]", list(dict.fromkeys(sync))) or None,  # checked above
+        sync_to=sync_to,
         progress_token="upload",
     )
     bar = ProgressBar(None if not json else False)
@@ -345,7 +409,15 @@ def start(
             print(f"  tail:  rtrain tail {host} {run.run_id}")
             print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
         else:
+            if result.placement:
+                print(result.placement)  # a pool's run: where it went and why
+                host = run.host
             print_ship_summary(result, host, verbose=verbose)
+            if run.state == "queued" and host.startswith("@"):
+                print(f"✓ queued {run.run_id} in {host}: {run.reason}")
+                print(f"  status: rtrain status {host} {run.run_id}")
+                print(f"  stop:   rtrain stop {host} {run.run_id}", flush=True)
+                return
             if run.state == "queued":
                 print(f"✓ queued {run.run_id} on {host}: {run.reason}")
             else:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.environments import run_environment
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun.launcher import (
     FAILURE_FILE,
@@ -32,6 +33,7 @@ from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.launcher_options import NodesOptions, asks_torchrun
 from rtrain.protocol.messages import (
+    DEFAULT_PYTHON,
     Attempt,
     RunInfo,
     RunNode,
@@ -43,7 +45,7 @@ from rtrain.protocol.messages import (
 )
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, expand
-from .context import Ops, now
+from .context import Ops, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
 from .run_inputs import Inputs, LocalFile
@@ -79,6 +81,7 @@ RESERVED = {
     LIMITS_FILE,
     STOP_FILE,
     *WATCHER_FILES,
+    *run_environment.RESERVED,
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -189,7 +192,12 @@ async def _claim_ship_launch(
     on_host = ops.launcher(p.host).runs_on_host
     command, setup_command = _commands(plan, run_dir, on_host)
     nodes = (
-        [RunNode(host=c.host, remote_dir=c.run_dir) for c in claims] if plan.across_hosts else []
+        [
+            RunNode(host=c.host, remote_dir=c.run_dir, python=_node_python(ops, p, c.host))
+            for c in claims
+        ]
+        if plan.across_hosts
+        else []
     )
     o = p.launcher
     master_addr = o.master_addr if isinstance(o, NodesOptions) else None
@@ -225,6 +233,8 @@ async def _claim_ship_launch(
     gated = all(c.gpus.gate for c in claims)
     own = _own_files(plan, command, gated, on_host)
     wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
+    if plan.environment is not None:
+        wrapper += run_environment.builder_words(plan.python, run_dir)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
     placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
     try:
@@ -233,13 +243,22 @@ async def _claim_ship_launch(
         ops.starting.discard((p.host, run_id))
 
 
+def _node_python(ops: Ops, p: StartParams, host: str) -> str:
+    """The python a node of a run across hosts runs: `--python` on every node, else each
+    host's own from config.toml (node 0's is the plan's)."""
+    return validation.python(chosen(p.python, ops.hosts.config.host(host).python, DEFAULT_PYTHON))
+
+
 def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], str | None]:
     """The trainer's command and the setup command, their placeholders filled."""
     p = plan.p
     first_dataset = plan.datasets[0].name if plan.datasets else None
+    python = plan.python
+    if plan.environment is not None:
+        python = run_environment.environment_python(run_dir)
     command = expand(
         plan.template or _demo_command(first_dataset, asks_torchrun(p.launcher), plan.across_hosts),
-        python=plan.python,
+        python=python,
         dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
@@ -249,7 +268,7 @@ def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], 
         None
         if plan.setup is None
         else expand(
-            [plan.setup], python=plan.python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
+            [plan.setup], python=python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
         )[0]
     )
     return command, setup_command
@@ -264,6 +283,9 @@ def _own_files(plan: StartPlan, command: list[str], gated: bool, on_host: bool) 
         own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
     if on_host and plan.limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
+    if plan.environment is not None:
+        files = run_environment.environment_files(plan.environment)
+        own.files += [LocalFile(name, text, len(text)) for name, text in files]
     if uses_relay(command):
         relay = relay_source()
         own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
@@ -373,6 +395,10 @@ def _meta(
     if plan.limits.watched:
         meta["limits"] = msgspec.to_builtins(plan.limits)
     meta["launcher"] = pending.launcher
+    if plan.code_dir is not None:
+        meta["code_dir"] = str(plan.code_dir)
+    if plan.environment is not None:
+        meta["environment"] = True  # a restart's new command: {python} is the environment's
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
     return meta
