@@ -26,12 +26,13 @@ PYTHON = VENV / "bin" / "python"
 BASE_PYTHON = "/usr/bin/python3"
 REQUIREMENTS = ["torch==2.13.0", "numpy"]
 # The current majors of the real trainers; `[torch]` brings accelerate, which Trainer needs.
-TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3"]
+# Keras 3 runs on torch (KERAS_BACKEND=torch): no TensorFlow.
+TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3", "keras>=3,<4"]
 TORCH_PROBE = "import torch.distributed.run, numpy"
 # Found, not imported: importing them all takes seconds per test on a busy machine.
 TRAINERS_PROBE = (
     "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in "
-    "('torch', 'numpy', 'transformers', 'accelerate', 'lightning')))"
+    "('torch', 'numpy', 'transformers', 'accelerate', 'lightning', 'keras')))"
 )
 
 

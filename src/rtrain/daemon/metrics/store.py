@@ -18,6 +18,7 @@ from collections import OrderedDict, deque
 import msgspec
 
 from rtrain.protocol.messages import GpuSample, Progress, RunInfo, Series
+from rtrain.protocol.run_states import is_ended
 
 from .gpu_telemetry import run_gpus
 from .log_formats import Progress as BarProgress
@@ -148,9 +149,13 @@ class MetricsStore:
         gpus = run_gpus(sample.gpus, run.run_id) if sample is not None else []
         if key not in self._runs and not gpus:
             return run
+        progress = self.progress(*key)
+        if progress is not None and is_ended(run.state):
+            # Where its bar stopped stands; a time left does not, once nothing runs.
+            progress = msgspec.structs.replace(progress, eta=None)
         return msgspec.structs.replace(
             run,
-            progress=self.progress(*key),
+            progress=progress,
             latest=self.latest(*key) or None,
             gpus=gpus or None,
         )

@@ -68,7 +68,22 @@ class Ops:
 
     def annotate(self, run: RunInfo) -> RunInfo:
         """`run` as clients see it: with what its log said, and what it has cost so far."""
-        return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
+        annotated = self.metrics.annotate(run)
+        if annotated.progress is None and not annotated.latest and is_ended(run.state):
+            # A daemon restarted since the run ended has read none of its log: what was kept.
+            progress, latest = self.registry.run_metrics(run.host, run.run_id)
+            if progress is not None or latest:
+                annotated = msgspec.structs.replace(annotated, progress=progress, latest=latest)
+        return priced_run(annotated, self.price(run.host), time.time())
+
+    def keep_metrics(self, host: str, run_id: str) -> None:
+        """Keep what the ended run's log said (progress, latest values) past a restart."""
+        progress = self.metrics.progress(host, run_id)
+        latest = self.metrics.latest(host, run_id)
+        if progress is not None or latest:
+            if progress is not None:
+                progress = msgspec.structs.replace(progress, eta=None)
+            self.registry.set_run_metrics(host, run_id, progress, latest)
 
     def price(self, host: str) -> float | None:
         """What an hour of `host` costs: as `hosts/price` set it, else config.toml's."""

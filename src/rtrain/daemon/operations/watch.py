@@ -120,6 +120,8 @@ def _mark_reads(
         read_first = run.run_id not in from_status
         over = over or (read_first and new is not None and is_ended(new.state))
         ops.metrics.saw_read(host, run.run_id, attempt_of(new or run), over)
+        if over:
+            ops.keep_metrics(host, run.run_id)
 
 
 def attempt_of(run: RunInfo) -> int:

@@ -524,7 +524,8 @@ RF_EOF
 # last non-empty line (`rtrain RANK LINE` when that is rtrain's own message, such as the GPU
 # gate's refusal); nothing for an empty log. A `[rankN]: ` prefix (torch's own, or
 # rtrain-ranks') is read through: RANK is N, else `-`; with RANK given, other ranks' lines
-# are skipped. rtrain's own `rtrain: ` before a message goes.
+# are skipped. rtrain's own `rtrain: ` before a message goes. A bar redrawn after the
+# exception (tqdm's, at exit) is not its last word: the exception is.
 last_words() {
 	[ -f "$1" ] || return 0
 	tail -c 65536 "$1" 2>/dev/null | tr '\r' '\n' | awk -v want="${2-}" '
@@ -535,7 +536,8 @@ last_words() {
 				line = substr(line, RLENGTH + 1)
 			}
 			if (want != "" && rank != "-" && rank != want) next
-			if (line ~ /^Traceback \(most recent call last\):/) { tb[rank] = 1; next }
+			# A traceback may start after a progress bar drawn with no newline (tqdm, Lightning).
+			if (index(line, "Traceback (most recent call last):")) { tb[rank] = 1; next }
 			if (line ~ /^[ \t]*$/) next
 			if (tb[rank]) {
 				if (line ~ /^[ \t]/) next
