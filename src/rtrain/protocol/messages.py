@@ -278,6 +278,8 @@ class RunInfo(Result):
     on_stall: OnStall | None = None
     # While it runs: since when (epoch seconds) its log has been still and its GPUs idle.
     stalled_since: float | None = None
+    # While it runs: when (epoch seconds) its train.log last changed, as of the last read.
+    last_output_at: float | None = None
     # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
     stopped_by: StoppedBy | None = None
     # What it has cost so far: its billed seconds (each attempt from its launch, or from the

@@ -423,6 +423,7 @@ if TYPE_CHECKING:
         stall_after: int | None
         on_stall: OnStall | None
         stalled_since: float | None
+        last_output_at: float | None
         stopped_by: StoppedBy | None
         billed_seconds: float | None
         price_per_hour: float | None

@@ -119,6 +119,8 @@ class RunSeries:
         # The attempt whose every byte was read after it ended (store.py); None: not yet.
         self.final_attempt: int | None = None
         self.final_tries = 0
+        # When its log last changed (epoch seconds), as the far side told; None: not told.
+        self.last_output_at: float | None = None
         self._bar_rank = 0  # the lowest rank whose bar was seen: its progress is shown
         # Where that bar (not one drawn below it) last stood, in this attempt; None: no bar.
         self._bar_n: float | None = None

@@ -51,6 +51,10 @@ class MetricsStore:
             self._wake()
         return changed
 
+    def saw_output(self, host: str, run_id: str, at: float) -> None:
+        """The run's log last changed at `at` (epoch seconds, this machine's clock)."""
+        self._series(host, run_id).last_output_at = at
+
     def forget(self, host: str, run_id: str) -> None:
         """Drop all of a run's metrics (it was removed; its id may be used again)."""
         self._runs.pop((host, run_id), None)
@@ -149,6 +153,8 @@ class MetricsStore:
         gpus = run_gpus(sample.gpus, run.run_id) if sample is not None else []
         if key not in self._runs and not gpus:
             return run
+        series = self._runs.get(key)
+        last_output = series.last_output_at if series is not None else None
         progress = self.progress(*key)
         if progress is not None and is_ended(run.state):
             # Where its bar stopped stands; a time left does not, once nothing runs.
@@ -158,6 +164,7 @@ class MetricsStore:
             progress=progress,
             latest=self.latest(*key) or None,
             gpus=gpus or None,
+            last_output_at=last_output if run.state == "running" else None,
         )
 
     async def wait(self, timeout: float) -> None:

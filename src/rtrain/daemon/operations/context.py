@@ -15,7 +15,7 @@ from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.nodes import NodesLauncher
 from rtrain.daemon.launchers.process import PROCESS
 from rtrain.daemon.launchers.slurm import slurm_launcher
-from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
+from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun, shown_command, uses_relay
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.host_address import resolved_hostname
@@ -69,6 +69,8 @@ class Ops:
     def annotate(self, run: RunInfo) -> RunInfo:
         """`run` as clients see it: with what its log said, and what it has cost so far."""
         annotated = self.metrics.annotate(run)
+        if run.command and uses_relay(run.command):
+            annotated = msgspec.structs.replace(annotated, command=shown_command(run.command))
         if annotated.progress is None and not annotated.latest and is_ended(run.state):
             # A daemon restarted since the run ended has read none of its log: what was kept.
             progress, latest = self.registry.run_metrics(run.host, run.run_id)
