@@ -105,8 +105,7 @@ class Ops:
         if workdir is None and known is not None and known.remote_dir:
             return known.remote_dir
         # An explicit empty workdir is refused like any other bad one, not taken as default.
-        chosen = DEFAULT_WORKDIR if workdir is None else workdir
-        return f"{validation.workdir(chosen)}/{run_id}"
+        return f"{self.host_workdir(host, workdir)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
         transport = await self.hosts.get(host)

@@ -57,6 +57,7 @@ RESERVED = {
     CONFIG_NAME,
     DEMO_TRAINER,
     "train.log",
+    ".rtrain",
     "train.pid",
     "status",
     "meta.json",

@@ -321,12 +321,25 @@ read_meta() {
 	done <"$1/meta.json"
 }
 
-# train.pid -> PF_PID (digits only, else empty).
+# RUN_DIR -> OWN: where rtrain keeps the files that decide a run's state (`status`,
+# `train.pid`): the run's private `.rtrain/`, which no trainer writing its own `status` into
+# its working directory reaches; RUN_DIR itself for a run an older rtrain launched (no
+# `.rtrain/`), so runs already on a host read as they did.
+own_dir() {
+	if [ -d "$1/.rtrain" ]; then
+		OWN=$1/.rtrain
+	else
+		OWN=$1
+	fi
+}
+
+# train.pid -> PF_PID (digits only, else empty); OWN as own_dir sets it.
 read_pid_file() {
 	PF_PID=
-	[ -f "$1/train.pid" ] || return 0
+	own_dir "$1"
+	[ -f "$OWN/train.pid" ] || return 0
 	pf_line=
-	{ IFS= read -r pf_line <"$1/train.pid"; } 2>/dev/null
+	{ IFS= read -r pf_line <"$OWN/train.pid"; } 2>/dev/null
 	case $pf_line in
 	'' | *[!0-9]*) return 0 ;;
 	esac
@@ -341,9 +354,10 @@ rebooted_since_start() {
 
 # The `status` file -> RS_STATE RS_EXIT RS_SIGNAL (RS_DETAIL); 1 when there is none yet.
 state_from_status_file() {
-	[ -f "$1/status" ] || return 1
+	own_dir "$1"
+	[ -f "$OWN/status" ] || return 1
 	sf_code=
-	{ IFS= read -r sf_code <"$1/status"; } 2>/dev/null
+	{ IFS= read -r sf_code <"$OWN/status"; } 2>/dev/null
 	if ! is_uint "$sf_code" || [ "${#sf_code}" -gt 3 ] || [ "$sf_code" -gt 255 ]; then
 		RS_STATE=failed RS_EXIT=- RS_SIGNAL=- RS_DETAIL='unreadable status file'
 	else
@@ -717,7 +731,7 @@ run_state() {
 		RS_STATE=lost
 		if [ -n "$RS_REBOOTED" ]; then
 			RS_DETAIL='host rebooted since the run started'
-		elif [ ! -f "$1/train.pid" ] && [ ! -f "$1/meta.json" ]; then
+		elif own_dir "$1" && [ ! -f "$OWN/train.pid" ] && [ ! -f "$1/meta.json" ]; then
 			RS_DETAIL='never launched'
 		else
 			RS_DETAIL='process gone without exit status'

@@ -28,7 +28,8 @@ gpu_list() {
 # True while RUN_ID (of WORKDIR) still holds what it claimed.
 claim_live() {
 	[ -n "$1" ] || return 1
-	[ -f "$workdir/$1/status" ] && return 1
+	own_dir "$workdir/$1"
+	[ -f "$OWN/status" ] && return 1
 	have_proc || return 0
 	[ -n "$(marked_pids "$1")" ]
 }
