@@ -203,8 +203,12 @@ class RemoteRunner:
         master_addr: str | None = None,
         retry: int | None = None,
         retry_on: RetryOn | None = None,
+        priority: int = 0,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
+        A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
+        of config.toml that can give it `gpus` now, else queues it there, before runs of a
+        lower `priority` (docs/pools.md); the run's `host` says which (`@POOL` while queued).
 
         `code_dir`'s files land in the run directory (its .rtrainignore, else .gitignore, is
         honoured; `include` patterns, gitignore syntax, ship what they match anyway; its
@@ -269,6 +273,7 @@ class RemoteRunner:
             master_addr=master_addr,
             retry=retry,
             retry_on=retry_on,
+            priority=priority or None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

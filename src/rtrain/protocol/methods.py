@@ -196,6 +196,13 @@ _TABLE = [
         "Known hosts and their connections.",
     ),
     Method(
+        "pools/list",
+        m.Empty,
+        m.PoolsListResult,
+        "client->server",
+        "The pools of config.toml: each host's free GPUs now, and the runs queued.",
+    ),
+    Method(
         "hosts/forget",
         m.ForgetHostParams,
         m.ForgetHostResult,

@@ -52,6 +52,7 @@ CLIENT_REQUESTS = frozenset(
         "hosts/list",
         "hosts/price",
         "initialize",
+        "pools/list",
         "run/exec",
         "run/fetch",
         "run/metrics",
@@ -97,6 +98,11 @@ if TYPE_CHECKING:
     class ClientInfo(TypedDict):
         name: str
         version: NotRequired[str | None]
+
+    class SweepPoint(TypedDict):
+        name: str
+        params: NotRequired[dict[str, str]]
+        maxParallel: NotRequired[int | None]
 
     class AfterRunAnswer(dict[str, Any]):
         fetch: str | None
@@ -334,6 +340,21 @@ if TYPE_CHECKING:
         free_gpus: int
         default: bool
 
+    class PoolHostAnswer(dict[str, Any]):
+        alias: str
+        reachable: bool
+        gpus_total: int
+        gpus_free: int
+        reason: str | None
+
+    class PoolInfoAnswer(dict[str, Any]):
+        name: str
+        hosts: list[PoolHostAnswer]
+        queue: list[QueuedRunAnswer]
+
+    class PoolsListResultAnswer(dict[str, Any]):
+        pools: list[PoolInfoAnswer]
+
     class PreflightResultAnswer(dict[str, Any]):
         host: str
         ok: bool
@@ -373,6 +394,13 @@ if TYPE_CHECKING:
         executable: str | None
         torch: TorchInfoAnswer | None
         error: str | None
+
+    class QueuedRunAnswer(dict[str, Any]):
+        run_id: str
+        reason: str | None
+        priority: int
+        sweep: str | None
+        created_at: float | None
 
     class RemoveResultAnswer(dict[str, Any]):
         removed: list[RemovedRunAnswer]
@@ -432,6 +460,9 @@ if TYPE_CHECKING:
         launcher: RunLauncher | None
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
+        pool: str | None
+        sweep: str | None
+        params: dict[str, str]
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
@@ -482,6 +513,7 @@ if TYPE_CHECKING:
 
     class StartResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
+        placement: str | None
         pid: int | None
         uploaded_bytes: int
         shipped: list[ShippedFileAnswer]
@@ -700,6 +732,8 @@ def run_start(
     then_terminate: bool | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
+    priority: int | None = None,
+    sweep: SweepPoint | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -739,6 +773,8 @@ def run_start(
             thenTerminate=then_terminate,
             include=include,
             followLinks=follow_links,
+            priority=priority,
+            sweep=sweep,
         ),
     )
 
@@ -1036,6 +1072,7 @@ def runs_list(
     *,
     host: str | None = None,
     state: RunState | None = None,
+    sweep: str | None = None,
     subscribe: bool | None = None,
 ) -> Call[RunsListResultAnswer]:
     """`runs/list`: Runs in the registry; optionally subscribe to run/changed."""
@@ -1044,6 +1081,7 @@ def runs_list(
         _present(
             host=host,
             state=state,
+            sweep=sweep,
             subscribe=subscribe,
         ),
     )
@@ -1052,6 +1090,11 @@ def runs_list(
 def hosts_list() -> Call[HostsListResultAnswer]:
     """`hosts/list`: Known hosts and their connections."""
     return Call("hosts/list", {})
+
+
+def pools_list() -> Call[PoolsListResultAnswer]:
+    """`pools/list`: The pools of config.toml: each host's free GPUs now, and the runs queued."""
+    return Call("pools/list", {})
 
 
 def hosts_forget(
