@@ -62,6 +62,9 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The daemon does not share a client's working directory, so a relative path would mean
     # wherever the daemon happened to start: absolute or ~/ only.
     code: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
+    # A pip requirements file every start builds its environment from (docs/environments.md);
+    # absolute or ~/ for the same reason.
+    requirements: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
     # `slurm`: the host is a cluster's login node and runs are batch jobs (docs/slurm.md).
     scheduler: Literal["none", "slurm"] | None = None
     partition: str | None = None

@@ -23,6 +23,7 @@ from .forwards import Forwards
 from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
+from .operations.envs import envs
 from .operations.fetch import fetch
 from .operations.gc import gc
 from .operations.guard import guard
@@ -212,6 +213,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_gc(p: m.GcParams, ctx: RequestContext) -> m.GcResult:
         return await gc(ops, p)
 
+    async def do_envs(p: m.EnvsParams, ctx: RequestContext) -> m.EnvsResult:
+        return await envs(ops, p)
+
     async def do_guard(p: m.GuardParams, ctx: RequestContext) -> m.GuardResult:
         return await guard(ops, p)
 
@@ -275,6 +279,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "host/logout": do_logout,
             "hosts/price": do_price,
             "host/gc": do_gc,
+            "host/envs": do_envs,
             "host/guard": do_guard,
             "host/terminate": do_terminate,
         },

@@ -356,6 +356,9 @@ class PreflightParams(Params):
     hf_models: list[str] = []
     # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
     secrets: dict[str, str] = {}
+    # A pip requirements file (absolute local path): its environment is built on the host
+    # now, as a start would build it, or found built (docs/environments.md).
+    requirements: str | None = None
 
 
 class TorchInfo(Result):
@@ -558,6 +561,10 @@ class StartParams(Params):
     priority: Priority = 0
     # One point of a sweep (`rtrain sweep`); only in a pool.
     sweep: SweepPoint | None = None
+    # A pip requirements file (absolute local path): the run's python is a virtual environment
+    # built from it once per host and reused (docs/environments.md). null: the host's
+    # config.toml `requirements`, else `requirements.txt` at the top of `code`; "" for none.
+    requirements: str | None = None
 
 
 class SweepPoint(Params):
@@ -811,6 +818,40 @@ class GcResult(Result):
     # On this machine: the cut fetches from the host whose partial data was swept, and its bytes.
     local_partials: int = 0
     local_freed_bytes: int = 0
+    # The run environments no run directory used any more, removed, and what they held
+    # (counted in `freedBytes` too).
+    environments_removed: int = 0
+    environment_bytes: int = 0
+
+
+class EnvsParams(Params):
+    host: str
+    # None: the host's configured workdir, else ~/.rtrain.
+    workdir: str | None = None
+
+
+class EnvironmentInfo(Result):
+    """One environment cached on the host (docs/environments.md): its key (the lock, the
+    python and the platform, hashed), its size, when a run last used it and when it was
+    built (epoch seconds, the host's clock), how long the build took and with which tool
+    (`uv`, `pip`), the python it was built from, and the runs whose directories use it
+    (`usedBy`)."""
+
+    key: str
+    size_bytes: int
+    last_used: float | None = None
+    built_at: float | None = None
+    build_seconds: float | None = None
+    tool: str | None = None
+    python: str | None = None
+    used_by: list[str] = []
+
+
+class EnvsResult(Result):
+    host: str
+    environments: list[EnvironmentInfo] = []
+    # Keys being built right now.
+    building: list[str] = []
 
 
 class GuardParams(Params):
@@ -919,6 +960,9 @@ class RestartParams(Params):
     append: list[str] = []
     # Say what would run (`command`, `attempt`) and start nothing.
     dry_run: bool = False
+    # A code directory (absolute local path): its files that differ from what the run was
+    # shipped go into the run directory, over the old ones, before the attempt starts.
+    code: str | None = None
 
 
 class RestartResult(Result):
@@ -932,6 +976,11 @@ class RestartResult(Result):
     attempt: int = 0
     setup: str | None = None
     dry_run: bool = False
+    # With `code`: the files shipped into the run directory (those that differed). Without
+    # it (or on a dry run): the files of the code directory that differ from what the run
+    # holds, where the run recorded its code directory and this machine has it.
+    code_shipped: list[str] = []
+    code_differs: list[str] = []
 
 
 class RemoveParams(Params):

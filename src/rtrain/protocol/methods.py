@@ -62,6 +62,13 @@ _TABLE = [
         "Remove the host's cached inputs that no run uses, and cut uploads.",
     ),
     Method(
+        "host/envs",
+        m.EnvsParams,
+        m.EnvsResult,
+        "client->server",
+        "List the run environments cached on the host.",
+    ),
+    Method(
         "host/guard",
         m.GuardParams,
         m.GuardResult,

@@ -42,6 +42,7 @@ CLIENT_REQUESTS = frozenset(
         "forwards/close",
         "forwards/list",
         "forwards/open",
+        "host/envs",
         "host/gc",
         "host/guard",
         "host/login",
@@ -154,6 +155,21 @@ if TYPE_CHECKING:
         version: str | None
         cuda_version: str | None
 
+    class EnvironmentInfoAnswer(dict[str, Any]):
+        key: str
+        size_bytes: int
+        last_used: float | None
+        built_at: float | None
+        build_seconds: float | None
+        tool: str | None
+        python: str | None
+        used_by: list[str]
+
+    class EnvsResultAnswer(dict[str, Any]):
+        host: str
+        environments: list[EnvironmentInfoAnswer]
+        building: list[str]
+
     class ExecResultAnswer(dict[str, Any]):
         exit_code: int
         stdout: str
@@ -203,6 +219,8 @@ if TYPE_CHECKING:
         partials: int
         local_partials: int
         local_freed_bytes: int
+        environments_removed: int
+        environment_bytes: int
 
     class GpuInfoAnswer(dict[str, Any]):
         index: int
@@ -418,6 +436,8 @@ if TYPE_CHECKING:
         attempt: int
         setup: str | None
         dry_run: bool
+        code_shipped: list[str]
+        code_differs: list[str]
 
     class RetryPolicyAnswer(dict[str, Any]):
         limit: int
@@ -613,6 +633,7 @@ def host_preflight(
     follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
+    requirements: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -631,6 +652,7 @@ def host_preflight(
             followLinks=follow_links,
             hfModels=hf_models,
             secrets=secrets,
+            requirements=requirements,
         ),
     )
 
@@ -643,6 +665,21 @@ def host_gc(
     """`host/gc`: Remove the host's cached inputs that no run uses, and cut uploads."""
     return Call(
         "host/gc",
+        _present(
+            host=host,
+            workdir=workdir,
+        ),
+    )
+
+
+def host_envs(
+    *,
+    host: str,
+    workdir: str | None = None,
+) -> Call[EnvsResultAnswer]:
+    """`host/envs`: List the run environments cached on the host."""
+    return Call(
+        "host/envs",
         _present(
             host=host,
             workdir=workdir,
@@ -734,6 +771,7 @@ def run_start(
     follow_links: bool | None = None,
     priority: int | None = None,
     sweep: SweepPoint | None = None,
+    requirements: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -775,6 +813,7 @@ def run_start(
             followLinks=follow_links,
             priority=priority,
             sweep=sweep,
+            requirements=requirements,
         ),
     )
 
@@ -971,6 +1010,7 @@ def run_restart(
     command: list[str] | None = None,
     append: list[str] | None = None,
     dry_run: bool | None = None,
+    code: str | None = None,
 ) -> Call[RestartResultAnswer]:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
@@ -983,6 +1023,7 @@ def run_restart(
             command=command,
             append=append,
             dryRun=dry_run,
+            code=code,
         ),
     )
 

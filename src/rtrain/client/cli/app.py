@@ -10,6 +10,7 @@ from rtrain.protocol.version import RTRAIN_VERSION
 
 from . import daemon_commands, protocol_commands
 from .compare_command import compare
+from .envs_command import envs
 from .fetch_command import fetch
 from .forward_commands import forward, forwards
 from .gc_command import gc
@@ -45,6 +46,7 @@ app.command(cls=PlainUsage)(metrics)
 app.command(cls=PlainUsage)(fetch)
 app.command(cls=PlainUsage)(stop)
 app.command(cls=PlainUsage)(gc)
+app.command(cls=PlainUsage)(envs)
 app.command(cls=PlainUsage)(runs)
 app.command(cls=PlainUsage)(hosts)
 app.command(cls=PlainUsage)(pools)

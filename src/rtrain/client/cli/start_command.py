@@ -174,6 +174,14 @@ def start(
         help="Shell command run in the run directory before the trainer "
         "(e.g. 'pip install -r requirements.txt').",
     ),
+    requirements: str | None = typer.Option(
+        None,
+        "--requirements",
+        metavar="FILE",
+        help="pip requirements: the run's {python} is a virtual environment built from "
+        "them once per host and reused (default: the host's, else the code's "
+        "requirements.txt; '' for none).",
+    ),
     follow: bool = typer.Option(
         True, "--follow/--no-follow", help="Stream the log until the run ends."
     ),
@@ -316,6 +324,7 @@ def start(
         follow_links=follow_links or None,
         env=_env_pairs(env) if env else None,
         setup=setup,
+        requirements=str(Path(requirements).resolve()) if requirements else requirements,
         run_id=run_id,
         command=list(command) if command else None,
         launcher=launcher,  # checked above

@@ -214,7 +214,8 @@ else
 	own_dir "$RUN_DIR"
 	rm -f -- "$OWN/status" "$OWN/status.tmp" "$OWN/train.pid" \
 		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
-		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed"
+		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed" \
+		"$RUN_DIR/env_failed"
 fi
 # From this attempt on, the files that decide the run's state are rtrain's alone.
 [ -d "$RUN_DIR/.rtrain" ] || mkdir -m 700 "$RUN_DIR/.rtrain" ||
