@@ -89,3 +89,8 @@ def _build() -> None:
 def _pip(python: Path, requirements: list[str]) -> None:
     pip = [str(python), "-m", "pip", "install", "-q", *requirements]
     subprocess.run(pip, check=True, capture_output=True, timeout=900)
+
+
+if __name__ == "__main__":
+    # CI builds it before the suite (.ci/run), so no test spends its deadline on the build.
+    print(far_trainers_python())
