@@ -77,6 +77,26 @@ async def pooled_shell(transport: ExecTransport) -> tuple[CommandShell, int]:
     return shell, int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
 
 
+def has_children(pid: int) -> bool:
+    """Whether the far shell `pid` runs a script now (it has a child process)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended between the listing and the read
+        if int(fields[1]) == pid:
+            return True
+    return False
+
+
+async def until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Waits for an event, not for a time: `check` polled until it holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 async def warm(transport: ExecTransport) -> None:
     """Run scripts until one went through a shell (the first only opens one)."""
     for _ in range(200):
@@ -218,7 +238,7 @@ def test_a_repeatable_script_whose_shell_is_killed_runs_again_on_its_own_channel
         shell, pid = await pooled_shell(transport)
         transport.shells.give_back(shell)
         answer = asyncio.ensure_future(transport.run("status", ["~/.rtrain/runs", "r1"]))
-        await asyncio.sleep(0.5)
+        await until("the script to start", lambda: has_children(pid))
         os.kill(pid, signal.SIGKILL)
         done = await answer
         assert not shell.usable
@@ -275,7 +295,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
         # Killed while a script runs in it (as an OOM killer would): that script fails in
         # one sentence that says what happened, not as a lost host.
         running = asyncio.ensure_future(shell.run("sleep 2", [], 30))
-        await asyncio.sleep(0.3)
+        await until("the script to start", lambda: has_children(pid))
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(ShellLost) as lost:
             await running
@@ -287,7 +307,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
         idle, pid = await pooled_shell(transport)
         transport.shells.give_back(idle)
         os.kill(pid, signal.SIGKILL)
-        await asyncio.sleep(0.5)
+        await until("the shell to notice", lambda: not idle.usable)
         after_idle = await transport.run("status", ["~/.rtrain/runs", "r1"])
         return failure, after_idle, await transport.run("status", ["~/.rtrain/runs", "r1"])
 
