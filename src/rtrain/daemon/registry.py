@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS runs (
     on_stall TEXT,
     stalled_since REAL,
     stopped_by TEXT,
+    ending TEXT,
     launcher TEXT,
     PRIMARY KEY (host, run_id)
 );
@@ -96,6 +97,7 @@ _COLUMNS = (
     "on_stall",
     "stalled_since",
     "stopped_by",
+    "ending",
     "launcher",
     "nodes",
     "retry",
@@ -121,6 +123,7 @@ _ADDED_COLUMNS = {
     "on_stall": "TEXT",
     "stalled_since": "REAL",
     "stopped_by": "TEXT",
+    "ending": "TEXT",
     "launcher": "TEXT",
     "nodes": "TEXT",
     "retry": "TEXT",

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .run_states import Ending as Ending  # how a run ended, typed
 from .run_states import RetryOn as RetryOn  # which ends a retry follows
 from .run_states import RunState as RunState  # the wire type of a run's state
 
@@ -280,6 +281,10 @@ class RunInfo(Result):
     stalled_since: float | None = None
     # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
     stopped_by: StoppedBy | None = None
+    # How it ended (null while not ended): `completed`, `exited` (failed by its own exit or
+    # its scheduler), `stopped`, `max_duration`, `stall`, `vanished` (lost), `never_launched`
+    # (lost); each with its state and whether a retry starts it again (docs/architecture.md).
+    ending: Ending | None = None
     # What it has cost so far: its billed seconds (each attempt from its launch, or from the
     # end of its wait for GPUs, to its end or now) times the host's price per hour.
     billed_seconds: float | None = None

@@ -81,6 +81,9 @@ if TYPE_CHECKING:
 
     AfterRunStage = Literal["done", "failed", "fetching", "terminating", "waiting"]
     ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
+    Ending = Literal[
+        "completed", "exited", "max_duration", "never_launched", "stall", "stopped", "vanished"
+    ]
     FindingLevel = Literal["info", "ok", "problem", "warning"]
     HubVerdict = Literal[
         "error", "no_token", "not_found", "not_granted", "ok", "token_scope", "unreachable"
@@ -424,6 +427,7 @@ if TYPE_CHECKING:
         on_stall: OnStall | None
         stalled_since: float | None
         stopped_by: StoppedBy | None
+        ending: Ending | None
         billed_seconds: float | None
         price_per_hour: float | None
         cost: float | None

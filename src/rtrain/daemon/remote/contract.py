@@ -21,7 +21,7 @@ import msgspec
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error
 from rtrain.protocol.messages import StoppedBy
-from rtrain.protocol.run_states import FarSide, RunState, next_state, state_word
+from rtrain.protocol.run_states import Ending, FarSide, RunState, next_state, state_word
 
 if TYPE_CHECKING:
     from rtrain.daemon.ssh.transport import Completed, Transport
@@ -139,6 +139,9 @@ class RunRow(msgspec.Struct, frozen=True):
     # status.sh says so in its detail (`limit: max_duration 21600`); read here, once.
     stopped_by: StoppedBy | None = None
     limit_seconds: int | None = None
+    # How an ended run ended, where the row says more than its state (a limit, a run that
+    # never launched; protocol/run_states.py), read here once.
+    ending: Ending | None = None
 
     @property
     def exists(self) -> bool:
@@ -160,6 +163,9 @@ def run_row(values: list[str]) -> RunRow:
     # The far side cuts a reason at 300 bytes, maybe inside a character.
     said = None if detail in ("-", "") else detail.rstrip("\ufffd")
     limit = _limit_stop(said) if state == "stopped" else None
+    ending: Ending | None = limit[0] if limit else None
+    if state == "lost" and said == _NEVER_LAUNCHED:
+        ending = "never_launched"
     return RunRow(
         run_id=run_id,
         state=state,
@@ -170,9 +176,12 @@ def run_row(values: list[str]) -> RunRow:
         stalled_for=_int(stalled),
         stopped_by=limit[0] if limit else None,
         limit_seconds=limit[1] if limit else None,
+        ending=ending,
     )
 
 
+# common.sh's words for a run directory whose trainer never started (run_state).
+_NEVER_LAUNCHED = "never launched"
 # common.sh's limit_detail: `limit: WHY SECONDS`, WHY as limits.sh writes it.
 _LIMIT_PREFIX = "limit: "
 _LIMIT_STOPS: dict[str, StoppedBy] = {"max_duration": "max_duration", "stalled": "stall"}
