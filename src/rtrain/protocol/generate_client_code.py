@@ -108,6 +108,17 @@ def _named_literals() -> dict[frozenset[Any], str]:
     }
 
 
+# The msgspec types that read as one Python name.
+_SCALARS: dict[type[mi.Type], str] = {
+    mi.StrType: "str",
+    mi.BoolType: "bool",
+    mi.IntType: "int",
+    mi.FloatType: "float",
+    mi.NoneType: "None",
+    mi.AnyType: "Any",
+}
+
+
 class _Writer:
     def __init__(self) -> None:
         self.answers: dict[str, str] = {}
@@ -116,18 +127,9 @@ class _Writer:
         self._named = _named_literals()
 
     def annotation(self, info: mi.Type) -> str:
-        if isinstance(info, mi.StrType):
-            return "str"
-        if isinstance(info, mi.BoolType):
-            return "bool"
-        if isinstance(info, mi.IntType):
-            return "int"
-        if isinstance(info, mi.FloatType):
-            return "float"
-        if isinstance(info, mi.NoneType):
-            return "None"
-        if isinstance(info, mi.AnyType):
-            return "Any"
+        scalar = _SCALARS.get(type(info))
+        if scalar is not None:
+            return scalar
         if isinstance(info, mi.LiteralType):
             literal = "Literal[" + ", ".join(_q(v) for v in info.values) + "]"
             name = self._named.get(frozenset(info.values))

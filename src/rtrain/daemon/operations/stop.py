@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from rtrain.daemon.remote.contract import StopReport
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
@@ -44,6 +45,25 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
                 f"answers: `rtrain status {p.host} {p.run_id}` tells ({again.message}).",
             ) from None
     refuse_unless_run(report, p.host, p.run_id, run_dir, "nothing was stopped")
+    _refuse_unless_stopped(p, report, grace)
+    outcome = report.outcome
+    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
+    # stop.sh says how the run stands once nothing of it is left (should its last line be
+    # missing, ask as status does); a missing run is run_not_found there.
+    if report.run is not None:
+        run = from_row(ops, ref, report.run)
+    else:
+        run = (await run_status(ops, ref)).run
+    if retried and outcome == "not_running" and run.state == "stopped":
+        outcome = "stopped"  # by this request's first attempt, whose answer was lost
+    if outcome == "stopped" and run.state == "running":
+        # The far side saw nothing alive a moment ago; trust the later look, but say it.
+        run = msgspec.structs.replace(run, reason="still running after stop")
+    return StopResult(outcome=outcome, killed=report.killed, run=run)  # type: ignore[arg-type]
+
+
+def _refuse_unless_stopped(p: StopParams, report: StopReport, grace: float) -> None:
+    """The error a stop that left the run (or failed) answers with; nothing when it ended."""
     outcome = report.outcome
     if outcome == "refused":
         reason = report.reason or "the pid file does not name this run"
@@ -61,16 +81,3 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         )
     if outcome not in ("stopped", "not_running"):
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: stop failed: {report.error_text}")
-    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
-    # stop.sh says how the run stands once nothing of it is left (should its last line be
-    # missing, ask as status does); a missing run is run_not_found there.
-    if report.run is not None:
-        run = from_row(ops, ref, report.run)
-    else:
-        run = (await run_status(ops, ref)).run
-    if retried and outcome == "not_running" and run.state == "stopped":
-        outcome = "stopped"  # by this request's first attempt, whose answer was lost
-    if outcome == "stopped" and run.state == "running":
-        # The far side saw nothing alive a moment ago; trust the later look, but say it.
-        run = msgspec.structs.replace(run, reason="still running after stop")
-    return StopResult(outcome=outcome, killed=report.killed, run=run)  # type: ignore[arg-type]
