@@ -1,0 +1,219 @@
+"""The daemon's request handlers, in three groups that each hold what their methods need:
+the operations on runs, the port forwards, and the hosts. Each handler takes its method's
+params Struct and returns its result (tests/daemon/test_handler_types.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import msgspec
+
+from rtrain.daemon.remote import contract
+from rtrain.protocol import messages as m
+from rtrain.protocol import validation
+from rtrain.protocol.errors import RpcError
+
+from .client_session import Handler, RequestContext
+from .costs import priced_host
+from .forwards import Forwards
+from .monitor import Monitor
+from .operations.context import Ops
+from .operations.fetch import fetch
+from .operations.gc import gc
+from .operations.guard import guard
+from .operations.guard_book import guard_state
+from .operations.metrics import metrics
+from .operations.preflight import preflight
+from .operations.remove import remove
+from .operations.restart import restart
+from .operations.run_exec import run_exec
+from .operations.run_shell import run_shell
+from .operations.start import start
+from .operations.status import status
+from .operations.stop import stop
+from .operations.tail import tail
+from .operations.terminate import terminate_host
+from .run_waits import RunWaits
+from .service import Service
+
+log = logging.getLogger(__name__)
+
+
+class RunHandlers:
+    """run/*: one run's operations; the monitor looks at once after a start or a restart."""
+
+    def __init__(self, ops: Ops, monitor: Monitor, waits: RunWaits) -> None:
+        self.ops = ops
+        self.monitor = monitor
+        self.waits = waits
+
+    def table(self) -> dict[str, Handler]:
+        return {
+            "run/start": self.start,
+            "run/status": self.status,
+            "run/wait": self.wait,
+            "run/tail": self.tail,
+            "run/metrics": self.metrics,
+            "run/fetch": self.fetch,
+            "run/stop": self.stop,
+            "run/restart": self.restart,
+            "run/remove": self.remove,
+            "run/exec": self.exec,
+            "run/shell": self.shell,
+        }
+
+    async def start(self, p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        result = await start(self.ops, p, ctx)
+        self.monitor.poke()
+        return result
+
+    async def status(self, p: m.RunRef, ctx: RequestContext) -> m.StatusResult:
+        result = await status(self.ops, p)
+        return m.StatusResult(run=self.ops.annotate(result.run))
+
+    async def wait(self, p: m.WaitParams, ctx: RequestContext) -> m.WaitResult:
+        return await self.waits.wait(p)
+
+    async def tail(self, p: m.TailParams, ctx: RequestContext) -> m.TailResult:
+        return await tail(self.ops, p, ctx)
+
+    async def metrics(self, p: m.MetricsParams, ctx: RequestContext) -> m.MetricsResult:
+        return await metrics(self.ops, p, ctx)
+
+    async def fetch(self, p: m.FetchParams, ctx: RequestContext) -> m.FetchResult:
+        return await fetch(self.ops, p, ctx)
+
+    async def stop(self, p: m.StopParams, ctx: RequestContext) -> m.StopResult:
+        return await stop(self.ops, p)
+
+    async def restart(self, p: m.RestartParams, ctx: RequestContext) -> m.RestartResult:
+        result = await restart(self.ops, p)
+        self.monitor.poke()
+        return result
+
+    async def remove(self, p: m.RemoveParams, ctx: RequestContext) -> m.RemoveResult:
+        return await remove(self.ops, p)
+
+    async def exec(self, p: m.ExecParams, ctx: RequestContext) -> m.ExecResult:
+        return await run_exec(self.ops, p)
+
+    async def shell(self, p: m.RunRef, ctx: RequestContext) -> m.ShellResult:
+        return await run_shell(self.ops, p)
+
+
+class ForwardHandlers:
+    """forwards/*: ports of the hosts opened on this machine."""
+
+    def __init__(self, forwards: Forwards) -> None:
+        self.forwards = forwards
+
+    def table(self) -> dict[str, Handler]:
+        return {
+            "forwards/open": self.open,
+            "forwards/list": self.listed,
+            "forwards/close": self.close,
+        }
+
+    async def open(self, p: m.ForwardParams, ctx: RequestContext) -> m.ForwardInfo:
+        return await self.forwards.open(p)
+
+    async def listed(self, p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
+        return m.ForwardsListResult(forwards=self.forwards.listed(p.host))
+
+    async def close(self, p: m.ForwardCloseParams, ctx: RequestContext) -> m.ForwardCloseResult:
+        return m.ForwardCloseResult(closed=await self.forwards.close(p))
+
+
+class HostHandlers:
+    """host/* and hosts/*: what a host is, costs, guards and allows."""
+
+    def __init__(self, service: Service, ops: Ops, monitor: Monitor) -> None:
+        self.service = service
+        self.ops = ops
+        self.monitor = monitor
+
+    def table(self) -> dict[str, Handler]:
+        return {
+            "host/preflight": self.preflight,
+            "hosts/list": self.hosts_list,
+            "hosts/forget": self.forget,
+            "host/login": self.login,
+            "host/logout": self.logout,
+            "hosts/price": self.price,
+            "host/gc": self.gc,
+            "host/guard": self.guard,
+            "host/terminate": self.terminate,
+        }
+
+    async def preflight(self, p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
+        return await preflight(self.ops, p)
+
+    async def hosts_list(self, p: m.Empty, ctx: RequestContext) -> m.HostsListResult:
+        infos = []
+        hosts = self.ops.hosts
+        listed = hosts.host_infos()
+        logins = await hosts.logins([info.alias for info in listed])
+        guards = await asyncio.gather(*(_guard_now(self.ops, info) for info in listed))
+        for info, state in zip(listed, guards, strict=True):
+            sample = self.ops.metrics.latest_gpus(info.alias)
+            if sample is not None:
+                info = msgspec.structs.replace(info, gpus=sample.gpus, gpus_at=sample.time)
+            if state is not None:
+                info = msgspec.structs.replace(info, guard=state)
+            if info.alias in logins:
+                info = msgspec.structs.replace(info, login_since=logins[info.alias])
+            up, idle, _ = self.service.registry.host_uptime(info.alias)
+            infos.append(priced_host(info, self.ops.price(info.alias), up, idle))
+        return m.HostsListResult(hosts=infos)
+
+    async def forget(self, p: m.ForgetHostParams, ctx: RequestContext) -> m.ForgetHostResult:
+        return m.ForgetHostResult(forgotten=await self.ops.hosts.forget(p.alias))
+
+    async def login(self, p: m.LoginParams, ctx: RequestContext) -> m.LoginResult:
+        return await self.ops.hosts.login(p.host)
+
+    async def logout(self, p: m.LoginParams, ctx: RequestContext) -> m.LogoutResult:
+        return m.LogoutResult(ended=await self.ops.hosts.logout(p.host))
+
+    async def price(self, p: m.HostPriceParams, ctx: RequestContext) -> m.HostPriceResult:
+        validation.host(p.alias)
+        self.service.registry.set_host_price(p.alias, p.price_per_hour)
+        self.monitor.poke()  # a host with a price is watched idle too: from now on
+        return m.HostPriceResult(alias=p.alias, price_per_hour=self.ops.price(p.alias))
+
+    async def gc(self, p: m.GcParams, ctx: RequestContext) -> m.GcResult:
+        return await gc(self.ops, p)
+
+    async def guard(self, p: m.GuardParams, ctx: RequestContext) -> m.GuardResult:
+        return await guard(self.ops, p)
+
+    async def terminate(self, p: m.TerminateParams, ctx: RequestContext) -> m.TerminateResult:
+        return await terminate_host(self.ops, p.host, force=p.force, workdir=p.workdir)
+
+
+# hosts/list reads a guard again for at most this long; past it, the last state read stands.
+GUARD_LOOK_S = 3.0
+
+
+async def _guard_now(ops: Ops, info: m.HostInfo) -> m.GuardState | None:
+    """The host's guard for hosts/list: read again when the host is connected and its guard
+    is armed or configured (one round trip, beside the other hosts'), else as last read."""
+    last = ops.guards.last(info.alias)
+    settings = ops.hosts.config.host(info.alias)
+    configured = settings.idle_stop is not None and settings.terminate is not None
+    if info.connection != "connected" or not (configured or (last is not None and last[1].armed)):
+        return last[1] if last is not None else None
+    workdir = last[0] if last is not None else ops.host_workdir(info.alias, None)
+    try:
+        transport = await ops.transport(info.alias)
+        shown = await asyncio.wait_for(contract.guard_show(transport, workdir), GUARD_LOOK_S)
+    except (RpcError, TimeoutError) as error:
+        log.info("%s: the guard was not read again: %s", info.alias, error)
+        return last[1] if last is not None else None
+    if not shown.ok:
+        return last[1] if last is not None else None
+    state = guard_state(shown, time.time())
+    ops.guards.remember(info.alias, workdir, state)
+    return state

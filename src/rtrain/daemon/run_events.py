@@ -1,0 +1,53 @@
+"""Who hears of a run's changes inside the daemon: the subscribed clients first, then the
+parts that act on a run's end (what follows it, its retry, the waits on it, config.toml's
+notify), in that order. Ops publishes every recorded change here."""
+
+from __future__ import annotations
+
+from rtrain.protocol.messages import RunInfo
+
+from .after_run import AfterRuns
+from .forwards import Forwards
+from .operations.retry import Retrier
+from .run_end_notify import RunEndNotify
+from .run_waits import RunWaits
+from .service import Service
+
+
+class RunEvents:
+    """The fan-out of `run/changed`; the listeners made after Ops (they need it) join with
+    `listen` before the daemon serves anyone."""
+
+    def __init__(self, service: Service, run_ends: RunEndNotify) -> None:
+        self.service = service
+        self.run_ends = run_ends
+        self.after_runs: AfterRuns | None = None
+        self.retrier: Retrier | None = None
+        self.waits: RunWaits | None = None
+        self.forwards: Forwards | None = None
+
+    def listen(
+        self, after_runs: AfterRuns, retrier: Retrier, waits: RunWaits, forwards: Forwards
+    ) -> None:
+        self.after_runs = after_runs
+        self.retrier = retrier
+        self.waits = waits
+        self.forwards = forwards
+
+    def changed(self, run: RunInfo) -> None:
+        self.service.publish_run(run)
+        if self.after_runs is not None:
+            self.after_runs.seen(run)  # a run's end moves its --then-fetch/--then-terminate on
+        if self.retrier is not None:
+            self.retrier.seen(run)  # a run lost with retries left comes back (--retry)
+        if self.waits is not None:
+            self.waits.seen(run)
+        self.run_ends.seen(run)  # config.toml's notify, once a run ends
+
+    def removed(self, run: RunInfo) -> None:
+        self.service.publish_run(run, removed=True)
+        if self.waits is not None:
+            self.waits.seen(run, removed=True)
+        if self.forwards is not None:
+            self.forwards.run_removed(run)
+        self.run_ends.forget(run)
