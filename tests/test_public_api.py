@@ -104,3 +104,18 @@ def test_the_kind_is_typed_as_the_enum() -> None:
     raised = errors.remote_error("no.", "run_exists", -32001, None)
     assert isinstance(raised.kind, Kind)
     assert typing.get_type_hints(DaemonClient.call)["return"] is not typing.Any
+
+
+def test_a_wire_request_is_typed_by_its_method() -> None:
+    # The property's type is requests.WireRequest: one overload per request method, each
+    # answered with its method's answer view (mypy checks every caller against it).
+    request = vars(DaemonClient)["request"]
+    assert isinstance(request, property) and request.fget is not None
+    assert request.fget.__annotations__["return"] == "WireRequest"
+    from rtrain.protocol.methods import REQUESTS
+
+    generated = (PACKAGE / "protocol" / "requests.py").read_text()
+    overloads = generated[generated.index("class WireRequest(Protocol):") :]
+    for method in REQUESTS:
+        assert f'method: Literal["{method}"]' in overloads, method
+    assert "-> Any: ..." not in overloads

@@ -227,6 +227,29 @@ class _Writer:
         return "\n".join(lines)
 
 
+def _wire_request(writer: _Writer, methods: list[Method]) -> str:
+    """`DaemonClient.request`'s type: one overload per request method, answered with that
+    method's answer view."""
+    lines = [
+        "class WireRequest(Protocol):",
+        '    """`DaemonClient.request`: the answer\'s type follows the method\'s name."""',
+    ]
+    for method in sorted(methods, key=lambda m: m.name):
+        answer = writer.result(method).removeprefix("Call[").removesuffix("]")
+        lines += [
+            "",
+            "    @overload",
+            "    def __call__(",
+            "        self,",
+            f"        method: Literal[{_q(method.name)}],",
+            "        params: dict[str, Any] | None = None,",
+            "        on_notification: Callable[[str, Any], None] | None = None,",
+            "        cancel_on_interrupt: bool = False,",
+            f"    ) -> {answer}: ...",
+        ]
+    return "\n".join(lines)
+
+
 def _alias(name: str, literal: str) -> str:
     """`NAME = Literal[...]` inside the TYPE_CHECKING block, wrapped as `ruff format` would."""
     if len(name) + len(literal) + 7 <= 100:
@@ -253,11 +276,16 @@ def requests_module_source() -> str:
     parts = [header]
     # Types for the type checker only (the annotations are strings): building Literals and
     # TypedDicts at import would cost the CLI's start-up.
-    typing_only = ["from typing import Literal, NotRequired, TypedDict", ""]
+    typing_only = [
+        "from collections.abc import Callable",
+        "from typing import Literal, NotRequired, Protocol, TypedDict, overload",
+        "",
+    ]
     typing_only += [_alias(name, literal) for name, literal in sorted(writer.aliases.items())]
     typing_only += [""] + list(writer.typed_dicts.values())
     for name in sorted(writer.answers):
         typing_only += ["", writer.answers[name]]
+    typing_only += ["", _wire_request(writer, [m for m in sent if not m.is_notification])]
     indented = "\n".join(
         f"    {line}" if line else "" for text in typing_only for line in text.split("\n")
     )
