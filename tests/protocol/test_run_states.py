@@ -157,3 +157,16 @@ def test_only_the_recording_of_a_run_writes_its_state() -> None:
     assert len(writers) == 1 and writers[0].startswith("daemon/operations/context.py:"), writers
     record = (PACKAGE / "daemon" / "operations" / "context.py").read_text()
     assert "advance(" in record
+
+
+def test_a_run_recorded_before_endings_is_retried_as_its_state_says() -> None:
+    from rtrain.daemon.operations.retry import due
+    from rtrain.protocol.messages import RetryPolicy
+
+    policy = RetryPolicy(limit=2, on="lost")
+    lost = RunInfo(host="h", run_id="r", state="lost", retry=policy)
+    assert due(lost)
+    assert not due(
+        RunInfo(host="h", run_id="r", state="lost", ending="never_launched", retry=policy)
+    )
+    assert not due(RunInfo(host="h", run_id="r", state="failed", retry=policy))

@@ -20,7 +20,7 @@ import msgspec
 
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import RestartParams, RestartResult, RunInfo
-from rtrain.protocol.run_states import is_retried
+from rtrain.protocol.run_states import ending_of, is_retried
 
 from .context import Ops
 
@@ -34,7 +34,8 @@ def due(run: RunInfo) -> bool:
     policy = run.retry
     if policy is None or policy.used >= policy.limit:
         return False
-    return is_retried(run.ending, policy.on)
+    # A run recorded before endings were (its `ending` empty) ends as its state says.
+    return is_retried(ending_of(run.state, run.ending), policy.on)
 
 
 class Retrier:
