@@ -10,7 +10,7 @@ import time
 
 import msgspec
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import messages as m
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
@@ -208,7 +208,7 @@ async def _guard_now(ops: Ops, info: m.HostInfo) -> m.GuardState | None:
     workdir = last[0] if last is not None else ops.host_workdir(info.alias, None)
     try:
         transport = await ops.transport(info.alias)
-        shown = await asyncio.wait_for(contract.guard_show(transport, workdir), GUARD_LOOK_S)
+        shown = await asyncio.wait_for(guard_scripts.guard_show(transport, workdir), GUARD_LOOK_S)
     except (RpcError, TimeoutError) as error:
         log.info("%s: the guard was not read again: %s", info.alias, error)
         return last[1] if last is not None else None

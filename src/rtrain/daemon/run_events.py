@@ -1,13 +1,16 @@
 """Who hears of a run's changes inside the daemon: the subscribed clients first, then the
 parts that act on a run's end (what follows it, its retry, the waits on it, config.toml's
-notify), in that order. Ops publishes every recorded change here."""
+notify), in that order; a run that is live arms its host's configured guard. Ops publishes
+every recorded change here."""
 
 from __future__ import annotations
 
 from rtrain.protocol.messages import RunInfo
+from rtrain.protocol.run_states import is_live
 
 from .after_run import AfterRuns
 from .forwards import Forwards
+from .operations.context import Ops
 from .operations.retry import Retrier
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
@@ -25,10 +28,17 @@ class RunEvents:
         self.retrier: Retrier | None = None
         self.waits: RunWaits | None = None
         self.forwards: Forwards | None = None
+        self.ops: Ops | None = None
 
     def listen(
-        self, after_runs: AfterRuns, retrier: Retrier, waits: RunWaits, forwards: Forwards
+        self,
+        ops: Ops,
+        after_runs: AfterRuns,
+        retrier: Retrier,
+        waits: RunWaits,
+        forwards: Forwards,
     ) -> None:
+        self.ops = ops
         self.after_runs = after_runs
         self.retrier = retrier
         self.waits = waits
@@ -43,6 +53,8 @@ class RunEvents:
         if self.waits is not None:
             self.waits.seen(run)
         self.run_ends.seen(run)  # config.toml's notify, once a run ends
+        if self.ops is not None and is_live(run.state):
+            self.ops.arm_configured_guard(run.host)  # a run launched: the host's guard watches
 
     def removed(self, run: RunInfo) -> None:
         self.service.publish_run(run, removed=True)

@@ -47,7 +47,7 @@ def wire_operations(service: Service) -> list[Closer]:
     after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
     retrier = Retrier(ops, restart, monitor.poke)
-    events.listen(after_runs, retrier, waits, forwards)
+    events.listen(ops, after_runs, retrier, waits, forwards)
     service.annotate = ops.annotate
     service.handlers = method_table(
         service,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from rtrain.daemon.remote.contract import StopReport
+from rtrain.daemon.remote.contract.run_scripts import StopReport
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunRef, StopParams, StopResult
@@ -23,9 +23,8 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     launcher = ops.launcher_of(known) if known is not None else ops.run_launcher(p.host, None)
     grace = p.grace if p.grace is not None else launcher.default_grace
     retried = False
-    transport = await ops.transport(p.host)
     try:
-        report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
+        report = await launcher.stop(run_dir, p.run_id, grace, p.force)
     except RpcError as error:
         if not answer_may_be_lost(error):
             raise
@@ -33,8 +32,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         # safe to repeat, and the repeat tells how the run stands now.
         retried = True
         try:
-            transport = await ops.transport(p.host)
-            report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
+            report = await launcher.stop(run_dir, p.run_id, grace, p.force)
         except RpcError as again:
             if not answer_may_be_lost(again):
                 raise

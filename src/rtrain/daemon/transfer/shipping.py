@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, says_disk_full
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
@@ -192,7 +192,7 @@ class _CacheShipment:
     async def run(self, files: list[_File], channels: int | None) -> list[Shipped]:
         transport = self.transport
         began = time.monotonic()
-        placed = await contract.cache_place(
+        placed = await file_scripts.cache_place(
             transport, self.workdir, self.run_dir, [(f.sha256, f.size, f.name) for f in files]
         )
         round_trip = time.monotonic() - began
@@ -256,7 +256,7 @@ async def _place_copies(
     transport: Transport, workdir: str, run_dir: str, copies: list[_File]
 ) -> Mapping[str, str]:
     """Files whose content was just sent under another name, placed from the cache."""
-    again = await contract.cache_place(
+    again = await file_scripts.cache_place(
         transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in copies]
     )
     if not again.ok or any(f.name not in again.placed for f in copies):
@@ -302,7 +302,7 @@ async def _send_file(
         args = [workdir, f.sha256, str(f.size), str(offset), str(length), digest]
         if whole:
             args += [run_dir, f.name]
-        done = contract.stored(
+        done = file_scripts.stored(
             await lanes.run(
                 lambda: transport.stream_in(
                     "put_range",
@@ -335,7 +335,7 @@ async def _send_file(
 
 async def _seal(transport: Transport, workdir: str, run_dir: str, f: _File) -> None:
     """A file sent in pieces, checked whole on the host and placed in the run directory."""
-    sealed = await contract.seal_input(
+    sealed = await file_scripts.seal_input(
         transport,
         workdir,
         f.sha256,
