@@ -13,13 +13,14 @@ import msgspec
 from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import messages as m
 from rtrain.protocol import validation
-from rtrain.protocol.errors import RpcError
+from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .client_session import Handler, RequestContext
 from .costs import priced_host
 from .forwards import Forwards
 from .monitor import Monitor
 from .operations.context import Ops
+from .operations.envs import envs
 from .operations.fetch import fetch
 from .operations.gc import gc
 from .operations.guard import guard
@@ -35,6 +36,7 @@ from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
+from .pools.dispatcher import PoolDispatcher, pool_name
 from .run_waits import RunWaits
 from .service import Service
 
@@ -42,12 +44,15 @@ log = logging.getLogger(__name__)
 
 
 class RunHandlers:
-    """run/*: one run's operations; the monitor looks at once after a start or a restart."""
+    """run/*: one run's operations; the monitor looks at once after a start or a restart. A
+    run of a pool (`@POOL`) is the pool dispatcher's while it is queued there, its host's
+    once placed."""
 
-    def __init__(self, ops: Ops, monitor: Monitor, waits: RunWaits) -> None:
+    def __init__(self, ops: Ops, monitor: Monitor, waits: RunWaits, pools: PoolDispatcher) -> None:
         self.ops = ops
         self.monitor = monitor
         self.waits = waits
+        self.pools = pools
 
     def table(self) -> dict[str, Handler]:
         return {
@@ -65,11 +70,33 @@ class RunHandlers:
         }
 
     async def start(self, p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        if pool_name(p.host) is not None:
+            return await self.pools.start(p, ctx)
+        if p.sweep is not None:
+            raise app_error(
+                Kind.INVALID_HOST,
+                "a sweep's runs go through a pool: name one (@POOL); a pool of one host is "
+                '[pools.NAME] hosts = ["HOST"] in config.toml.',
+            )
         result = await start(self.ops, p, ctx)
         self.monitor.poke()
         return result
 
+    def _pool_run(self, host: str, run_id: str) -> m.RunInfo:
+        name = pool_name(host)
+        assert name is not None
+        self.pools.hosts_of(name)
+        found = self.pools.find(host, validation.run_id(run_id))
+        if found is None:
+            raise app_error(Kind.RUN_NOT_FOUND, f"no run {run_id} in the pool {name}.")
+        return found
+
     async def status(self, p: m.RunRef, ctx: RequestContext) -> m.StatusResult:
+        if pool_name(p.host) is not None:
+            found = self._pool_run(p.host, p.run_id)
+            if pool_name(found.host) is not None:
+                return m.StatusResult(run=found)  # queued, or never placed
+            p = msgspec.structs.replace(p, host=found.host)
         result = await status(self.ops, p)
         return m.StatusResult(run=self.ops.annotate(result.run))
 
@@ -86,6 +113,13 @@ class RunHandlers:
         return await fetch(self.ops, p, ctx)
 
     async def stop(self, p: m.StopParams, ctx: RequestContext) -> m.StopResult:
+        if pool_name(p.host) is not None:
+            found = self._pool_run(p.host, p.run_id)
+            if found.state == "queued" and pool_name(found.host) is not None:
+                return m.StopResult(outcome="stopped", killed=[], run=self.pools.stop_queued(found))
+            if pool_name(found.host) is not None:
+                return m.StopResult(outcome="not_running", killed=[], run=found)
+            p = msgspec.structs.replace(p, host=found.host)
         return await stop(self.ops, p)
 
     async def restart(self, p: m.RestartParams, ctx: RequestContext) -> m.RestartResult:
@@ -94,7 +128,26 @@ class RunHandlers:
         return result
 
     async def remove(self, p: m.RemoveParams, ctx: RequestContext) -> m.RemoveResult:
-        return await remove(self.ops, p)
+        if pool_name(p.host) is None:
+            return await remove(self.ops, p)
+        found = [self._pool_run(p.host, run_id) for run_id in p.run_ids]
+        for run in found:
+            if run.state == "queued" and pool_name(run.host) is not None:
+                raise app_error(
+                    Kind.RUN_ACTIVE,
+                    f"{run.run_id} is queued in {p.host}; stop it first "
+                    f"(rtrain stop {p.host} {run.run_id}).",
+                )
+        removed = []
+        for run in found:
+            if pool_name(run.host) is not None:  # never placed: only the registry's row
+                self.ops.registry.delete(run.host, run.run_id)
+                self.ops.publish_removed(run)
+                removed.append(m.RemovedRun(run_id=run.run_id, remote_dir="", had_dir=False))
+            else:
+                on_host = m.RemoveParams(host=run.host, run_ids=[run.run_id], workdir=p.workdir)
+                removed += (await remove(self.ops, on_host)).removed
+        return m.RemoveResult(removed=removed)
 
     async def exec(self, p: m.ExecParams, ctx: RequestContext) -> m.ExecResult:
         return await run_exec(self.ops, p)
@@ -129,20 +182,23 @@ class ForwardHandlers:
 class HostHandlers:
     """host/* and hosts/*: what a host is, costs, guards and allows."""
 
-    def __init__(self, service: Service, ops: Ops, monitor: Monitor) -> None:
+    def __init__(self, service: Service, ops: Ops, monitor: Monitor, pools: PoolDispatcher) -> None:
         self.service = service
         self.ops = ops
         self.monitor = monitor
+        self.pools = pools
 
     def table(self) -> dict[str, Handler]:
         return {
             "host/preflight": self.preflight,
             "hosts/list": self.hosts_list,
+            "pools/list": self.pools_list,
             "hosts/forget": self.forget,
             "host/login": self.login,
             "host/logout": self.logout,
             "hosts/price": self.price,
             "host/gc": self.gc,
+            "host/envs": self.envs,
             "host/guard": self.guard,
             "host/terminate": self.terminate,
         }
@@ -168,6 +224,9 @@ class HostHandlers:
             infos.append(priced_host(info, self.ops.price(info.alias), up, idle))
         return m.HostsListResult(hosts=infos)
 
+    async def pools_list(self, p: m.Empty, ctx: RequestContext) -> m.PoolsListResult:
+        return m.PoolsListResult(pools=await self.pools.listed())
+
     async def forget(self, p: m.ForgetHostParams, ctx: RequestContext) -> m.ForgetHostResult:
         return m.ForgetHostResult(forgotten=await self.ops.hosts.forget(p.alias))
 
@@ -185,6 +244,9 @@ class HostHandlers:
 
     async def gc(self, p: m.GcParams, ctx: RequestContext) -> m.GcResult:
         return await gc(self.ops, p)
+
+    async def envs(self, p: m.EnvsParams, ctx: RequestContext) -> m.EnvsResult:
+        return await envs(self.ops, p)
 
     async def guard(self, p: m.GuardParams, ctx: RequestContext) -> m.GuardResult:
         return await guard(self.ops, p)

@@ -18,7 +18,9 @@ from .monitor import Monitor
 from .operations.context import Ops
 from .operations.restart import restart
 from .operations.retry import Retrier
+from .operations.start import start
 from .operations.terminate import terminate_host
+from .pools.dispatcher import PoolDispatcher
 from .run_end_notify import RunEndNotify
 from .run_events import RunEvents
 from .run_waits import RunWaits
@@ -47,14 +49,16 @@ def wire_operations(service: Service) -> list[Closer]:
     after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
     retrier = Retrier(ops, restart, monitor.poke)
+    pools = PoolDispatcher(ops, start, monitor.poke)
+    monitor.after_poll = pools.polled
     events.listen(ops, after_runs, retrier, waits, forwards)
     service.annotate = ops.annotate
     service.handlers = method_table(
         service,
         {
-            **RunHandlers(ops, monitor, waits).table(),
+            **RunHandlers(ops, monitor, waits, pools).table(),
             **ForwardHandlers(forwards).table(),
-            **HostHandlers(service, ops, monitor).table(),
+            **HostHandlers(service, ops, monitor, pools).table(),
         },
     )
     monitor.start()
@@ -65,6 +69,7 @@ def wire_operations(service: Service) -> list[Closer]:
         after_runs.close,
         retrier.close,
         monitor.close,
+        pools.close,
         run_ends.close,
         hosts.close,
     ]

@@ -282,7 +282,8 @@ def requests_module_source() -> str:
         "",
     ]
     typing_only += [_alias(name, literal) for name, literal in sorted(writer.aliases.items())]
-    typing_only += [""] + list(writer.typed_dicts.values())
+    for typed_dict in writer.typed_dicts.values():
+        typing_only += ["", typed_dict]
     for name in sorted(writer.answers):
         typing_only += ["", writer.answers[name]]
     typing_only += ["", _wire_request(writer, [m for m in sent if not m.is_notification])]
