@@ -37,8 +37,12 @@ from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
 from .pools.dispatcher import PoolDispatcher, pool_name
+from .reverse_forwards import ReverseForwards
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.kernel import open_kernel
+from .trackers.sync import TrackerSyncs, refuse_missing_packages, with_run_env
+from .trackers.tensorboard import TensorBoards
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +52,19 @@ class RunHandlers:
     run of a pool (`@POOL`) is the pool dispatcher's while it is queued there, its host's
     once placed."""
 
-    def __init__(self, ops: Ops, monitor: Monitor, waits: RunWaits, pools: PoolDispatcher) -> None:
+    def __init__(
+        self,
+        ops: Ops,
+        monitor: Monitor,
+        waits: RunWaits,
+        pools: PoolDispatcher,
+        syncs: TrackerSyncs,
+    ) -> None:
         self.ops = ops
         self.monitor = monitor
         self.waits = waits
         self.pools = pools
+        self.syncs = syncs
 
     def table(self) -> dict[str, Handler]:
         return {
@@ -70,6 +82,9 @@ class RunHandlers:
         }
 
     async def start(self, p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        if p.sync:
+            refuse_missing_packages(p.sync)
+            p = with_run_env(p)
         if pool_name(p.host) is not None:
             return await self.pools.start(p, ctx)
         if p.sweep is not None:
@@ -79,6 +94,8 @@ class RunHandlers:
                 '[pools.NAME] hosts = ["HOST"] in config.toml.',
             )
         result = await start(self.ops, p, ctx)
+        if p.sync:
+            self.syncs.watch(result.run, p.sync, p.sync_to)
         self.monitor.poke()
         return result
 
@@ -157,26 +174,62 @@ class RunHandlers:
 
 
 class ForwardHandlers:
-    """forwards/*: ports of the hosts opened on this machine."""
+    """forwards/*, tensorboard/* and kernel/open: ports of the hosts opened on this machine
+    (and this machine's on the hosts), and what is served through them."""
 
-    def __init__(self, forwards: Forwards) -> None:
+    def __init__(
+        self,
+        ops: Ops,
+        monitor: Monitor,
+        forwards: Forwards,
+        reverse_forwards: ReverseForwards,
+        tensorboards: TensorBoards,
+    ) -> None:
+        self.ops = ops
+        self.monitor = monitor
         self.forwards = forwards
+        self.reverse_forwards = reverse_forwards
+        self.tensorboards = tensorboards
 
     def table(self) -> dict[str, Handler]:
         return {
             "forwards/open": self.open,
+            "forwards/reverse": self.reverse,
+            "tensorboard/open": self.tensorboard,
+            "tensorboard/stop": self.tensorboard_stop,
+            "kernel/open": self.kernel,
             "forwards/list": self.listed,
             "forwards/close": self.close,
         }
 
+    def all_forwards(self, host: str | None = None) -> list[m.ForwardInfo]:
+        return [*self.forwards.listed(host), *self.reverse_forwards.listed(host)]
+
     async def open(self, p: m.ForwardParams, ctx: RequestContext) -> m.ForwardInfo:
         return await self.forwards.open(p)
 
+    async def reverse(self, p: m.ReverseForwardParams, ctx: RequestContext) -> m.ForwardInfo:
+        return await self.reverse_forwards.open(p)
+
+    async def tensorboard(self, p: m.TensorBoardParams, ctx: RequestContext) -> m.TensorBoardInfo:
+        return await self.tensorboards.open(p)
+
+    async def tensorboard_stop(
+        self, p: m.TensorBoardStopParams, ctx: RequestContext
+    ) -> m.TensorBoardStopResult:
+        return await self.tensorboards.stop(p)
+
+    async def kernel(self, p: m.KernelParams, ctx: RequestContext) -> m.KernelInfo:
+        result = await open_kernel(self.ops, self.forwards, p, ctx)
+        self.monitor.poke()
+        return result
+
     async def listed(self, p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
-        return m.ForwardsListResult(forwards=self.forwards.listed(p.host))
+        return m.ForwardsListResult(forwards=self.all_forwards(p.host))
 
     async def close(self, p: m.ForwardCloseParams, ctx: RequestContext) -> m.ForwardCloseResult:
-        return m.ForwardCloseResult(closed=await self.forwards.close(p))
+        closed = await asyncio.gather(self.forwards.close(p), self.reverse_forwards.close(p))
+        return m.ForwardCloseResult(closed=[*closed[0], *closed[1]])
 
 
 class HostHandlers:

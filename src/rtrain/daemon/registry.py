@@ -14,7 +14,16 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import AfterRun, Attempt, RetryPolicy, RunInfo, RunNode, Transport
+from rtrain.protocol.messages import (
+    AfterRun,
+    Attempt,
+    RetryPolicy,
+    RunInfo,
+    RunNode,
+    SyncTracker,
+    TrackerSync,
+    Transport,
+)
 from rtrain.protocol.run_states import ACTIVE_STATES
 
 _SCHEMA = """
@@ -46,6 +55,18 @@ CREATE TABLE IF NOT EXISTS runs (
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
+-- Trackers whose files the daemon syncs for a run (`sync` at start), and how far it got.
+CREATE TABLE IF NOT EXISTS tracker_syncs (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    tracker TEXT NOT NULL,
+    synced_at REAL,
+    error TEXT,
+    summary TEXT,
+    target TEXT,
+    done INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (host, run_id, tracker)
+);
 -- What the daemon does once a run completes (protocol AfterRun, as JSON), and how far it got.
 CREATE TABLE IF NOT EXISTS after_run (
     host TEXT NOT NULL,
@@ -146,6 +167,8 @@ _ADDED_COLUMNS = {
     "sweep": "TEXT",
     "params": "TEXT",
 }
+# What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.
+_TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow"}
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
 
@@ -213,6 +236,56 @@ class Registry:
         """Forget a run that never was (a start that failed before its launch)."""
         self._db.execute("DELETE FROM runs WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM after_run WHERE host = ? AND run_id = ?", (host, run_id))
+        self._db.execute("DELETE FROM tracker_syncs WHERE host = ? AND run_id = ?", (host, run_id))
+
+    def add_sync(self, host: str, run_id: str, tracker: SyncTracker, target: str | None) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO tracker_syncs (host, run_id, tracker, target) "
+            "VALUES (?, ?, ?, ?)",
+            (host, run_id, tracker, target),
+        )
+
+    def sync_target(self, host: str, run_id: str, tracker: SyncTracker) -> str | None:
+        """Where a run's tracker files go here, as its start said."""
+        row = self._db.execute(
+            "SELECT target FROM tracker_syncs WHERE host = ? AND run_id = ? AND tracker = ?",
+            (host, run_id, tracker),
+        ).fetchone()
+        return row[0] if row else None
+
+    def record_sync(self, host: str, run_id: str, sync: TrackerSync, done: bool = False) -> None:
+        """How the latest sync went; `done`: the run has ended and its last sync is made."""
+        self._db.execute(
+            "UPDATE tracker_syncs SET synced_at = ?, error = ?, summary = ?, done = ? "
+            "WHERE host = ? AND run_id = ? AND tracker = ?",
+            (sync.synced_at, sync.error, sync.summary, int(done), host, run_id, sync.tracker),
+        )
+
+    def syncs(
+        self, pending_only: bool = False
+    ) -> dict[tuple[str, str], builtins.list[TrackerSync]]:
+        """Every run's syncs (only those still to be made: `pending_only`)."""
+        found: dict[tuple[str, str], builtins.list[TrackerSync]] = {}
+        where = " WHERE done = 0" if pending_only else ""
+        for host, run_id, tracker, synced_at, error, summary in self._db.execute(
+            "SELECT host, run_id, tracker, synced_at, error, summary FROM tracker_syncs" + where
+        ):
+            if tracker in _TRACKERS:
+                found.setdefault((host, run_id), []).append(
+                    TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
+                )
+        return found
+
+    def syncs_of(self, host: str, run_id: str) -> builtins.list[TrackerSync]:
+        return [
+            TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
+            for tracker, synced_at, error, summary in self._db.execute(
+                "SELECT tracker, synced_at, error, summary FROM tracker_syncs "
+                "WHERE host = ? AND run_id = ?",
+                (host, run_id),
+            )
+            if tracker in _TRACKERS
+        ]
 
     def set_after_run(self, host: str, run_id: str, plan: AfterRun) -> None:
         self._db.execute(

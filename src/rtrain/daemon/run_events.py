@@ -12,9 +12,12 @@ from .after_run import AfterRuns
 from .forwards import Forwards
 from .operations.context import Ops
 from .operations.retry import Retrier
+from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.sync import TrackerSyncs
+from .trackers.tensorboard import TensorBoards
 
 
 class RunEvents:
@@ -29,6 +32,9 @@ class RunEvents:
         self.waits: RunWaits | None = None
         self.forwards: Forwards | None = None
         self.ops: Ops | None = None
+        self.reverse_forwards: ReverseForwards | None = None
+        self.syncs: TrackerSyncs | None = None
+        self.tensorboards: TensorBoards | None = None
 
     def listen(
         self,
@@ -37,7 +43,9 @@ class RunEvents:
         retrier: Retrier,
         waits: RunWaits,
         forwards: Forwards,
+        trackers: tuple[ReverseForwards, TrackerSyncs, TensorBoards],
     ) -> None:
+        self.reverse_forwards, self.syncs, self.tensorboards = trackers
         self.ops = ops
         self.after_runs = after_runs
         self.retrier = retrier
@@ -53,6 +61,10 @@ class RunEvents:
         if self.waits is not None:
             self.waits.seen(run)
         self.run_ends.seen(run)  # config.toml's notify, once a run ends
+        if self.reverse_forwards is not None:
+            self.reverse_forwards.run_seen(run)  # a run's reverse forwards end with it
+        if self.syncs is not None:
+            self.syncs.seen(run)  # a run's end is its last tracker sync
         if self.ops is not None and is_live(run.state):
             self.ops.arm_configured_guard(run.host)  # a run launched: the host's guard watches
 
@@ -62,4 +74,8 @@ class RunEvents:
             self.waits.seen(run, removed=True)
         if self.forwards is not None:
             self.forwards.run_removed(run)
+        if self.reverse_forwards is not None:
+            self.reverse_forwards.run_seen(run, removed=True)
+        if self.tensorboards is not None:
+            self.tensorboards.run_removed(run)
         self.run_ends.forget(run)

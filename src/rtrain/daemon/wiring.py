@@ -21,10 +21,13 @@ from .operations.retry import Retrier
 from .operations.start import start
 from .operations.terminate import terminate_host
 from .pools.dispatcher import PoolDispatcher
+from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_events import RunEvents
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.sync import TrackerSyncs
+from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
 log = logging.getLogger(__name__)
@@ -40,8 +43,11 @@ def wire_operations(service: Service) -> list[Closer]:
     run_ends = RunEndNotify(config, service.registry.list())
     events = RunEvents(service, run_ends)
     ops = Ops(service.registry, hosts, events.changed, publish_removed=events.removed)
+    syncs = TrackerSyncs(ops)
     waits = RunWaits(ops)
-    forwards = Forwards(ops, lambda: _forwards_changed(service, forwards))
+    forwards = Forwards(ops, lambda: _forwards_changed(service, forwarding))
+    reverse_forwards = ReverseForwards(ops, lambda: _forwards_changed(service, forwarding))
+    tensorboards = TensorBoards(ops, forwards)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)
@@ -51,21 +57,27 @@ def wire_operations(service: Service) -> list[Closer]:
     retrier = Retrier(ops, restart, monitor.poke)
     pools = PoolDispatcher(ops, start, monitor.poke)
     monitor.after_poll = pools.polled
-    events.listen(ops, after_runs, retrier, waits, forwards)
+    events.listen(
+        ops, after_runs, retrier, waits, forwards, (reverse_forwards, syncs, tensorboards)
+    )
+    forwarding = ForwardHandlers(ops, monitor, forwards, reverse_forwards, tensorboards)
     service.annotate = ops.annotate
     service.handlers = method_table(
         service,
         {
-            **RunHandlers(ops, monitor, waits, pools).table(),
-            **ForwardHandlers(forwards).table(),
+            **RunHandlers(ops, monitor, waits, pools, syncs).table(),
+            **forwarding.table(),
             **HostHandlers(service, ops, monitor, pools).table(),
         },
     )
     monitor.start()
     after_runs.start()
     retrier.resume()
+    syncs.resume()
     return [
         forwards.close_all,
+        reverse_forwards.close_all,
+        syncs.close,
         after_runs.close,
         retrier.close,
         monitor.close,
@@ -89,9 +101,9 @@ def _user_config(service: Service) -> UserConfig:
         return UserConfig()
 
 
-def _forwards_changed(service: Service, forwards: Forwards) -> None:
+def _forwards_changed(service: Service, forwarding: ForwardHandlers) -> None:
     """forwards/changed to every subscribed client: the forwards as they are now."""
-    listed = m.ForwardsListResult(forwards=forwards.listed())
+    listed = m.ForwardsListResult(forwards=forwarding.all_forwards())
     for session in list(service.sessions):
         if session.subscribed:
             session.notify("forwards/changed", listed)

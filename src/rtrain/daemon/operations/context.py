@@ -85,7 +85,11 @@ class Ops:
         return run
 
     def annotate(self, run: RunInfo) -> RunInfo:
-        """`run` as clients see it: with what its log said, and what it has cost so far."""
+        """`run` as clients see it: with what its log said, what it has cost so far, and how
+        its tracker files were last synced."""
+        synced = self.registry.syncs_of(run.host, run.run_id)
+        if synced:
+            run = msgspec.structs.replace(run, synced=synced)
         return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
 
     def price(self, host: str) -> float | None:
