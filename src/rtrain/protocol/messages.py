@@ -329,6 +329,9 @@ class RunNode(Result):
 
     host: str
     remote_dir: str
+    # The python this node runs torchrun with: `--python`, else its host's own `python` in
+    # config.toml, as the start chose it (null: a run of an older rtrain, node 0's).
+    python: str | None = None
 
 
 class RetryPolicy(Result):
@@ -1057,6 +1060,9 @@ class StopResult(Result):
     outcome: Literal["stopped", "not_running"]
     killed: list[int]
     run: RunInfo
+    # Attempts the daemon would still have started by itself (`--retry`) once the run was
+    # lost, which this stop cancelled.
+    retries_cancelled: int = 0
 
 
 class RestartParams(Params):
@@ -1101,6 +1107,9 @@ class RemoveParams(Params):
     host: str
     run_ids: list[str]
     workdir: str | None = None
+    # Stop the processes that still run in a run's directory without being part of the run
+    # (started there with exec: a TensorBoard), then remove; without it they refuse it.
+    force: bool = False
 
 
 class RemovedRun(Result):

@@ -513,6 +513,7 @@ if TYPE_CHECKING:
     class RunNodeAnswer(dict[str, Any]):
         host: str
         remote_dir: str
+        python: str | None
 
     class RunsListResultAnswer(dict[str, Any]):
         runs: list[RunInfoAnswer]
@@ -575,6 +576,7 @@ if TYPE_CHECKING:
         outcome: Literal["not_running", "stopped"]
         killed: list[int]
         run: RunInfoAnswer
+        retries_cancelled: int
 
     class TailResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
@@ -1475,6 +1477,7 @@ def run_remove(
     host: str,
     run_ids: list[str],
     workdir: str | None = None,
+    force: bool | None = None,
 ) -> Call[RemoveResultAnswer]:
     """`run/remove`: Remove runs that are not running: their far directories and registry rows."""
     return Call(
@@ -1483,6 +1486,7 @@ def run_remove(
             host=host,
             runIds=run_ids,
             workdir=workdir,
+            force=force,
         ),
     )
 

@@ -193,7 +193,10 @@ class Ops:
         known = self.registry.get(host, run_id)
         state = next_state(HostSilent())
         base = known or RunInfo(host=host, run_id=run_id, state=state)
-        run = _replace(base, state=state, reason=error.message)
+        reason = error.message
+        if self.registry.pending_stop(host, run_id) is not None:
+            reason = f"stop pending: {reason}"  # some nodes may still train
+        run = _replace(base, state=state, reason=reason)
         if known is not None:
             self.record(run)
         return run
