@@ -15,7 +15,7 @@ from rtrain.daemon.remote import script
 from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
 
-from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool
+from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool, here_document_fits
 from .control_master import ControlMaster
 from .failures import classify
 from .transport import STALL_TIMEOUT, Completed, ProcessTransport, Progress
@@ -65,15 +65,16 @@ class ExecTransport(ProcessTransport):
         def on_channel() -> Awaitable[Completed]:
             return ProcessTransport.run(self, name, args, stdin=stdin, timeout=timeout)
 
-        # A shell's stdin carries its scripts, so one that needs stdin takes its own channel.
-        if stdin or name in FRESH_LOGIN:
+        # A shell's stdin carries its scripts: lines of text can follow as a here-document,
+        # other bytes take a channel of their own.
+        if (stdin and not here_document_fits(stdin)) or name in FRESH_LOGIN:
             return await self._on_channel(on_channel)
         await self.connect()
         shell = self.shells.take()
         if shell is None:
             return await self._on_channel(on_channel)
         try:
-            return await shell.run(script(name), args, timeout)
+            return await shell.run(script(name), args, timeout, stdin or b"")
         except TimeoutError:
             raise self._timed_out(name, timeout) from None
         except ShellLost as lost:

@@ -9,6 +9,8 @@
 # `received COUNT`. Else nothing moves and the folder goes: `mismatch NAME` for each file
 # whose bytes are not its SHA256, exit 3. No tar: `error no_tar`, exit 2, before any byte.
 need_args "$#" 3
+# daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
+CACHE_PROGRAM='@cache_inputs.py@'
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 take_run_dir "$2" "$3"
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
@@ -79,7 +81,11 @@ fi
 # Into the cache, read-only (one chmod and one mv for all where xargs takes many).
 each_path "$staged" chmod a-w 2>/dev/null
 # shellcheck disable=SC2016 # expanded by the inner sh
-if ! each_path "$staged" sh -c 'mv -f -- "$@" "$0"' "$CACHE_INPUTS" 2>/dev/null; then
+if each_path "$staged" sh -c 'mv -f -- "$@" "$0"' "$CACHE_INPUTS" 2>/dev/null; then
+	# The names' links go first: dropping a link moves an entry's ctime, part of its identity.
+	rm -rf -- "$stage"
+	printf '%s\n' "$contents" | seal_entries
+else
 	say "the input cache was not filled; the next start sends these files again"
 fi
 emit received "$count"
