@@ -1173,6 +1173,11 @@ states_of() {
 	fi
 }
 
+# file_ids LIST: each file's `DEVICE:INODE` (following links); fails where a path has none.
+file_ids() {
+	each_path "$1" stat -L -c '%d:%i' 2>/dev/null || each_path "$1" stat -L -f '%d:%i' 2>/dev/null
+}
+
 # hashes_of LIST: each file's hex sha256, with the batch form of the hasher sha256_of picks.
 hashes_of() {
 	ho_out=
