@@ -43,7 +43,7 @@ FULL = {
     "scale_interval_s": 5.0,
     "scale_rounds": 3,
     "files": 3000,
-    "files_reps": 3,
+    "files_reps": 2,
     "files_delays_ms": [None, 25.0],
     # Transfers are link-bound at +25 ms already and take long there: +0 and +50 bracket it.
     "transfer_delays_ms": [None, 0.0, 50.0],
