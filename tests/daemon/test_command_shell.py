@@ -122,6 +122,30 @@ exit 3
     assert not (ssh_hosts.home(GPU_USER) / "pwned").exists()
 
 
+@pytest.mark.parametrize("far_shell", far_shells())
+def test_lines_of_stdin_reach_a_script_through_a_shell_exactly(
+    ssh_hosts: TestHosts, runtime: Path, far_shell: str
+) -> None:
+    # What a start's list of inputs may hold: names no shell may expand or cut short.
+    lines = [f"{n}\t{word}" for n, word in enumerate(STRANGE_ARGS) if "\n" not in word]
+    lines += ["EOF", "'EOF'", "\\", "  spaces  ", "\t", "rtrain-0000-in", "é ü 日本"]
+    data = ("\n".join(lines) + "\n").encode() * 2000
+
+    async def body(transport: ExecTransport) -> tuple[Completed, Completed]:
+        shell = await open_shell(transport, far_shell)
+        try:
+            first = await shell.run("cat; printf done >&2", [], 30, data)
+            second = await shell.run('cat; printf "%s" "$#"', ["x"], 30)
+            return first, second
+        finally:
+            await shell.close()
+
+    first, second = on_plain(ssh_hosts, runtime, body)
+    assert first == Completed(0, data, b"done")
+    # The next script reads no leftover of it: its stdin is empty.
+    assert second == Completed(0, b"1", b"")
+
+
 def test_a_script_changes_nothing_for_the_next_one(ssh_hosts: TestHosts, runtime: Path) -> None:
     async def body(transport: ExecTransport) -> list[Completed]:
         shell = await open_shell(transport)
