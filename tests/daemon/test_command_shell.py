@@ -434,3 +434,15 @@ def test_a_host_with_few_sessions_still_runs_everything(
         assert got == hashlib.sha256((far_dir / "model.bin").read_bytes()).hexdigest()
     finally:
         shutil.rmtree(far_dir, ignore_errors=True)
+
+
+def test_no_script_that_reads_secrets_takes_its_stdin_through_a_shell() -> None:
+    # A far bash may keep a here-document in a temporary file; secrets never touch the disk.
+    from importlib import resources
+
+    from rtrain.daemon.ssh.exec_transport import LINES_ON_STDIN
+
+    scripts = resources.files("rtrain.daemon.remote") / "scripts"
+    for name in LINES_ON_STDIN:
+        own = (scripts / f"{name}.sh").read_text()
+        assert "read_secrets" not in own and "read_launch_input" not in own, name

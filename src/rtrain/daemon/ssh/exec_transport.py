@@ -37,6 +37,10 @@ SESSION_WAIT = 30.0
 # fresh login on a channel of their own, never a shell's older one. The trainer inherits
 # launch's environment.
 FRESH_LOGIN = frozenset({"preflight", "launch"})
+# Scripts whose stdin is lines of names (never a secret) may take it through a shell, as a
+# here-document. Any other stdin takes a channel of its own: a far bash may keep a
+# here-document in a temporary file, and a secret must never touch the host's disk.
+LINES_ON_STDIN = frozenset({"cache_place", "input_tree"})
 # Scripts that are safe to run twice: when a shell is lost under one, it runs again on a
 # channel of its own instead of failing.
 REPEATABLE = frozenset({"status", "read_log", "list_files", "hash_file", "stop"})
@@ -65,9 +69,10 @@ class ExecTransport(ProcessTransport):
         def on_channel() -> Awaitable[Completed]:
             return ProcessTransport.run(self, name, args, stdin=stdin, timeout=timeout)
 
-        # A shell's stdin carries its scripts: lines of text can follow as a here-document,
-        # other bytes take a channel of their own.
-        if (stdin and not here_document_fits(stdin)) or name in FRESH_LOGIN:
+        # A shell's stdin carries its scripts: lines of names can follow as a here-document,
+        # any other stdin takes a channel of its own.
+        by_heredoc = name in LINES_ON_STDIN and here_document_fits(stdin or b"")
+        if (stdin and not by_heredoc) or name in FRESH_LOGIN:
             return await self._on_channel(on_channel)
         await self.connect()
         shell = self.shells.take()
