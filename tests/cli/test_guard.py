@@ -238,6 +238,29 @@ def test_the_configured_guard_is_armed_on_the_host_s_first_use(cli: Cli, guarded
     assert guarded.call_count() == 1
 
 
+def test_the_configured_guard_is_armed_as_a_run_is_launched_not_by_other_commands(
+    cli: Cli, guarded: Guarded
+) -> None:
+    config = cli.daemon.config / "rtrain" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        f'[hosts.plain]\nworkdir = {json.dumps(cli.workdir)}\nidle_stop = "10m"\n'
+        f"terminate = {json.dumps(guarded.command)}\n"
+    )
+    pid_file = cli.far_workdir / ".guard" / "pid"
+    # Reaching the host for anything but a launch leaves its guard alone.
+    asked = cli("status", "plain", "no-such-run", "--workdir", cli.workdir)
+    assert "no-such-run" in asked.err, asked
+    assert not pid_file.exists()
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", WAITING_TRAINER)
+    wait_until(pid_file.exists, "the guard armed by the launch")
+    assert guarded.state()["armed"] is True
+    assert guarded.state()["idleSeconds"] == 600
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+
+
 def test_terminate_refuses_while_a_run_runs_and_runs_with_yes_or_force(
     cli: Cli, guarded: Guarded
 ) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rtrain.daemon.remote.contract import Lines
+from rtrain.daemon.remote.contract.answers import Lines
 from rtrain.daemon.ssh import console_session
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_transport import ConsoleTransport

@@ -7,7 +7,7 @@ import asyncio
 import shlex
 import time
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
 from tests.console.conftest import Consoles, Far
 
@@ -22,18 +22,18 @@ def test_the_guard_armed_over_a_console_fires_while_the_console_stays_open(
 
     async def body(transport: ConsoleTransport) -> None:
         command = f"echo fired >> {shlex.quote(str(calls))}"
-        armed = await contract.guard_arm(transport, far.tilde, 2, False, command)
+        armed = await guard_scripts.guard_arm(transport, far.tilde, 2, False, command)
         assert armed.ok and armed.armed and armed.idle_seconds == 2
         deadline = time.monotonic() + WAIT_S
         while not calls.exists():
             assert time.monotonic() < deadline, "the guard never fired"
             # The console's PTY is in use meanwhile, as it is for every command there.
-            shown = await contract.guard_show(transport, far.tilde)
+            shown = await guard_scripts.guard_show(transport, far.tilde)
             assert shown.armed
             await asyncio.sleep(0.5)
-        done = await contract.terminate(transport, far.tilde, None, force=False, wait=30)
+        done = await guard_scripts.terminate(transport, far.tilde, None, force=False, wait=30)
         assert done.exit_code == 0 and done.command == command
-        off = await contract.guard_off(transport, far.tilde)
+        off = await guard_scripts.guard_off(transport, far.tilde)
         assert off.ok and not off.armed
 
     console.run(body)

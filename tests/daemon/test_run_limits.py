@@ -6,9 +6,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from rtrain.daemon.launchers.slurm.launcher import slurm_time
 from rtrain.daemon.operations.restart import RecordedLaunch
-from rtrain.daemon.operations.run_limits import Limits, chosen_limits, launch_line, slurm_time
-from rtrain.daemon.remote.contract import launch_stdin
+from rtrain.daemon.operations.run_limits import Limits, chosen_limits, launch_line
+from rtrain.daemon.remote.contract.launch_scripts import launch_stdin
 from rtrain.daemon.user_config import HostSettings
 from rtrain.protocol.messages import StartParams
 

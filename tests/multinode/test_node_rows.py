@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rtrain.daemon.launchers.nodes import combined, rendezvous, standalone
-from rtrain.daemon.remote.contract import RunRow
+from rtrain.daemon.launchers.nodes.launcher import combined, rendezvous, standalone
+from rtrain.daemon.remote.contract.run_scripts import RunRow
 from rtrain.protocol.messages import RunNode
 
 RowState = Literal[

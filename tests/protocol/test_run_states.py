@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import rtrain
-from rtrain.daemon.remote.contract import run_row
+from rtrain.daemon.remote.contract.run_scripts import run_row
 from rtrain.protocol import run_states
 from rtrain.protocol.messages import RunInfo
 from rtrain.protocol.run_states import (

@@ -1,5 +1,6 @@
-"""The far-side contract is kept in one place: the exit codes agree with common.sh, and no
-other daemon module reads a script's machine lines or compares its exit status to a number."""
+"""The far-side contract is kept in one place (remote/contract/, and each launcher's
+contract.py): the exit codes agree with common.sh, and no other daemon module reads a
+script's machine lines or compares its exit status to a number."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import re
 from pathlib import Path
 
 import rtrain.daemon
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Exit, Lines
+from rtrain.daemon.remote.contract import run_scripts
+from rtrain.daemon.remote.contract.answers import Exit, Lines
 
 DAEMON = Path(rtrain.daemon.__file__).parent
 COMMON_SH = DAEMON / "remote" / "scripts" / "common.sh"
@@ -25,7 +26,10 @@ def test_the_exit_codes_are_common_sh_s() -> None:
 
 
 def test_every_script_that_uses_a_code_uses_one_of_the_table() -> None:
-    scripts = (DAEMON / "remote" / "scripts").glob("*.sh")
+    scripts = [
+        *(DAEMON / "remote" / "scripts").glob("*.sh"),
+        *DAEMON.glob("launchers/*/scripts/*.sh"),
+    ]
     used = {name for s in scripts for name in re.findall(r"\$\{?E_([A-Z_]+)", s.read_text())}
     assert used <= {code.name for code in Exit}
 
@@ -42,7 +46,9 @@ def test_only_the_contract_reads_machine_lines_or_exit_numbers() -> None:
     for path in DAEMON.rglob("*.py"):
         if (
             path.name in _NO_FAR_SCRIPT | _FAR_PROGRAMS
+            # The contract's families, and each launcher's own (its package's contract.py).
             or path.name == "contract.py"
+            or "contract" in path.relative_to(DAEMON).parts[:-1]
             or "demo_trainer" in path.parts
         ):
             continue
@@ -64,9 +70,9 @@ def test_lines_keep_every_row_and_the_last_of_a_key() -> None:
 
 
 def test_a_status_row_with_dashes_reads_as_nothing_known() -> None:
-    [row] = [contract.run_row(["r1", "missing", "-", "-", "-", "invalid run id"])]
-    assert row == contract.RunRow("r1", "missing", None, None, None, "invalid run id")
+    [row] = [run_scripts.run_row(["r1", "missing", "-", "-", "-", "invalid run id"])]
+    assert row == run_scripts.RunRow("r1", "missing", None, None, None, "invalid run id")
     assert not row.exists
-    assert contract.run_row(["r2", "failed", "137", "9", "17.5", "-"]) == contract.RunRow(
+    assert run_scripts.run_row(["r2", "failed", "137", "9", "17.5", "-"]) == run_scripts.RunRow(
         "r2", "failed", 137, 9, 17.5, None
     )

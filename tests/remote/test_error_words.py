@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rtrain.daemon
-from rtrain.daemon.remote.contract import Lines
+from rtrain.daemon.remote.contract.answers import Lines
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error
 
 DAEMON = Path(rtrain.daemon.__file__).parent
@@ -24,7 +24,8 @@ STATE_WORDS = {ErrorWord.RUNNING, ErrorWord.QUEUED}
 
 def _printed_words() -> set[str]:
     words = set()
-    for path in [*SCRIPTS.glob("*.sh"), DAEMON / "ssh" / "console_agent.py"]:
+    launchers = DAEMON.glob("launchers/*/scripts/*.sh")
+    for path in [*SCRIPTS.glob("*.sh"), *launchers, DAEMON / "ssh" / "console_agent.py"]:
         text = path.read_text()
         words |= set(re.findall(r'\bfail "\$E_[A-Z_]+" ([a-z_]+)', text))
         words |= set(re.findall(r"\bemit error ([a-z_]+)", text))

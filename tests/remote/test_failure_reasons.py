@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rtrain.daemon.remote import contract, script
+from rtrain.daemon.remote import script
+from rtrain.daemon.remote.contract import answers, run_scripts
 from tests.remote.conftest import IN_CI, PYTHON, Launched, Remote, wait_for
 from tests.torch_python import far_torch_python
 
@@ -264,6 +265,6 @@ def test_a_long_reason_is_cut_to_one_line_of_whole_characters(remote: Remote) ->
     launched = launch(remote, PYTHON, "-c", "raise ValueError('x' + '\\U0001f525' * 200)")
     wait_for(lambda: (launched.run_dir / "status").exists(), 30, "the run's status file")
     raw = remote.run("status", "~/.rtrain", launched.run_id)
-    (row,) = (contract.run_row(values) for values in contract.Lines(raw.stdout).rows("run"))
+    (row,) = (run_scripts.run_row(values) for values in answers.Lines(raw.stdout).rows("run"))
     assert row.detail is not None and row.detail.startswith("ValueError: x\U0001f525"), row
     assert len(row.detail.encode()) <= 300 and "\ufffd" not in row.detail, row

@@ -10,7 +10,11 @@ from importlib import resources
 
 import pytest
 
-from rtrain.daemon.remote.contract import LimitsLine, launch_stdin, split_launch_stdin
+from rtrain.daemon.remote.contract.launch_scripts import (
+    LimitsLine,
+    launch_stdin,
+    split_launch_stdin,
+)
 from tests.remote.conftest import shells
 
 COMMON_SH = (resources.files("rtrain.daemon.remote") / "scripts" / "common.sh").read_text()

@@ -3,7 +3,7 @@ comes out as typed fields, not a prefix an operation parses out of the detail.""
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.contract import run_row
+from rtrain.daemon.remote.contract.run_scripts import run_row
 
 
 def test_a_stop_by_a_limit_is_typed() -> None:

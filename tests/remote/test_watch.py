@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtrain.daemon.remote.contract import WatchReport, decode_watch
+from rtrain.daemon.remote.contract.run_scripts import WatchReport, decode_watch
 from tests.hosts.fake_nvidia_smi import render_script
 
 from .conftest import Remote, wait_file, wait_for

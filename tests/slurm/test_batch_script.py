@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rtrain.daemon.slurm.batch_script import (
+from rtrain.daemon.launchers.slurm.batch_script import (
     SlurmRequest,
     batch_script,
     check_request,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from rtrain.daemon.remote.contract import JobReport, job_report
-from rtrain.daemon.slurm.job_states import pending_sentence, verdict
+from rtrain.daemon.launchers.slurm.contract import JobReport, job_report
+from rtrain.daemon.launchers.slurm.job_states import pending_sentence, verdict
 
 
 def report(state: str, source: str = "sacct", **fields: object) -> JobReport:

@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import messages as m
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
+from rtrain.protocol.run_states import is_live
 
 from .after_run import AfterRuns
 from .client_session import Handler, RequestContext
@@ -73,6 +74,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         if waits is not None:
             waits.seen(run)
         run_ends.seen(run)  # config.toml's notify, once a run ends
+        if is_live(run.state):
+            ops.arm_configured_guard(run.host)  # a run launched: the host's guard watches
 
     def publish_removed(run: m.RunInfo) -> None:
         service.publish_run(run, removed=True)
@@ -249,7 +252,7 @@ async def _guard_now(ops: Ops, info: m.HostInfo) -> m.GuardState | None:
     workdir = last[0] if last is not None else ops.host_workdir(info.alias, None)
     try:
         transport = await ops.transport(info.alias)
-        shown = await asyncio.wait_for(contract.guard_show(transport, workdir), GUARD_LOOK_S)
+        shown = await asyncio.wait_for(guard_scripts.guard_show(transport, workdir), GUARD_LOOK_S)
     except (RpcError, TimeoutError) as error:
         log.info("%s: the guard was not read again: %s", info.alias, error)
         return last[1] if last is not None else None

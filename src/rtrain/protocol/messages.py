@@ -11,14 +11,11 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .launcher_words import Launcher as Launcher  # what a start may ask for
+from .launcher_words import RunLauncher as RunLauncher  # what a run records
 from .run_states import RetryOn as RetryOn  # which ends a retry follows
 from .run_states import RunState as RunState  # the wire type of a run's state
 
-# How a run is run: `process` (one detached process tree), `torchrun` (N ranks on one host).
-Launcher = Literal["process", "torchrun"]
-# How a run was run, as it records it: a launcher of the host's own, a Slurm batch job, or
-# torchrun across several hosts (`nodes`: one torchrun per host, rendezvous on the first).
-RunLauncher = Literal["process", "torchrun", "slurm", "nodes"]
 Transport = Literal["exec", "console", "local"]
 ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
 # What a run's limits do when it stalls: flag it (`stalledSince`), or stop it as well.

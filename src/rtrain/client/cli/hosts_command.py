@@ -131,7 +131,8 @@ def _host_cost_cells(host: Any) -> list[str]:
 
 def _partitions_text(host: Any) -> str:
     """A Slurm host's GPUs, per partition as its last preflight saw them: `slurm gpu 1/2 free`."""
-    if getattr(host, "scheduler", None) != "slurm":
+    scheduler: str | None = getattr(host, "scheduler", None)
+    if not scheduler:
         return ""
     parts = [f"{p.name} {p.free_gpus}/{p.gpus} free" for p in host.partitions]
-    return "slurm" + (": " + ", ".join(parts) if parts else "")
+    return scheduler + (": " + ", ".join(parts) if parts else "")

@@ -12,6 +12,7 @@ from rtrain.client.errors import Interrupted
 from rtrain.protocol import requests, validation
 from rtrain.protocol.durations import DurationError
 from rtrain.protocol.errors import RpcError
+from rtrain.protocol.launcher_words import LAUNCHERS
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.run_states import RETRY_ON
 
@@ -25,7 +26,13 @@ from .shared_options import HostArg, JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import Launcher, OnStall
+    from rtrain.protocol.requests import OnStall
+
+# The options of each launcher, in a panel of their own in `rtrain start --help` (a start
+# option of all launchers goes in the default panel; docs/architecture.md).
+LAUNCHER_PANEL = "How the run is run"
+SLURM_PANEL = 'Slurm hosts (scheduler = "slurm")'
+NODES_PANEL = "Across hosts (HOST1,HOST2 --nodes N)"
 
 
 def _existing(value: Path | None) -> Path | None:
@@ -110,6 +117,7 @@ def start(
         "--launcher",
         help="process (one detached process) or torchrun (--gpus ranks); "
         "default: torchrun if the command has {torchrun}, else process.",
+        rich_help_panel=LAUNCHER_PANEL,
     ),
     run_id: str | None = typer.Option(
         None, "--run-id", help="Name of the run (default: run-<epoch>-<hex>)."
@@ -150,16 +158,23 @@ def start(
         help="Pass this local environment variable to the trainer (never on a command line).",
     ),
     time_limit: str | None = typer.Option(
-        None, "--time", help="Slurm hosts: the job's time limit (e.g. 2:00:00)."
+        None,
+        "--time",
+        help="Slurm hosts: the job's time limit (e.g. 2:00:00).",
+        rich_help_panel=SLURM_PANEL,
     ),
     partition: str | None = typer.Option(
-        None, "--partition", help="Slurm hosts: the partition (default: the host's)."
+        None,
+        "--partition",
+        help="Slurm hosts: the partition (default: the host's).",
+        rich_help_panel=SLURM_PANEL,
     ),
     nodes: int = typer.Option(
         1,
         "--nodes",
         min=1,
         help="Slurm hosts: nodes for the job; HOST1,HOST2: the count of hosts listed.",
+        rich_help_panel=SLURM_PANEL,
     ),
     master_addr: str | None = typer.Option(
         None,
@@ -167,6 +182,7 @@ def start(
         metavar="ADDRESS",
         help="HOST1,HOST2: the address the other nodes reach the first at "
         "(default: its HostName, as `ssh -G` resolves it).",
+        rich_help_panel=NODES_PANEL,
     ),
     retry: int | None = typer.Option(
         None,
@@ -188,9 +204,13 @@ def start(
         "--signal-before-timeout",
         min=1,
         help="Slurm hosts: send the trainer SIGUSR2 this many seconds before the time limit.",
+        rich_help_panel=SLURM_PANEL,
     ),
     requeue: bool = typer.Option(
-        False, "--requeue/--no-requeue", help="Slurm hosts: let Slurm requeue the job."
+        False,
+        "--requeue/--no-requeue",
+        help="Slurm hosts: let Slurm requeue the job.",
+        rich_help_panel=SLURM_PANEL,
     ),
     max_duration: str | None = typer.Option(
         None,
@@ -249,8 +269,8 @@ def start(
     check(host=host, run_id=run_id, workdir=workdir, python=python)
     if retry_on is not None and retry_on not in RETRY_ON:
         fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
-    if launcher is not None and launcher not in ("process", "torchrun"):
-        fail(f"--launcher must be process or torchrun, not {launcher!r}.", 2)
+    if launcher is not None and launcher not in LAUNCHERS:
+        fail(f"--launcher must be {' or '.join(LAUNCHERS)}, not {launcher!r}.", 2)
     if on_stall is not None and on_stall not in ("flag", "stop"):
         fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
     limits = _limits(max_duration, stall_after)
@@ -271,7 +291,7 @@ def start(
         setup=setup,
         run_id=run_id,
         command=list(command) if command else None,
-        launcher=cast("Launcher | None", launcher),  # checked above
+        launcher=launcher,  # checked above
         wait=wait or None,
         share_gpus=share_gpus or None,
         secrets=secrets or None,

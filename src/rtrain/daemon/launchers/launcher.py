@@ -1,41 +1,99 @@
 """What the operations ask of a launcher: start a run, say how runs stand, stop one.
 
 A transport says how a host is reached (exec, console, local); a launcher says how a run is
-run there: `process` (a detached session under setsid) today, and a torchrun or Slurm
-launcher beside it. A launcher works through any transport, only by far-side scripts of
-the contract (rtrain.daemon.remote.contract), so the two vary independently.
+run: a detached session (`process`), torchrun's ranks (`torchrun`), torchrun across hosts
+(`nodes`), a scheduler's batch job (`slurm`). Each is one package of this folder, registered
+by name in registry.py, which is the only place that picks one. A launcher is built for a
+placement (placement.py): what it may use to reach where its runs live, so that a launcher
+whose runs live behind an API rather than a host fits as well as one that runs far-side
+scripts over a transport.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
 
-from rtrain.daemon.remote.contract import Launched, StatusReport, StopReport
-from rtrain.daemon.ssh.transport import Transport
-from rtrain.protocol.messages import PreflightParams, RunLauncher, StartParams
+from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
+from rtrain.protocol.messages import (
+    Finding,
+    PartitionInfo,
+    PreflightParams,
+    RunLauncher,
+    StartParams,
+)
 
-from .slurm_preflight import ClusterVerdict
+from .placement import Placement
+
+
+@dataclass
+class SchedulerVerdict:
+    """What the scheduler behind a launcher offers a run, for host/preflight: it leads the
+    verdict, and the host's own python and GPUs are only its login node's."""
+
+    # What its findings and problems are filed under (the scheduler's name).
+    topic: str
+    # Why a run as asked could not be submitted.
+    reasons: list[str] = field(default_factory=list)
+    # What it offers, one line each, for the top of the verdict.
+    findings: list[Finding] = field(default_factory=list)
+    # Its partitions (queues), kept for `hosts`.
+    partitions: list[PartitionInfo] = field(default_factory=list)
+    # PreflightResult's fields that carry the scheduler's own section, by name.
+    result_fields: dict[str, object] = field(default_factory=dict)
 
 
 class Launcher(ABC):
     # The name a run records (RunInfo.launcher), so every later operation on it uses the
-    # same launcher (Ops.run_launcher).
-    name: RunLauncher
+    # same launcher (registry.for_run).
+    name: ClassVar[RunLauncher]
     # Whether a run's processes live on the host rtrain reaches, so that the monitor's
-    # watch.sh (which reads states from the processes themselves) tells how the run stands.
-    # A scheduler's runs live elsewhere: their states come from `status`.
-    runs_on_host: bool = True
+    # watch.sh (which reads states from the processes themselves) tells how the run stands,
+    # rtrain shares the host's GPUs among runs, and watches the run's limits on the host.
+    runs_on_host: ClassVar[bool] = True
     # Whether the run's state is what `status` says rather than what watch.sh reads on the
     # host rtrain reaches: a scheduler's jobs, and a run across hosts (every node's state).
-    states_from_status: bool = False
+    states_from_status: ClassVar[bool] = False
     # Seconds a stop waits after SIGTERM when the user gives no --grace.
-    default_grace: float = 10.0
+    default_grace: ClassVar[float] = 10.0
+    # The word of config.toml's `scheduler` that makes a host's runs this launcher's
+    # (None: a launcher of hosts that run processes themselves).
+    scheduler: ClassVar[str | None] = None
+    # Whether the trainer runs under torchrun: always (True), never (False), or as the
+    # command says (None).
+    runs_torchrun: ClassVar[bool | None] = None
+    # The launcher of a run whose nodes are several hosts.
+    across_hosts: ClassVar[bool] = False
+
+    @classmethod
+    @abstractmethod
+    def placed(cls, where: Placement) -> Launcher:
+        """The launcher for runs at `where` (the host's settings, the nodes of a run across
+        hosts, how to reach a host)."""
+
+    @classmethod
+    def claims_command(cls, command: Sequence[str] | None) -> bool:
+        """Whether a run of a host's own with this (expanded) command is this launcher's
+        (asked of the launchers a host runs by itself, in the registry's order)."""
+        return False
+
+    @classmethod
+    def given_options(cls, p: StartParams) -> list[str]:
+        """The start's options of this launcher's own that `p` gives, as the CLI spells them."""
+        return []
+
+    @classmethod
+    def options_belong(cls, host: str) -> str:
+        """Where this launcher's own options apply, for refusing them elsewhere: `apply to
+        ... only, and HOST is not one (what to set)`."""
+        return f"apply to {cls.name} runs only"
 
     @abstractmethod
     async def launch(
         self,
-        transport: Transport,
         run_dir: str,
         run_id: str,
         python: str,
@@ -49,42 +107,25 @@ class Launcher(ABC):
         launch of the same run is `already_launched`, never a second trainer."""
 
     @abstractmethod
-    async def status(
-        self, transport: Transport, workdir: str, run_ids: Sequence[str]
-    ) -> StatusReport:
+    async def status(self, workdir: str, run_ids: Sequence[str]) -> StatusReport:
         """How each run of `workdir` stands, in one far-side command for all of them."""
 
     @abstractmethod
-    async def stop(
-        self, transport: Transport, run_dir: str, run_id: str, grace: float, force: bool
-    ) -> StopReport:
+    async def stop(self, run_dir: str, run_id: str, grace: float, force: bool) -> StopReport:
         """Stop every process of the run (TERM, `grace` seconds, then KILL if `force`), and
         say `stopped` only once nothing of it is left."""
 
-    async def scheduler_preflight(
-        self, transport: Transport, p: PreflightParams, workdir: str
-    ) -> ClusterVerdict | None:
+    async def preflight(self, p: PreflightParams, workdir: str) -> SchedulerVerdict | None:
         """What the scheduler behind this launcher offers a run of `p`, for host/preflight;
         None where runs live on the host itself (its own GPUs and python are the verdict)."""
         return None
 
-    def scheduler_problem(self, p: StartParams) -> str | None:
-        """Why the start's scheduler options (--time, --partition, --nodes, ...) cannot be
-        honoured, in one sentence; None when they can. A host's own runs take none."""
-        given = [
-            option
-            for option, value in (
-                ("--partition", p.partition),
-                ("--time", p.time),
-                ("--nodes", p.nodes != 1),
-                ("--signal-before-timeout", p.signal_before_timeout),
-                ("--requeue", p.requeue),
-            )
-            if value
-        ]
-        if not given:
-            return None
-        return (
-            f"{', '.join(given)} apply to Slurm hosts only, and {p.host} is not one "
-            f'(set scheduler = "slurm" under [hosts.{p.host}] in config.toml).'
-        )
+    def options_problem(self, p: StartParams) -> str | None:
+        """Why the start's own options for this launcher cannot be honoured, in one
+        sentence; None when they can."""
+        return None
+
+    def with_limits(self, p: StartParams, max_duration: int | None, retried: bool) -> StartParams:
+        """The start's options as this launcher keeps the run's limits, where its runs do
+        not live on the host (a scheduler's time limit, its own requeue)."""
+        return p

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from rtrain.daemon.launchers.torchrun import torchrun_words
+from rtrain.daemon.launchers.torchrun.launcher import torchrun_words
 from rtrain.protocol.errors import Kind, app_error
 
 CONFIG_NAME = "config.yaml"

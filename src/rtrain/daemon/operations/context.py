@@ -11,11 +11,9 @@ import msgspec
 
 from rtrain.daemon.costs import priced_run
 from rtrain.daemon.hosts import HostPool
+from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
-from rtrain.daemon.launchers.nodes import NodesLauncher
-from rtrain.daemon.launchers.process import PROCESS
-from rtrain.daemon.launchers.slurm import slurm_launcher
-from rtrain.daemon.launchers.torchrun import TORCHRUN, is_torchrun
+from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.host_address import resolved_hostname
@@ -92,23 +90,28 @@ class Ops:
         return f"{validation.workdir(chosen)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
-        transport = await self.hosts.get(host)
+        """The host's transport: its connection, made (again) where there is none."""
+        return await self.hosts.get(host)
+
+    def arm_configured_guard(self, host: str) -> None:
+        """Arm the guard config.toml asks for on `host` (idle_stop with terminate), in the
+        background and once a daemon: as a run there is launched (wiring's publish), and
+        before `host/guard` acts. Nothing else walks into the guard's scripts."""
         settings = self.hosts.config.host(host)
         idle_seconds = settings.idle_stop_seconds
-        if idle_seconds is not None and settings.terminate is not None:
-            # The first use of a host arms the guard config.toml asks for (once a daemon).
-            # A configured workdir that is no workdir fails the requests that use it, not this.
-            with contextlib.suppress(RpcError):
-                workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
-                self.guards.reached(
-                    host,
-                    transport,
-                    workdir,
-                    idle_seconds,
-                    settings.terminate,
-                    settings.stalled_idle,
-                )
-        return transport
+        if idle_seconds is None or settings.terminate is None:
+            return
+        # A configured workdir that is no workdir fails the requests that use it, not this.
+        with contextlib.suppress(RpcError):
+            workdir = validation.workdir(settings.workdir or DEFAULT_WORKDIR)
+            self.guards.reached(
+                host,
+                self.hosts.get,
+                workdir,
+                idle_seconds,
+                settings.terminate,
+                settings.stalled_idle,
+            )
 
     def host_workdir(self, host: str, workdir: str | None) -> str:
         """The work directory a host-wide request means: its own, the host's configured
@@ -126,50 +129,39 @@ class Ops:
         recorded: str | None,
         command: Sequence[str] | None = None,
         nodes: Sequence[RunNode] = (),
+        *,
+        again: bool = False,
     ) -> Launcher:
-        """The launcher a run recorded (RunInfo.launcher): a run keeps how it was launched
-        when config.toml changes. A run that recorded none (an older rtrain's, or one known
-        only by host and run id) is run as the host's config says now."""
-        if recorded == "nodes" and nodes:
-            return self.nodes_launcher(nodes)
-        if recorded == "slurm":
-            return self._slurm(host)
-        if recorded == "torchrun":
-            return TORCHRUN
-        if recorded == "process":
-            return PROCESS
-        return self.launcher(host, command)
+        """The launcher a run recorded (launchers.for_run), placed on `host`."""
+        settings = self.hosts.config.host(host)
+        chosen = launchers.for_run(recorded, settings, command, nodes, again=again)
+        return chosen.placed(self.placement(host, nodes))
 
     def launcher(self, host: str, command: Sequence[str] | None = None) -> Launcher:
-        """How a new run is run on `host`: batch jobs where config.toml names a scheduler
-        (the job itself runs torchrun where the command asks), else the detached process, or
-        torchrun when the run's command (as recorded, expanded) runs it."""
+        """How a new run is run on `host` (launchers.for_host)."""
         settings = self.hosts.config.host(host)
-        if settings.scheduler == "slurm":
-            return self._slurm(host)
-        return TORCHRUN if is_torchrun(command) else PROCESS
+        return launchers.for_host(settings, command).placed(self.placement(host))
 
-    def nodes_launcher(
-        self, nodes: Sequence[RunNode], master_addr: str | None = None
-    ) -> NodesLauncher:
-        """torchrun across `nodes` (node 0 first), each reached as any host is."""
+    def nodes_launcher(self, nodes: Sequence[RunNode], master_addr: str | None = None) -> Launcher:
+        """The launcher of a run across `nodes` (node 0 first), each reached as any host is."""
+        return launchers.across_hosts().placed(self.placement(nodes[0].host, nodes, master_addr))
+
+    def placement(
+        self, host: str, nodes: Sequence[RunNode] = (), master_addr: str | None = None
+    ) -> Placement:
+        """What a launcher of runs on `host` may use: the host's settings, and a way to reach
+        any host (launchers arm no guard: a run's launch does, see start)."""
 
         async def resolve(alias: str) -> str:
             return await resolved_hostname(alias, ssh_config_file(self.hosts.config.ssh_config))
 
-        return NodesLauncher(nodes, self.transport, resolve, master_addr)
-
-    def _slurm(self, host: str) -> Launcher:
-        """Slurm with the host's configured defaults (none, once the config lost them: a
-        recorded job is watched and stopped by its id, restarted with its recorded options)."""
-        settings = self.hosts.config.host(host)
-        return slurm_launcher(
-            settings.partition,
-            settings.account,
-            settings.qos,
-            settings.time,
-            settings.gres_type,
-            settings.sbatch_args,
+        return Placement(
+            host=host,
+            settings=self.hosts.config.host(host),
+            connect=self.hosts.get,
+            resolve=resolve,
+            nodes=tuple(nodes),
+            master_addr=master_addr,
         )
 
     def mark_unknown(self, host: str, run_id: str, error: RpcError) -> RunInfo:

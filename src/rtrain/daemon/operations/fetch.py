@@ -24,8 +24,8 @@ from typing import Literal
 import msgspec
 
 from rtrain.daemon.local_disk import refused
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Exit
+from rtrain.daemon.remote.contract import file_scripts
+from rtrain.daemon.remote.contract.answers import Exit
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.fetching import fetch_file
@@ -97,7 +97,7 @@ async def _fetch_listed(
     p, run_dir, rel, dest = asked.p, asked.run_dir, asked.rel, asked.dest
     # No hashes in the listing: send.sh hashes each file as it sends it.
     began = time.monotonic()
-    listing = await contract.list_files(transport, run_dir, rel, hashed=False)
+    listing = await file_scripts.list_files(transport, run_dir, rel, hashed=False)
     round_trip = time.monotonic() - began
     refuse_unless_run(listing, p.host, p.run_id, run_dir, "nothing was fetched")
     _refuse_failed_listing(listing, asked)
@@ -128,7 +128,7 @@ async def _fetch_listed(
     )
 
 
-def _refuse_failed_listing(listing: contract.Listing, asked: _Asked) -> None:
+def _refuse_failed_listing(listing: file_scripts.Listing, asked: _Asked) -> None:
     """The sentence for a listing that names no files to fetch."""
     p, run_dir, rel = asked.p, asked.run_dir, asked.rel
     if listing.error is not None:
@@ -297,7 +297,7 @@ async def _already_home(
     }
     if not candidates:
         return {}
-    listing = await contract.list_files(transport, run_dir, rel, hashed=True)
+    listing = await file_scripts.list_files(transport, run_dir, rel, hashed=True)
     far = {listed.path: listed.sha256 for listed in listing.files if listed.sha256}
     same = {}
     for path in candidates:

@@ -3,7 +3,7 @@ and, on this machine, the partial data that cut fetches from the host left (part
 
 from __future__ import annotations
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.transfer import partial_book
 from rtrain.daemon.transfer.partial import in_use
 from rtrain.protocol import validation
@@ -19,7 +19,7 @@ async def gc(ops: Ops, p: GcParams) -> GcResult:
         p.workdir or ops.hosts.config.host(p.host).workdir or DEFAULT_WORKDIR
     )
     transport = await ops.transport(p.host)
-    done = await contract.gc_cache(transport, workdir)
+    done = await file_scripts.gc_cache(transport, workdir)
     if not done.ok:
         raise app_error(
             Kind.REMOTE_FAILED, f"{p.host}: cleaning the input cache failed: {done.error_text}"

@@ -10,7 +10,8 @@ race for the last GPU after the look fails on the host with the same words in it
 
 from __future__ import annotations
 
-from rtrain.daemon.remote import contract, script
+from rtrain.daemon.remote import script
+from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import StartParams
@@ -30,7 +31,7 @@ class GpuPlan:
 async def plan_gpus(transport: Transport, p: StartParams, workdir: str, run_id: str) -> GpuPlan:
     if p.gpus == 0:
         return GpuPlan(gate=False)
-    claims = await contract.gpu_claims(transport, workdir, p.share_gpus)
+    claims = await launch_scripts.gpu_claims(transport, workdir, p.share_gpus)
     if claims.total == 0:
         return GpuPlan(gate=False)  # no GPU on the host (or no nvidia-smi): nothing to share
     if p.gpus > claims.total:
@@ -73,7 +74,7 @@ def gate_prefix(p: StartParams, run_dir: str, run_id: str, plan: GpuPlan) -> lis
     return ["/bin/sh", GATE_FILE, "gate", workdir, run_id, str(p.gpus), share, wait, "--"]
 
 
-def _taken(claims: contract.GpuClaims) -> str:
+def _taken(claims: launch_scripts.GpuClaims) -> str:
     words = []
     for slot in claims.gpus:
         if slot.state == "held":
@@ -83,7 +84,7 @@ def _taken(claims: contract.GpuClaims) -> str:
     return ", ".join(words) or "none is free"
 
 
-def _busy_hint(claims: contract.GpuClaims) -> str:
+def _busy_hint(claims: launch_scripts.GpuClaims) -> str:
     if any(slot.state == "busy" for slot in claims.gpus):
         return " --share-gpus counts GPUs busy with other processes as free."
     return ""

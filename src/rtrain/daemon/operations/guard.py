@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import GuardParams, GuardResult
@@ -58,16 +58,17 @@ async def guard(ops: Ops, p: GuardParams) -> GuardResult:
     stalled_idle = p.stalled_idle if p.stalled_idle is not None else settings.stalled_idle
     transport = await ops.transport(p.host)
     # A guard config.toml asks for is armed first; the person's word comes after it.
+    ops.arm_configured_guard(p.host)
     await ops.guards.settled(p.host)
     if p.action == "arm":
         assert idle_seconds is not None and command is not None
-        shown = await contract.guard_arm(
+        shown = await guard_scripts.guard_arm(
             transport, workdir, idle_seconds, p.ignore_sessions, command, stalled_idle
         )
     elif p.action == "off":
-        shown = await contract.guard_off(transport, workdir)
+        shown = await guard_scripts.guard_off(transport, workdir)
     else:
-        shown = await contract.guard_show(transport, workdir)
+        shown = await guard_scripts.guard_show(transport, workdir)
     if not shown.ok or (p.action == "arm" and not shown.armed):
         doing = {"arm": "arming", "off": "disarming", "show": "reading"}[p.action]
         raise app_error(

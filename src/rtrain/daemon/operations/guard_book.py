@@ -1,6 +1,7 @@
 """What the daemon knows of its hosts' guards: the last state read from each (for `hosts/list`
 and the sidebar), and the guard config.toml asks for (`idle_stop` with `terminate`), armed
-once per daemon on the first use of the host when the host's guard has other settings.
+once per daemon as a run is launched on the host (and before `rtrain guard` acts) when the
+host's guard has other settings.
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import GuardShown
+from rtrain.daemon.remote.contract import guard_scripts
+from rtrain.daemon.remote.contract.guard_scripts import GuardShown
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.messages import GuardFired, GuardState
 
@@ -74,18 +76,18 @@ class GuardBook:
     def reached(
         self,
         host: str,
-        transport: Transport,
+        connect: Callable[[str], Awaitable[Transport]],
         workdir: str,
         idle_seconds: int,
         command: str,
         stalled_idle: bool,
     ) -> None:
-        """The host was just used: arm its configured guard, in the background, unless this
-        daemon already did (or a person chose otherwise through `host/guard`)."""
+        """A run was launched on the host: arm its configured guard, in the background,
+        unless this daemon already did (or a person chose otherwise through `host/guard`)."""
         if host in self._seen_to or host in self._arming:
             return
         task = asyncio.create_task(
-            self._arm_configured(host, transport, workdir, idle_seconds, command, stalled_idle)
+            self._arm_configured(host, connect, workdir, idle_seconds, command, stalled_idle)
         )
         self._arming[host] = task
         task.add_done_callback(lambda _: self._arming.pop(host, None))
@@ -101,14 +103,15 @@ class GuardBook:
     async def _arm_configured(
         self,
         host: str,
-        transport: Transport,
+        connect: Callable[[str], Awaitable[Transport]],
         workdir: str,
         idle_seconds: int,
         command: str,
         stalled_idle: bool,
     ) -> None:
         try:
-            shown = await contract.guard_show(transport, workdir)
+            transport = await connect(host)
+            shown = await guard_scripts.guard_show(transport, workdir)
             if shown.ok and (
                 shown.armed
                 and shown.idle_seconds == idle_seconds
@@ -119,13 +122,13 @@ class GuardBook:
                 self._seen_to.add(host)
                 self.remember(host, workdir, guard_state(shown, time.time()))
                 return
-            shown = await contract.guard_arm(
+            shown = await guard_scripts.guard_arm(
                 transport, workdir, idle_seconds, False, command, stalled_idle
             )
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            # Tried again on the next use of the host.
+            # Tried again at the next launch on the host.
             log.warning("%s: arming the configured guard failed: %s", host, error)
             return
         if not shown.ok or not shown.armed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from rtrain.daemon.launchers import registry as launchers
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import StartParams
@@ -39,16 +40,18 @@ def node_hosts(ops: Ops, p: StartParams) -> tuple[str, ...]:
             f"--nodes {p.nodes} does not match the {len(hosts)} hosts of {listed}; "
             f"give --nodes {len(hosts)}."
         )
-    scheduled = [h for h in hosts if ops.hosts.config.host(h).scheduler == "slurm"]
+    scheduled = [h for h in hosts if launchers.for_host(ops.hosts.config.host(h)).scheduler]
     if scheduled:
         raise _refused(
             f"the hosts of {listed} run on different launchers: {', '.join(scheduled)} "
             "submit batch jobs to Slurm (ask Slurm for --nodes there); a run across hosts "
             "needs hosts that run processes over SSH."
         )
-    if p.launcher == "process":
-        raise _refused("a run across hosts runs torchrun on each; --launcher process cannot.")
-    if p.command is not None and TORCHRUN_WORD not in p.command and p.launcher != "torchrun":
+    asked = launchers.asked(p.launcher)
+    if asked is not None and asked.runs_torchrun is False:
+        raise _refused(f"a run across hosts runs torchrun on each; --launcher {p.launcher} cannot.")
+    torchrun = asked is not None and asked.runs_torchrun
+    if p.command is not None and TORCHRUN_WORD not in p.command and not torchrun:
         raise _refused(
             "a run across hosts runs torchrun on each node: put {torchrun} where torchrun "
             "goes in the command (e.g. -- '{torchrun}' train.py)."

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from rtrain.daemon.remote import contract
+import msgspec
+
+from rtrain.daemon.launchers.launcher import SchedulerVerdict
+from rtrain.daemon.remote.contract import answers, launch_scripts, preflight_scripts
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -25,7 +28,6 @@ from rtrain.protocol.messages import (
     HubAccess,
     PreflightParams,
     PreflightResult,
-    SlurmFindings,
 )
 
 from .cluster_preflight import LOGIN_NODE, login_node
@@ -82,13 +84,13 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     verdict = _Verdict(findings=[Finding("transport", f"{p.host} over {transport.kind}")])
     # On a cluster's login node the GPUs are Slurm's to count, not nvidia-smi's, and the
     # python there need not see any: the partition leads, the login node's own are labelled.
-    cluster = await ops.launcher(p.host).scheduler_preflight(transport, p, workdir)
+    cluster = await ops.launcher(p.host).preflight(p, workdir)
     if cluster is not None:
-        ops.hosts.partitions[p.host] = cluster.slurm.partitions
-        verdict.slurm = cluster.slurm
+        ops.hosts.partitions[p.host] = cluster.partitions
+        verdict.cluster = cluster
         verdict.findings += cluster.findings
         for reason in cluster.reasons:
-            verdict.problem("slurm", reason)
+            verdict.problem(cluster.topic, reason)
     judged = _judge_machine(verdict, interpreter, 0 if cluster is not None else p.gpus, report)
     judged.packages = judge_packages(interpreter, p.requires, report)
     for reason in judged.packages.reasons:
@@ -96,7 +98,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     verdict.findings += judged.packages.findings
     judged.disk = _judge_workdir(verdict, report, workdir, gathered)
     judged.hub = _judge_hub_and_shell(verdict, report, p)
-    if report.exit != contract.Exit.OK and not report.complete:
+    if report.exit != answers.Exit.OK and not report.complete:
         verdict.problem("host", f"the preflight script failed on {p.host}: {report.error_text}")
     if cluster is not None:
         judged.gpus = []  # the login node's are not the run's: they are only in its labelled rows
@@ -108,11 +110,11 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
 
 async def _probe(
     ops: Ops, p: PreflightParams, interpreter: str, workdir: str
-) -> tuple[Transport, contract.PreflightReport]:
+) -> tuple[Transport, preflight_scripts.PreflightReport]:
     """The far side's one probe (preflight.sh)."""
     transport = await ops.transport(p.host)
     # The token travels on stdin only: never an argument, never in a file.
-    report = await contract.preflight(
+    report = await preflight_scripts.preflight(
         transport,
         interpreter,
         workdir,
@@ -143,8 +145,8 @@ class _Verdict:
 
     findings: list[Finding]
     reasons: list[str] = field(default_factory=list)
-    # What a cluster's scheduler offers; set when the host is a Slurm login node.
-    slurm: SlurmFindings | None = None
+    # What a cluster's scheduler offers; set when the host is a login node (a scheduler's).
+    cluster: SchedulerVerdict | None = None
 
     def problem(self, topic: str, reason: str) -> None:
         self.reasons.append(reason)
@@ -153,7 +155,7 @@ class _Verdict:
     def here(self, rows: list[Finding]) -> list[Finding]:
         """The host's own rows; a Slurm host's are its login node's, and labelled so (a run
         does not use that python or those GPUs)."""
-        return rows if self.slurm is None else login_node(rows)
+        return rows if self.cluster is None else login_node(rows)
 
     def count_free(self, gpus: list[GpuInfo], held: set[int]) -> int:
         """The GPUs free now, told right after the last GPU row."""
@@ -177,13 +179,13 @@ class _Judged:
 
 
 def _judge_machine(
-    verdict: _Verdict, interpreter: str, local_gpus: int, report: contract.PreflightReport
+    verdict: _Verdict, interpreter: str, local_gpus: int, report: preflight_scripts.PreflightReport
 ) -> _Judged:
     """The python and torch, and the GPUs, of the host preflight reaches."""
     python = judge_python(interpreter, local_gpus, report)
     verdict.findings += verdict.here(python.findings)
     for reason in python.reasons:
-        verdict.problem("python" if verdict.slurm is None else f"python ({LOGIN_NODE})", reason)
+        verdict.problem("python" if verdict.cluster is None else f"python ({LOGIN_NODE})", reason)
     gpus = gpu_list(report)
     driver = driver_info(report)
     verdict.findings += verdict.here(gpu_findings(gpus, driver))
@@ -195,7 +197,7 @@ def _judge_machine(
 
 def _judge_workdir(
     verdict: _Verdict,
-    report: contract.PreflightReport,
+    report: preflight_scripts.PreflightReport,
     workdir: str,
     gathered: Inputs | None,
 ) -> DiskCheck | None:
@@ -221,7 +223,7 @@ def _judge_workdir(
 
 
 def _judge_hub_and_shell(
-    verdict: _Verdict, report: contract.PreflightReport, p: PreflightParams
+    verdict: _Verdict, report: preflight_scripts.PreflightReport, p: PreflightParams
 ) -> list[HubAccess]:
     """Hugging Face access to the asked models, and a login shell that prints."""
     hub = judge_hub(report, p.hf_models)
@@ -246,12 +248,12 @@ def _judge_hub_and_shell(
 def _result(
     p: PreflightParams,
     transport: Transport,
-    report: contract.PreflightReport,
+    report: preflight_scripts.PreflightReport,
     verdict: _Verdict,
     judged: _Judged,
 ) -> PreflightResult:
     torch = report.torch
-    return PreflightResult(
+    result = PreflightResult(
         host=p.host,
         ok=not verdict.reasons,
         reasons=verdict.reasons,
@@ -273,14 +275,19 @@ def _result(
         disk=judged.disk,
         hugging_face=judged.hub,
         shell_noise=report.shell_noise,
-        slurm=verdict.slurm,
+    )
+    # A scheduler's own section of the result (`slurm`), as its launcher fills it.
+    return (
+        msgspec.structs.replace(result, **verdict.cluster.result_fields)
+        if verdict.cluster
+        else result
     )
 
 
 async def _held_by_runs(transport: Transport, workdir: str) -> set[int]:
     """The GPUs rtrain runs of `workdir` hold (their claims on the host), as a start sees them."""
     try:
-        claims = await contract.gpu_claims(transport, workdir, share=False)
+        claims = await launch_scripts.gpu_claims(transport, workdir, share=False)
     except RpcError as error:
         if host_did_not_answer(error):
             return set()

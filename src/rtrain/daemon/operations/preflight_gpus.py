@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.contract import PreflightReport
+from rtrain.daemon.remote.contract.preflight_scripts import PreflightReport
 from rtrain.protocol.messages import DriverInfo, Finding, GpuInfo, GpuProcess
 
 # Memory in use with no process listed: another container's process (its pid is not visible

@@ -6,7 +6,7 @@ The far side asks the way `huggingface_hub.auth_check` does; this maps status co
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.contract import PreflightReport, ProbedHub
+from rtrain.daemon.remote.contract.preflight_scripts import PreflightReport, ProbedHub
 from rtrain.protocol.messages import HubAccess, HubVerdict
 
 HUB_SITE = "https://huggingface.co"

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rtrain.daemon.remote.contract import PreflightReport
+from rtrain.daemon.remote.contract.preflight_scripts import PreflightReport
 from rtrain.protocol.messages import Finding, PackageCheck
 
 

@@ -6,7 +6,11 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from rtrain.daemon.remote.contract import PreflightReport, ProbedCandidate, ProbedTorch
+from rtrain.daemon.remote.contract.preflight_scripts import (
+    PreflightReport,
+    ProbedCandidate,
+    ProbedTorch,
+)
 from rtrain.protocol.messages import Finding, PythonCandidate, TorchInfo
 
 # Exit statuses of a probe that ran out of time: timeout(1), or the probe's own SIGALRM.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import run_scripts
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RemovedRun, RemoveParams, RemoveResult, RunRef
@@ -37,7 +37,7 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
     transport = await ops.transport(p.host)
     removed = []
     for run_id, run_dir in dirs.items():
-        done = await contract.remove(transport, run_dir, run_id)
+        done = await run_scripts.remove(transport, run_dir, run_id)
         refuse_unless_run(done, p.host, run_id, run_dir, "nothing was removed")
         if done.refused:
             raise _active(p.host, run_id, f"is {done.refused} (it started meanwhile)")

@@ -16,9 +16,8 @@ from pathlib import Path
 import msgspec
 
 from rtrain.daemon.launchers.launcher import Launcher
-from rtrain.daemon.launchers.torchrun import is_torchrun
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched
+from rtrain.daemon.remote.contract import launch_scripts, run_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -86,7 +85,7 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         )
     command = [*wrapper, *trainer]
     earlier = _ended_attempts(current, recorded)
-    size = await contract.log_lines(transport, run_dir, p.run_id, 0)
+    size = await run_scripts.log_lines(transport, run_dir, p.run_id, 0)
     limits = recorded.limits or Limits()
     nodes = current.nodes or recorded.nodes
     meta = _meta(recorded, earlier, limits, nodes)
@@ -95,7 +94,7 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     else:
         launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
     meta["launcher"] = launcher.name
-    stdin = contract.launch_stdin(
+    stdin = launch_scripts.launch_stdin(
         p.secrets,
         recorded.env,
         recorded.setup,
@@ -104,7 +103,7 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         wrapper=recorded.wrapper_words,
         limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
     )
-    launched = await launcher.launch(transport, run_dir, p.run_id, recorded.python, command, stdin)
+    launched = await launcher.launch(run_dir, p.run_id, recorded.python, command, stdin)
     refuse_unless_run(launched, p.host, p.run_id, run_dir, "nothing was restarted")
     _refuse_unlaunched(p, launched, number)
     base = current if current.command else _from_record(current, recorded, run_dir)
@@ -263,9 +262,7 @@ def _launcher(ops: Ops, host: str, recorded: str | None, command: list[str]) -> 
     """The launcher of the new attempt: a batch job stays one; a run of the host's own runs
     torchrun or not as its (perhaps new) command says; a run that recorded none, as the
     host's config says now."""
-    if recorded in ("process", "torchrun"):
-        return ops.run_launcher(host, "torchrun" if is_torchrun(command) else "process")
-    return ops.run_launcher(host, recorded, command)
+    return ops.run_launcher(host, recorded, command, again=True)
 
 
 def _trainer_command(p: RestartParams, recorded: RecordedLaunch, run_dir: str) -> list[str]:

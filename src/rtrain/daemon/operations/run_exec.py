@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import run_scripts
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ExecParams, ExecResult
@@ -21,7 +21,7 @@ async def run_exec(ops: Ops, p: ExecParams) -> ExecResult:
     if any("\0" in word for word in p.command):
         raise app_error(Kind.INVALID_COMMAND, "the command holds a NUL byte.")
     transport = await ops.transport(p.host)
-    done = await contract.exec_in_run(transport, run_dir, p.run_id, p.command, p.timeout)
+    done = await run_scripts.exec_in_run(transport, run_dir, p.run_id, p.command, p.timeout)
     if not done.started:
         refuse_unless_run(done, p.host, p.run_id, run_dir, "nothing was run")
         word = done.error.word if done.error is not None else None

@@ -6,11 +6,10 @@ meta.json (a restart keeps them), and on Slurm to the job's --time.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 
-from rtrain.daemon.remote import contract, script
+from rtrain.daemon.remote import script
+from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.user_config import HostSettings
 from rtrain.protocol.messages import OnStall, RunInfo, StartParams
 
@@ -62,21 +61,13 @@ def watcher_files() -> list[tuple[str, bytes]]:
     return [(LIMITS_FILE, script("limits").encode()), (STOP_FILE, script("stop").encode())]
 
 
-def launch_line(limits: Limits, grace: float) -> contract.LimitsLine | None:
+def launch_line(limits: Limits, grace: float) -> launch_scripts.LimitsLine | None:
     """launch.sh's `+limits` line for `limits`; the stop they make waits `grace` seconds."""
     if not limits.watched:
         return None
-    return contract.LimitsLine(
+    return launch_scripts.LimitsLine(
         max_duration=limits.max_duration,
         stall_after=limits.stall_after,
         on_stall=limits.on_stall,
         grace=grace,
     )
-
-
-def slurm_time(seconds: int) -> str:
-    """A maximum duration as Slurm's --time: whole minutes (Slurm's own unit), rounded up."""
-    minutes = math.ceil(seconds / 60)
-    days, minutes = divmod(minutes, 24 * 60)
-    clock = f"{minutes // 60:02d}:{minutes % 60:02d}:00"
-    return f"{days}-{clock}" if days else clock

@@ -8,7 +8,7 @@ plain directory, and the answer is this sentence, with nothing done.
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.contract import Answer, Exit
+from rtrain.daemon.remote.contract.answers import Answer, Exit
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from rtrain.daemon.remote.contract import RunRow
+from rtrain.daemon.remote.contract.run_scripts import RunRow
 from rtrain.protocol.limit_words import limit_reason
 from rtrain.protocol.messages import RunInfo
 

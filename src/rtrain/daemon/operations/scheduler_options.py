@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rtrain.daemon.launchers import registry as launchers
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import StartParams
 
@@ -10,6 +11,6 @@ from .context import Ops
 
 def check_scheduler_options(ops: Ops, p: StartParams) -> None:
     """Refuse options the host's launcher cannot honour, and values Slurm would misread."""
-    problem = ops.launcher(p.host).scheduler_problem(p)
+    problem = launchers.options_problem(ops.launcher(p.host), p.host, p)
     if problem is not None:
         raise app_error(Kind.INVALID_COMMAND, problem)

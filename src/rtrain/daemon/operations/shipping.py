@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.shipping import Input, ship
 from rtrain.protocol.errors import Kind, app_error
@@ -104,7 +104,7 @@ async def _tree(
     executables: list[str],
     links: list[Link],
 ) -> None:
-    done = await contract.input_tree(
+    done = await file_scripts.input_tree(
         transport, run_dir, run_id, dirs, executables, [(k.path, k.target) for k in links]
     )
     if not done.ok:

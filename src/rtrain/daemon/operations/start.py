@@ -15,16 +15,17 @@ from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
-from rtrain.daemon.launchers.torchrun import (
+from rtrain.daemon.launchers.torchrun.launcher import (
     FAILURE_FILE,
     RANKS_FILE,
     TORCHRUN_LOGS,
     relay_source,
     uses_relay,
 )
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched
+from rtrain.daemon.remote.contract import launch_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
@@ -161,7 +162,7 @@ async def _claim_node(ops: Ops, plan: StartPlan, host: str, transport: Transport
             gpus = await plan_gpus(transport, p, plan.workdir, plan.run_id)
         else:
             gpus = GpuPlan(gate=False)
-        prepared = await contract.prepare(transport, plan.workdir, plan.run_id)
+        prepared = await launch_scripts.prepare(transport, plan.workdir, plan.run_id)
     except RpcError as error:
         raise _nothing_started(error, host) from None
     if prepared.exists:
@@ -275,7 +276,7 @@ async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Pla
     shipped, own_shipped = shipped_per_node[0]
     meta = _meta(plan, pending, shipped, own_shipped, placed.wrapper_words)
     launcher = placed.launcher
-    secret_lines = contract.launch_stdin(
+    secret_lines = launch_scripts.launch_stdin(
         p.secrets,
         pending.env,
         pending.setup,
@@ -285,11 +286,10 @@ async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Pla
             launch_line(plan.limits, launcher.default_grace) if launcher.runs_on_host else None
         ),
     )
-    transport = placed.claims[0].transport
 
     async def launch() -> StartResult:
         try:
-            launched = await _launch(launcher, transport, p, placed.argv, secret_lines)
+            launched = await _launch(launcher, p, placed.argv, secret_lines)
         except RpcError as error:
             if not answer_may_be_lost(error) or plan.across_hosts:
                 ops.registry.delete(p.host, run_id)
@@ -381,7 +381,7 @@ async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -
     shipping), so the run id is free again. Best effort: a host that is gone keeps it."""
     try:
         # Shielded: a start cancelled by its client still cleans up after itself.
-        done = await asyncio.shield(contract.discard(transport, workdir, run_id))
+        done = await asyncio.shield(launch_scripts.discard(transport, workdir, run_id))
     except (RpcError, asyncio.CancelledError) as error:
         log.warning("start %s/%s: its run directory stays: %s", host, run_id, error)
         return
@@ -390,10 +390,10 @@ async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -
 
 
 async def _launch(
-    launcher: Launcher, transport: Transport, p: StartParams, argv: list[str], secret_lines: bytes
+    launcher: Launcher, p: StartParams, argv: list[str], secret_lines: bytes
 ) -> Launched:
     run_dir, run_id, python, *command = argv
-    return await launcher.launch(transport, run_dir, run_id, python, command, secret_lines, p)
+    return await launcher.launch(run_dir, run_id, python, command, secret_lines, p)
 
 
 def _launched(
@@ -461,8 +461,7 @@ async def _launch_again(
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
     pending = placed.pending
     try:
-        transport = await ops.transport(p.host)
-        launched = await _launch(placed.launcher, transport, p, placed.argv, secret_lines)
+        launched = await _launch(placed.launcher, p, placed.argv, secret_lines)
         if not launched.already_launched:
             return _launched(ops, p, placed, launched, shipped)
         # The first launch got there. Its trainer may still be on its way up: ask until the
@@ -515,7 +514,8 @@ def _nothing_started(error: RpcError, host: str) -> RpcError:
 
 
 def _demo_command(dataset: str | None, launcher: str | None, across_hosts: bool) -> list[str]:
-    first = TORCHRUN_WORD if launcher == "torchrun" or across_hosts else "{python}"
+    asked = launchers.asked(launcher)
+    first = TORCHRUN_WORD if (asked and asked.runs_torchrun) or across_hosts else "{python}"
     command = [first, DEMO_TRAINER, "--config", "{config}"]
     return command + (["--dataset", "{dataset}"] if dataset is not None else [])
 

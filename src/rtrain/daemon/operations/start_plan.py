@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
@@ -24,7 +25,7 @@ from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_
 from .context import Ops, chosen
 from .node_list import node_hosts
 from .run_inputs import Inputs, InputSources, gather
-from .run_limits import Limits, chosen_limits, slurm_time
+from .run_limits import Limits, chosen_limits
 from .scheduler_options import check_scheduler_options
 from .then_options import after_run_plan
 
@@ -69,8 +70,8 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     # An explicit empty command is a mistake to report, not a request for the demo trainer.
     template = p.command if p.command is not None else settings.command
     check_template(template, bool(datasets), config is not None)
-    launcher_word = "torchrun" if len(hosts) > 1 else p.launcher
-    template = _with_launcher(template, launcher_word, p.gpus)
+    asked = launchers.across_hosts() if len(hosts) > 1 else launchers.asked(p.launcher)
+    template = _with_launcher(template, asked.runs_torchrun if asked else None, p.gpus)
     if setup is not None:
         _check_setup(setup, bool(datasets), config is not None)
     extra = {DEMO_TRAINER: demo_trainer_bundle()} if template is None else {}
@@ -117,13 +118,10 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
 
 def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
     """The start's options and limits as its launcher keeps them."""
-    if ops.launcher(p.host).runs_on_host:
+    launcher = ops.launcher(p.host)
+    if launcher.runs_on_host:
         return p, limits
-    p = _slurm_limits(p, limits)
-    if _retry(ops, p) is not None:
-        # Slurm requeues a job whose node failed or that was preempted by itself, as
-        # often as the cluster allows; the daemon's retry covers a job it reports lost.
-        p = msgspec.structs.replace(p, requeue=True)
+    p = launcher.with_limits(p, limits.max_duration, _retry(ops, p) is not None)
     # A batch job's processes are the scheduler's: no watcher of rtrain's sees them.
     return p, Limits(max_duration=limits.max_duration)
 
@@ -183,21 +181,6 @@ def _retry(ops: Ops, p: StartParams) -> RetryPolicy | None:
     return RetryPolicy(limit=limit, on=p.retry_on or "lost")
 
 
-def _slurm_limits(p: StartParams, limits: Limits) -> StartParams:
-    """A batch job's maximum duration is its time limit: Slurm ends it there."""
-    if not limits.max_duration:
-        return p
-    if p.time is not None and p.max_duration is not None:
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            f"on {p.host}, a Slurm host, --max-duration becomes the job's --time: "
-            "give one of them, not both.",
-        )
-    if p.time is not None:
-        return p  # the run's own --time wins over the host's max_duration
-    return msgspec.structs.replace(p, time=slurm_time(limits.max_duration))
-
-
 def _local_file(path: str, what: str) -> Path:
     local = Path(path).expanduser()
     if not local.is_file():
@@ -226,15 +209,18 @@ def _local_dir(path: str) -> Path:
     return local.resolve()
 
 
-def _with_launcher(template: list[str] | None, launcher: str | None, gpus: int) -> list[str] | None:
-    """The command template for the launcher asked for; refuses what cannot go together."""
+def _with_launcher(
+    template: list[str] | None, torchrun: bool | None, gpus: int
+) -> list[str] | None:
+    """The command template for the launcher asked for (`torchrun`: whether it runs torchrun
+    always, never, or as the command says); refuses what cannot go together."""
     uses_torchrun = template is not None and TORCHRUN_WORD in template
-    if launcher == "process" and uses_torchrun:
+    if torchrun is False and uses_torchrun:
         raise app_error(
             Kind.INVALID_COMMAND,
             "the command uses {torchrun}, but --launcher process was asked for.",
         )
-    if launcher != "torchrun" and not uses_torchrun:
+    if not torchrun and not uses_torchrun:
         return template
     if gpus < 1:
         raise app_error(

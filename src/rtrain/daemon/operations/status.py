@@ -5,7 +5,8 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from rtrain.daemon.remote.contract import Exit, RunRow
+from rtrain.daemon.remote.contract.answers import Exit
+from rtrain.daemon.remote.contract.run_scripts import RunRow
 from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
@@ -94,7 +95,6 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     """Ask the host about `runs` in one command per workdir (and per kind of launcher the
     runs recorded: the host's own processes, or a scheduler's jobs); None for a run that is
     gone."""
-    transport = await ops.transport(host)
     groups: dict[tuple[str, bool, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         remote_dir = run.remote_dir or f"{run.workdir}/{run.run_id}"
@@ -102,7 +102,7 @@ async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | No
     found: dict[str, RunRow] = {}
     for (workdir, _, _), members in groups.items():
         launcher = ops.launcher_of(members[0])
-        report = await launcher.status(transport, workdir, [r.run_id for r in members])
+        report = await launcher.status(workdir, [r.run_id for r in members])
         if report.exit != Exit.OK and not report.runs:
             raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
         found.update(report.runs)

@@ -22,9 +22,8 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
     launcher = ops.launcher_of(known) if known is not None else ops.run_launcher(p.host, None)
     grace = p.grace if p.grace is not None else launcher.default_grace
     retried = False
-    transport = await ops.transport(p.host)
     try:
-        report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
+        report = await launcher.stop(run_dir, p.run_id, grace, p.force)
     except RpcError as error:
         if not answer_may_be_lost(error):
             raise
@@ -32,8 +31,7 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         # safe to repeat, and the repeat tells how the run stands now.
         retried = True
         try:
-            transport = await ops.transport(p.host)
-            report = await launcher.stop(transport, run_dir, p.run_id, grace, p.force)
+            report = await launcher.stop(run_dir, p.run_id, grace, p.force)
         except RpcError as again:
             if not answer_may_be_lost(again):
                 raise

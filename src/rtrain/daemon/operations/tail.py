@@ -11,7 +11,7 @@ import base64
 import logging
 from dataclasses import dataclass
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import answers, run_scripts
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -98,12 +98,12 @@ class _Tailing:
             self.delay = FAST if keep else min(self.delay * 1.5, SLOW)
             await asyncio.sleep(0 if not running else self.delay)
 
-    async def _read(self) -> contract.LogSlice | None:
+    async def _read(self) -> run_scripts.LogSlice | None:
         """The log from `offset` on; None after a failed try that is worth another."""
         p, loop = self.p, asyncio.get_running_loop()
         try:
             transport = await self.ops.transport(self.log_host)
-            piece = await contract.read_log(
+            piece = await run_scripts.read_log(
                 transport, self.run_dir, p.run_id, self.offset, MAX_CHUNK, self.inode
             )
             self.unreachable_since = None
@@ -134,7 +134,7 @@ class _Tailing:
         self.inode = piece.inode
         return piece
 
-    def _state(self, piece: contract.LogSlice) -> RunState:
+    def _state(self, piece: run_scripts.LogSlice) -> RunState:
         """How the run stands; a queued job's reason is told once each time it changes."""
         if not self.scheduled:
             return piece.state
@@ -148,7 +148,7 @@ class _Tailing:
                 self.ctx.notify("run/waiting", Waiting(host=p.host, run_id=p.run_id, reason=reason))
         return state
 
-    def _send(self, piece: contract.LogSlice, running: bool) -> int:
+    def _send(self, piece: run_scripts.LogSlice, running: bool) -> int:
         """Send what of `piece` can go now; the bytes sent."""
         p = self.p
         start_offset = piece.start
@@ -194,9 +194,9 @@ async def _lines_back(ops: Ops, p: TailParams, run_dir: str, log_host: str) -> i
     does not replay all of it."""
     assert p.lines is not None
     transport = await ops.transport(log_host)
-    found = await contract.log_lines(transport, run_dir, p.run_id, p.lines)
+    found = await run_scripts.log_lines(transport, run_dir, p.run_id, p.lines)
     if found.offset is None:
-        if found.exit == contract.Exit.NOT_FOUND:
+        if found.exit == answers.Exit.NOT_FOUND:
             raise app_error(Kind.RUN_NOT_FOUND, f"no run {p.run_id} on {p.host}.")
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: reading the log failed: {found.error_text}")
     return found.offset

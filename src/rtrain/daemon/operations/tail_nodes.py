@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import run_scripts
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import LogChunk, RunNode, RunRef, TailParams, TailResult
@@ -90,7 +90,7 @@ async def tail_nodes(ops: Ops, p: TailParams, ctx: Notifier, nodes: list[RunNode
 async def _read(ops: Ops, p: TailParams, node_log: _NodeLog, ended: bool) -> bytes:
     """The node's new whole lines, prefixed (its last line too once the run `ended`)."""
     transport = await ops.transport(node_log.node.host)
-    piece = await contract.read_log(
+    piece = await run_scripts.read_log(
         transport, node_log.node.remote_dir, p.run_id, node_log.offset, MAX_CHUNK, node_log.inode
     )
     if not piece.ok:
@@ -116,7 +116,7 @@ async def _read(ops: Ops, p: TailParams, node_log: _NodeLog, ended: bool) -> byt
 async def _lines_back(ops: Ops, p: TailParams, node: RunNode) -> int:
     assert p.lines is not None
     transport = await ops.transport(node.host)
-    found = await contract.log_lines(transport, node.remote_dir, p.run_id, p.lines)
+    found = await run_scripts.log_lines(transport, node.remote_dir, p.run_id, p.lines)
     if found.offset is None:
         raise app_error(
             Kind.REMOTE_FAILED, f"{node.host}: reading the log failed: {found.error_text}"

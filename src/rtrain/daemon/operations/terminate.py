@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
@@ -56,7 +56,7 @@ async def terminate_host(
     if not force:
         await _refuse_busy_elsewhere(ops, transport, host, chosen)
     try:
-        done = await contract.terminate(
+        done = await guard_scripts.terminate(
             transport, chosen, configured, force=force, wait=TERMINATE_WAIT
         )
     except RpcError as error:
@@ -84,7 +84,7 @@ async def _refuse_busy_elsewhere(ops: Ops, transport: Transport, host: str, chos
         if run.workdir and is_active(run.state)
     } - {chosen}
     looks = await asyncio.gather(
-        *(contract.host_look(transport, other, True) for other in sorted(others))
+        *(guard_scripts.host_look(transport, other, True) for other in sorted(others))
     )
     for look in looks:
         if look.busy is not None or not look.ok:
@@ -103,7 +103,7 @@ def _disconnected(ops: Ops, host: str, chosen: str, configured: str | None) -> T
     )
 
 
-def _outcome(host: str, configured: str | None, done: contract.Terminated) -> TerminateResult:
+def _outcome(host: str, configured: str | None, done: guard_scripts.Terminated) -> TerminateResult:
     """The result of a terminate command the host answered about, or its refusal."""
     if done.busy is not None:
         raise _busy(host, done.busy)

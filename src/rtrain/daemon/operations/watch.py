@@ -11,7 +11,7 @@ import posixpath
 from collections import defaultdict
 
 from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import answers, run_scripts
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
 from rtrain.protocol.run_states import is_ended
@@ -28,7 +28,7 @@ async def watch_host(
 ) -> tuple[list[RunInfo | None], set[str]]:
     """Each run as the host says it stands (None: gone), and the run ids whose metrics moved."""
     transport = await ops.transport(host)
-    found: dict[str, contract.RunRow] = {}
+    found: dict[str, run_scripts.RunRow] = {}
     moved: set[str] = set()
     from_status: set[str] = set()  # runs whose state was read after their files
     sampled = False  # the host's GPUs, asked once a poll
@@ -43,9 +43,9 @@ async def watch_host(
         # A cluster's login node has no GPUs of its jobs to sample.
         sample = launcher.runs_on_host and gpus and not sampled
         sampled = sampled or sample
-        out = await contract.watch(transport, workdir, sample, max_slice, triples)
+        out = await run_scripts.watch(transport, workdir, sample, max_slice, triples)
         if not launcher.states_from_status:
-            if out.exit != contract.Exit.OK and not out.runs:
+            if out.exit != answers.Exit.OK and not out.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {out.error_text}")
             found.update(out.runs)
         elif members:
@@ -53,8 +53,8 @@ async def watch_host(
             # shared), their states are the scheduler's (one squeue for all of them). A run
             # across hosts: node 0's log, every node's state.
             from_status.update(r.run_id for r in members)
-            report = await launcher.status(transport, workdir, [r.run_id for r in members])
-            if report.exit != contract.Exit.OK and not report.runs:
+            report = await launcher.status(workdir, [r.run_id for r in members])
+            if report.exit != answers.Exit.OK and not report.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
             found.update(report.runs)
         moved |= _take_output(ops, host, out, asked)
@@ -88,7 +88,7 @@ def _asked(ops: Ops, host: str, members: list[RunInfo]) -> dict[tuple[str, str],
 
 
 def _take_output(
-    ops: Ops, host: str, out: contract.WatchReport, asked: dict[tuple[str, str], int]
+    ops: Ops, host: str, out: run_scripts.WatchReport, asked: dict[tuple[str, str], int]
 ) -> set[str]:
     """Feed the GPU sample and the slices of the runs' files; the run ids whose metrics moved."""
     moved: set[str] = set()

@@ -14,10 +14,14 @@ _PROGRAM_WORD = re.compile(r"'@([a-z_]+\.py)@'")
 
 @cache
 def script(name: str) -> str:
-    """The shell text for operation `name`: common.sh followed by NAME.sh."""
+    """The shell text for operation `name`: common.sh followed by NAME.sh. A launcher's own
+    script is `PACKAGE:NAME`, PACKAGE under rtrain.daemon (`launchers.slurm:slurm_poll`): it
+    lives in that package's `scripts/`, beside the launcher that runs it."""
     here = resources.files(__package__)
+    package, _, stem = name.rpartition(":")
+    home = resources.files(f"rtrain.daemon.{package}") if package else here
     common = (here / "scripts" / "common.sh").read_text()
-    own = (here / "scripts" / f"{name}.sh").read_text()
+    own = (home / "scripts" / f"{stem}.sh").read_text()
     return common + "\n" + _PROGRAM_WORD.sub(lambda word: _program(here / word[1]), own)
 
 

@@ -23,7 +23,8 @@ from collections import deque
 from pathlib import Path
 from typing import Protocol
 
-from rtrain.daemon.remote import contract, script
+from rtrain.daemon.remote import script
+from rtrain.daemon.remote.contract import answers, file_scripts
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .console_framing import Request
@@ -126,7 +127,7 @@ async def _upload_chunks(
         if channel.damaged > damaged and chunk_size > MIN_CHUNK:
             chunk_size = max(MIN_CHUNK, chunk_size // 2)
             log.info("%s: chunks arrive damaged; now %d bytes each", channel.alias, chunk_size)
-        verdict = contract.received(done)
+        verdict = file_scripts.received(done)
         if not (verdict.ok if final else verdict.written == offset):
             raise_for_failed_upload(channel.alias, local, done)
         if progress and length:
@@ -183,7 +184,7 @@ async def download(
         f"hashing {rel}",
         idempotent=True,
     )
-    whole = contract.hashed(far)
+    whole = file_scripts.hashed(far)
     if whole is None:
         raise app_error(
             Kind.TRANSFER_FAILED, f"{channel.alias}: hashing {rel} failed: {far.error_text}"
@@ -211,7 +212,7 @@ async def _download_chunks(
             f"reading {rel}",
             idempotent=True,
         )
-        if done.returncode != contract.Exit.OK:
+        if done.returncode != answers.Exit.OK:
             raise app_error(
                 Kind.TRANSFER_FAILED, f"{channel.alias}: reading {rel} failed: {done.error_text}"
             )

@@ -12,11 +12,13 @@ import hashlib
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from rtrain.daemon.remote import contract, script
+from rtrain.daemon.remote import script
+from rtrain.daemon.remote.contract.answers import Completed as Completed  # every transport's answer
+from rtrain.daemon.remote.contract.answers import Exit
+from rtrain.daemon.remote.contract.file_scripts import received, sent
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
@@ -33,25 +35,6 @@ HASH_RATE = 20e6
 NOISE_KEPT = 4096
 # How long a killed transfer process gets to be reaped.
 REAP_WAIT = 10.0
-
-
-@dataclass(frozen=True)
-class Completed:
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    # What the far login printed before the script began (a chatty rc file), kept apart so
-    # it never counts as the script's output; preflight reports it.
-    noise: bytes = b""
-
-    @property
-    def error_text(self) -> str:
-        text = self.stderr.decode(errors="replace").strip()
-        if not text:
-            return f"exit status {self.returncode}"
-        # The scripts say `rtrain: ...` (for a person reading a far log); the client puts its
-        # own `rtrain:` in front of the sentence this becomes part of.
-        return text.splitlines()[-1].removeprefix("rtrain: ")
 
 
 class Transport(ABC):
@@ -299,7 +282,7 @@ class ProcessTransport(Transport):
             chunks,
             answer_within=STALL_TIMEOUT + local.stat().st_size / HASH_RATE,
         )
-        if not contract.received(done).ok:
+        if not received(done).ok:
             raise_for_failed_upload(self.alias, local, done)
 
     async def download(
@@ -316,14 +299,14 @@ class ProcessTransport(Transport):
 
             done = await self.stream_out("send", [run_dir, rel], take)
         # send.sh hashed the bytes as it sent them; its verdict is a machine line on stderr.
-        said = contract.sent(done)
+        said = sent(done)
         if said.changed:
             raise fetch_unverified(rel)
-        if done.returncode == contract.Exit.NOT_A_RUN:
+        if done.returncode == Exit.NOT_A_RUN:
             raise app_error(
                 Kind.NOT_A_RUN, f"{self.alias}: {done.error_text}; nothing was read from it."
             )
-        if done.returncode != contract.Exit.OK:
+        if done.returncode != Exit.OK:
             raise app_error(
                 Kind.TRANSFER_FAILED, f"{self.alias}: reading {rel} failed: {done.error_text}"
             )
@@ -413,7 +396,7 @@ def fetch_unverified(rel: str) -> RpcError:
 
 def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoReturn:
     """The error for a receive (or put_chunk) answer that is not `ok`; every transport's."""
-    verdict = contract.received(done)
+    verdict = received(done)
     if verdict.mismatch:
         raise app_error(
             Kind.TRANSFER_FAILED,

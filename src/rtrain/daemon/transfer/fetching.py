@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import answers, file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport, Unverified, fetch_unverified
 from rtrain.protocol.errors import Kind, app_error
@@ -61,8 +61,8 @@ async def _fetch_striped(
     progress: Progress,
     source: str,
 ) -> tuple[str, int]:
-    stated = await contract.file_state(transport, run_dir, rel)
-    if stated.exit != contract.Exit.OK or stated.size is None or stated.state is None:
+    stated = await file_scripts.file_state(transport, run_dir, rel)
+    if stated.exit != answers.Exit.OK or stated.size is None or stated.state is None:
         raise _failed(transport, rel, stated.error, stated.error_text)
     size, state = stated.size, stated.state
     partial = Partial.open(target, source, state, size)
@@ -98,13 +98,13 @@ async def _fetch_pieces(
 
     async def whole_hash() -> str:
         done = await lanes.run(
-            lambda: contract.file_state(
+            lambda: file_scripts.file_state(
                 transport, run_dir, rel, hashed=True, timeout=60 + size / HASH_RATE
             )
         )
         if done.changed or (done.state is not None and done.state != state):
             raise fetch_unverified(rel)
-        if done.exit != contract.Exit.OK or done.sha256 is None:
+        if done.exit != answers.Exit.OK or done.sha256 is None:
             raise _failed(transport, rel, done.error, done.error_text)
         return done.sha256
 
@@ -126,11 +126,11 @@ async def _fetch_pieces(
 
             args = [run_dir, rel, str(offset), str(length), state]
             done = await lanes.run(lambda: transport.stream_out("send_range", args, take))
-            said = contract.range_sent(done)
+            said = file_scripts.range_sent(done)
             if said.changed:
                 raise fetch_unverified(rel)
-            if done.returncode != contract.Exit.OK:
-                raise _failed(transport, rel, contract.failed_read(done), done.error_text)
+            if done.returncode != answers.Exit.OK:
+                raise _failed(transport, rel, file_scripts.failed_read(done), done.error_text)
             if said.sha256 is None or got != length:
                 # The stream broke off before the far side's verdict: a cut, not damage;
                 # the pieces verified so far stay for the next fetch.

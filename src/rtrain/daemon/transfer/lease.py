@@ -20,7 +20,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.daemon.ssh.transport import Transport
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ async def _keep(transport: Transport, workdir: str, token: str, done: asyncio.Ev
 
 async def _ask(transport: Transport, workdir: str, token: str, seconds: int) -> None:
     try:
-        answer = await contract.lease(transport, workdir, token, seconds)
+        answer = await guard_scripts.lease(transport, workdir, token, seconds)
     except asyncio.CancelledError:
         raise
     except Exception as error:

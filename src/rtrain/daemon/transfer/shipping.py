@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, says_disk_full
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
@@ -165,7 +165,7 @@ async def _ship_through_cache(
     channels: int | None,
 ) -> list[Shipped]:
     began = time.monotonic()
-    placed = await contract.cache_place(
+    placed = await file_scripts.cache_place(
         transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in files]
     )
     round_trip = time.monotonic() - began
@@ -220,7 +220,7 @@ async def _ship_through_cache(
     except BaseExceptionGroup as failed:
         raise first_error(failed) from None
     if copies:
-        again = await contract.cache_place(
+        again = await file_scripts.cache_place(
             transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in copies]
         )
         if not again.ok or any(f.name not in again.placed for f in copies):
@@ -253,7 +253,7 @@ async def _send_file(
         args = [workdir, f.sha256, str(f.size), str(offset), str(length), digest]
         if whole:
             args += [run_dir, f.name]
-        done = contract.stored(
+        done = file_scripts.stored(
             await lanes.run(
                 lambda: transport.stream_in(
                     "put_range",
@@ -280,7 +280,7 @@ async def _send_file(
     except BaseExceptionGroup as failed:
         raise first_error(failed) from None
     if not whole:
-        sealed = await contract.seal_input(
+        sealed = await file_scripts.seal_input(
             transport,
             workdir,
             f.sha256,

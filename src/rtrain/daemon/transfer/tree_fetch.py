@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from rtrain.daemon.remote import contract
+from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 
@@ -195,7 +195,7 @@ async def _one_stream(
             )
         finally:
             cutter.close()
-        said = contract.tree_sent(done)
+        said = file_scripts.tree_sent(done)
         if said.count is None:
             raise _stream_failed(transport, batch, said.error, done.error_text)
         for index, f in enumerate(batch):

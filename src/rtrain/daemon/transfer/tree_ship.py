@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from rtrain.daemon.remote.contract import Exit, Lines
+from rtrain.daemon.remote.contract.answers import Exit, Lines
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Completed, Transport
 
 # The largest file that goes in the stream, and the fewest files worth one.

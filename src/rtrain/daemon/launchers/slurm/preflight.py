@@ -7,21 +7,13 @@ leads the verdict.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
-from rtrain.daemon.remote import contract
-from rtrain.daemon.slurm import cluster_report
+from rtrain.daemon.launchers.launcher import SchedulerVerdict
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.messages import Finding, PartitionInfo, PreflightParams, SlurmFindings
 
-
-@dataclass
-class ClusterVerdict:
-    slurm: SlurmFindings
-    # Why a run of the asked GPUs could not be submitted.
-    reasons: list[str] = field(default_factory=list)
-    # What the partition offers, one line each, for the top of the verdict.
-    findings: list[Finding] = field(default_factory=list)
+from . import cluster_report
+from .contract import slurm_preflight
 
 
 def partition_text(part: cluster_report.PartitionInfo, nodes: list[cluster_report.NodeGpus]) -> str:
@@ -47,10 +39,10 @@ def partition_text(part: cluster_report.PartitionInfo, nodes: list[cluster_repor
 
 async def partition_findings(
     transport: Transport, p: PreflightParams, workdir: str, partition: str | None
-) -> ClusterVerdict:
+) -> SchedulerVerdict:
     """The partition's findings, and why a run of `p.gpus` GPUs could not be submitted;
     `partition`: the one asked for, else the cluster's default."""
-    answer = await contract.slurm_preflight(transport, workdir, None)
+    answer = await slurm_preflight(transport, workdir, None)
     report = cluster_report.parse(answer.rows)
     reasons = cluster_report.reasons(report, partition, p.gpus)
     partitions = [
@@ -76,7 +68,13 @@ async def partition_findings(
         limits=[line for line in _limit_lines(report) if line],
         partitions=partitions,
     )
-    return ClusterVerdict(slurm, reasons, _rows(report, chosen, slurm))
+    return SchedulerVerdict(
+        topic="slurm",
+        reasons=reasons,
+        findings=_rows(report, chosen, slurm),
+        partitions=partitions,
+        result_fields={"slurm": slurm},
+    )
 
 
 def _limit_lines(report: cluster_report.ClusterReport) -> list[str]:

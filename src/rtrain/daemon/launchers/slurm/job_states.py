@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from rtrain.daemon.remote.contract import JobReport
+from rtrain.daemon.launchers.slurm.contract import JobReport
 from rtrain.protocol.run_states import RunState
 
 

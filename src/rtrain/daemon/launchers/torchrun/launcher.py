@@ -18,9 +18,7 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
-from rtrain.protocol.messages import RunLauncher
-
-from .process import ProcessLauncher
+from rtrain.daemon.launchers.process.launcher import ProcessLauncher
 
 # Each rank's error file (TORCHELASTIC_ERROR_FILE) lands under this folder of the run dir.
 TORCHRUN_LOGS = "torchrun_logs"
@@ -31,9 +29,14 @@ FAILURE_FILE = "rank_failure"
 
 
 class TorchrunLauncher(ProcessLauncher):
-    name: RunLauncher = "torchrun"
+    name = "torchrun"
     # torchrun's agent gives its ranks 30 s after SIGTERM before it kills them: wait for it.
     default_grace = 35.0
+    runs_torchrun = True
+
+    @classmethod
+    def claims_command(cls, command: Sequence[str] | None) -> bool:
+        return is_torchrun(command)
 
 
 def torchrun_words(python: str, ranks: int, run_dir: str | None = None) -> list[str]:
@@ -69,6 +72,3 @@ def is_torchrun(command: Sequence[str] | None) -> bool:
     """Whether a run's recorded command runs torchrun (as `{torchrun}` expands)."""
     # within the first words: after a GPU gate's own (see operations/gpu_sharing.py)
     return command is not None and MODULE in command[:16]
-
-
-TORCHRUN = TorchrunLauncher()

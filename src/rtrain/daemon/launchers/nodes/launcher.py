@@ -17,49 +17,43 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
-from rtrain.daemon.remote import contract
-from rtrain.daemon.remote.contract import Launched, RunRow, StatusReport, StopReport
+from rtrain.daemon.launchers.over_transport import OverTransport
+from rtrain.daemon.launchers.placement import Placement
+from rtrain.daemon.remote.contract import answers, launch_scripts, run_scripts
+from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunLauncher, RunNode, StartParams
+from rtrain.protocol.messages import RunNode, StartParams
 from rtrain.protocol.run_states import RunState, is_live, part_ending_rank
 
-from .launcher import Launcher
+from .contract import free_port
 
 # What torchrun's `--standalone` becomes on a run across hosts (the words rtrain adds).
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
 # Seconds a node still running gets after SIGTERM once another node ended the run.
 TAKE_DOWN_GRACE = 5.0
 
-Connect = Callable[[str], Awaitable[Transport]]
-Resolve = Callable[[str], Awaitable[str]]
 
-
-class NodesLauncher(Launcher):
-    name: RunLauncher = "nodes"
+class NodesLauncher(OverTransport):
+    name = "nodes"
     # Each node's torchrun agent gives its ranks 30 s after SIGTERM.
     default_grace = 35.0
     # watch.sh on node 0 sees node 0 alone: the run's state is every node's (status).
     states_from_status = True
+    runs_torchrun = True
+    across_hosts = True
 
-    def __init__(
-        self,
-        nodes: Sequence[RunNode],
-        connect: Connect,
-        resolve: Resolve,
-        master_addr: str | None = None,
-    ) -> None:
-        self.nodes = list(nodes)
-        self.connect = connect
-        self.resolve = resolve
-        self.master_addr = master_addr
+    def __init__(self, where: Placement) -> None:
+        super().__init__(where)
+        self.nodes = list(where.nodes)
+        self.master_addr = where.master_addr
 
     async def launch(
         self,
-        transport: Transport,
         run_dir: str,
         run_id: str,
         python: str,
@@ -69,17 +63,18 @@ class NodesLauncher(Launcher):
     ) -> Launched:
         """`command` is node 0's (in `run_dir`); every other node runs it with its own run
         directory in place of node 0's. A node that did not start takes the others down."""
-        port = await contract.free_port(transport, python)
+        transport = await self.transport(self.nodes[0].host)
+        port = await free_port(transport, python)
         if port.port is None:
             why = " ".join(port.error) or port.error_text
             return _not_launched(f"no free port for the rendezvous on {self.nodes[0].host}: {why}")
-        address = self.master_addr or await self.resolve(self.nodes[0].host)
+        address = self.master_addr or await self.where.resolve(self.nodes[0].host)
         plain = standalone(command)
         if "--standalone" not in plain:
             return _not_launched("a run across hosts runs {torchrun}; the command has none")
         transports = [transport, *[await self.connect(n.host) for n in self.nodes[1:]]]
         launches = [
-            contract.launch(
+            launch_scripts.launch(
                 node_transport,
                 node.remote_dir,
                 run_id,
@@ -109,7 +104,7 @@ class NodesLauncher(Launcher):
         # times out. Take them down now.
         await asyncio.gather(
             *(
-                contract.stop(t, n.remote_dir, run_id, TAKE_DOWN_GRACE, True)
+                run_scripts.stop(t, n.remote_dir, run_id, TAKE_DOWN_GRACE, True)
                 for n, t, a in zip(self.nodes, transports, answers, strict=True)
                 if isinstance(a, Launched) and a.pid is not None
             ),
@@ -127,10 +122,9 @@ class NodesLauncher(Launcher):
         )
         return _not_launched(f"node {self.nodes.index(node)} ({node.host}): {why}")
 
-    async def status(
-        self, transport: Transport, workdir: str, run_ids: Sequence[str]
-    ) -> StatusReport:
+    async def status(self, workdir: str, run_ids: Sequence[str]) -> StatusReport:
         """One row for the run (the launcher is one run's): its nodes' rows together."""
+        transport = await self.transport(self.nodes[0].host)
         runs: dict[str, RunRow] = {}
         for run_id in run_ids:
             rows = await self._rows(transport, run_id)
@@ -142,15 +136,13 @@ class NodesLauncher(Launcher):
                 rows = await self._rows(transport, run_id)
                 row = combined(run_id, self.nodes, rows, ended_first=first)
             runs[run_id] = row
-        return StatusReport(runs=runs, exit=contract.Exit.OK, error_text="")
+        return StatusReport(runs=runs, exit=answers.Exit.OK, error_text="")
 
-    async def stop(
-        self, transport: Transport, run_dir: str, run_id: str, grace: float, force: bool
-    ) -> StopReport:
-        transports = await self._transports(transport)
+    async def stop(self, run_dir: str, run_id: str, grace: float, force: bool) -> StopReport:
+        transports = await self._transports(await self.transport(self.nodes[0].host))
         reports = await asyncio.gather(
             *(
-                contract.stop(t, node.remote_dir, run_id, grace, force)
+                run_scripts.stop(t, node.remote_dir, run_id, grace, force)
                 for node, t in zip(self.nodes, transports, strict=True)
             )
         )
@@ -185,7 +177,7 @@ class NodesLauncher(Launcher):
         transports = await self._transports(transport)
         reports = await asyncio.gather(
             *(
-                contract.status(t, posixpath.dirname(node.remote_dir), [run_id])
+                run_scripts.status(t, posixpath.dirname(node.remote_dir), [run_id])
                 for node, t in zip(self.nodes, transports, strict=True)
             )
         )
@@ -203,7 +195,7 @@ class NodesLauncher(Launcher):
         transports = await self._transports(transport)
         await asyncio.gather(
             *(
-                contract.stop(
+                run_scripts.stop(
                     transports[i], self.nodes[i].remote_dir, run_id, TAKE_DOWN_GRACE, True
                 )
                 for i in alive
@@ -325,7 +317,7 @@ def _stop_report(
     survivors: list[int],
     killed: list[int],
     run: RunRow | None,
-    answer: contract.Answer,
+    answer: answers.Answer,
 ) -> StopReport:
     return StopReport(
         outcome=outcome,

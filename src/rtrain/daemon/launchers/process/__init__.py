@@ -1,0 +1,1 @@
+"""The `process` launcher: a run is a detached session on its host."""

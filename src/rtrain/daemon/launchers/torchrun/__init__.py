@@ -1,0 +1,1 @@
+"""The `torchrun` launcher: torchrun's ranks on one host, as a detached session."""

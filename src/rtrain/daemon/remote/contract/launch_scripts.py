@@ -1,0 +1,223 @@
+"""A run's launch: gpus.sh's claims, prepare.sh's run directory, launch.sh's stdin and
+answer (discard.sh undoes a start that never launched)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from rtrain.daemon.remote.error_words import ErrorWord, FarError
+
+from .answers import Answer, Exit, Lines, Runner, as_float, as_int, said
+
+log = logging.getLogger(__name__)
+
+
+# ---- gpus.sh -----------------------------------------------------------------------------
+
+
+class GpuSlot(msgspec.Struct, frozen=True):
+    """One GPU as the runs of a workdir share it: `free`, `held` (by run `holder`), or
+    `busy` (`used_mib` in use by a process that is no run of this workdir)."""
+
+    index: int
+    state: str
+    holder: str | None
+    used_mib: int | None
+
+
+class GpuClaims(Answer, frozen=True, kw_only=True):
+    total: int
+    gpus: list[GpuSlot]
+
+    @property
+    def free(self) -> list[int]:
+        return [slot.index for slot in self.gpus if slot.state == "free"]
+
+
+async def gpu_claims(transport: Runner, workdir: str, share: bool) -> GpuClaims:
+    """gpus.sh look: which GPUs of the host the runs of `workdir` hold now."""
+    done = await transport.run("gpus", ["look", workdir, "1" if share else "0"], timeout=60)
+    lines = Lines(done.stdout)
+    slots = []
+    for row in lines.rows("gpu"):
+        index = as_int(row[0]) if row else None
+        if index is None or len(row) < 3:
+            continue
+        state = row[1]
+        slots.append(
+            GpuSlot(
+                index=index,
+                state=state,
+                holder=row[2] if state == "held" else None,
+                used_mib=as_int(row[2]) if state == "busy" else None,
+            )
+        )
+    return GpuClaims(
+        total=as_int(lines.value("gpus_total")) or 0,
+        gpus=slots,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+# ---- prepare.sh and launch.sh ------------------------------------------------------------
+
+
+class Prepared(Answer, frozen=True, kw_only=True):
+    """The run dir claimed (`run_dir`), or why not: `exists` when the run id is taken."""
+
+    run_dir: str | None
+    exists: bool
+
+
+async def prepare(transport: Runner, workdir: str, run_id: str) -> Prepared:
+    done = await transport.run("prepare", [workdir, run_id], timeout=60)
+    lines = Lines(done.stdout)
+    return Prepared(
+        run_dir=(lines.value("run_dir") or None) if done.returncode == Exit.OK else None,
+        exists=done.returncode == Exit.RUN_EXISTS or said(lines, ErrorWord.RUN_EXISTS),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class Discarded(Answer, frozen=True, kw_only=True):
+    """The run dir of a start that launched nothing is gone (`ok`), or why not (`error`:
+    `already_launched`, `not_a_run`, `rm ...`)."""
+
+    ok: bool
+    error: FarError | None
+
+
+async def discard(transport: Runner, workdir: str, run_id: str) -> Discarded:
+    done = await transport.run("discard", [workdir, run_id], timeout=30)
+    lines = Lines(done.stdout)
+    return Discarded(
+        ok=done.returncode == Exit.OK and "discarded" in lines,
+        error=lines.error(),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class LimitsLine(msgspec.Struct, frozen=True):
+    """launch.sh's `+limits` line: limits.sh's arguments after the attempt."""
+
+    max_duration: int  # seconds, 0: none
+    stall_after: int  # seconds, 0: none
+    on_stall: str  # flag | stop
+    grace: float  # seconds the stop a limit makes waits after SIGTERM
+
+
+def launch_stdin(
+    secrets: Mapping[str, str],
+    env: Mapping[str, str],
+    setup: str | None,
+    meta: Mapping[str, object],
+    attempt: int = 1,
+    wrapper: int = 0,
+    limits: LimitsLine | None = None,
+) -> bytes:
+    """launch.sh's stdin: `NAME<TAB>base64` per secret, then the `+` lines for the rest of
+    the launch (env, setup, extra meta.json keys, the attempt number of a restart, how
+    many leading words of the command are rtrain's own wrapper, not the trainer's, and the
+    limits the host watches)."""
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    lines = [f"{name}\t{b64(value)}" for name, value in secrets.items()]
+    lines += [f"+env\t{name}\t{b64(value)}" for name, value in env.items()]
+    if setup is not None:
+        lines.append(f"+setup\t{b64(setup)}")
+    for key, value in meta.items():
+        lines.append(f"+meta\t{key}\t{b64(msgspec.json.encode(value).decode())}")
+    if attempt != 1:
+        lines.append(f"+attempt\t{attempt}")
+    if wrapper:
+        lines.append(f"+wrapper\t{wrapper}")
+    if limits is not None:
+        lines.append(
+            f"+limits\t{limits.max_duration}\t{limits.stall_after}\t{limits.on_stall}\t"
+            f"{limits.grace:.1f}"
+        )
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
+class LaunchInput(msgspec.Struct, frozen=True):
+    """launch_stdin's lines, split again for a launcher that is not launch.sh: the secret
+    lines as they were (still only for stdin), and the values of the `+` lines."""
+
+    secrets: bytes
+    env: dict[str, str]
+    setup: str | None
+    # Extra meta.json keys, decoded from their JSON; the attempt a restart starts.
+    meta: dict[str, object]
+    attempt: int
+
+
+def split_launch_stdin(data: bytes) -> LaunchInput:
+    secrets: list[bytes] = []
+    env: dict[str, str] = {}
+    setup = None
+    meta: dict[str, object] = {}
+    attempt = 1
+    for line in data.splitlines():
+        if not line.startswith(b"+"):
+            secrets.append(line + b"\n")
+            continue
+        key, *values = line.decode().split("\t")
+        if key == "+env" and len(values) == 2:
+            env[values[0]] = base64.b64decode(values[1]).decode()
+        elif key == "+setup" and len(values) == 1:
+            setup = base64.b64decode(values[0]).decode()
+        elif key == "+meta" and len(values) == 2:
+            meta[values[0]] = msgspec.json.decode(base64.b64decode(values[1]))
+        elif key == "+attempt" and len(values) == 1 and values[0].isdigit():
+            attempt = int(values[0])
+    return LaunchInput(secrets=b"".join(secrets), env=env, setup=setup, meta=meta, attempt=attempt)
+
+
+class Launched(Answer, frozen=True, kw_only=True):
+    """The trainer's session leader (`pid`), or for a batch job its id (`job_id`), or why
+    not (`error`: the `error` line's words). `already_launched`: an earlier launch of the
+    same run claimed it first."""
+
+    pid: int | None
+    started_at: float | None
+    error: FarError | None
+    already_launched: bool
+    # A restart of a run that is running, or of one that was never launched.
+    running: bool = False
+    never_launched: bool = False
+    job_id: str | None = None
+
+
+async def launch(
+    transport: Runner,
+    run_dir: str,
+    run_id: str,
+    python: str,
+    command: Sequence[str],
+    secrets: bytes,
+) -> Launched:
+    """launch.sh; `secrets` are `NAME<TAB>base64` lines, sent on stdin only."""
+    done = await transport.run(
+        "launch", [run_dir, run_id, python, *command], stdin=secrets, timeout=60
+    )
+    lines = Lines(done.stdout)
+    pid = as_int(lines.value("pid")) if done.returncode == Exit.OK else None
+    return Launched(
+        pid=pid,
+        started_at=as_float(lines.value("started_at")),
+        error=lines.error(),
+        already_launched=said(lines, ErrorWord.ALREADY_LAUNCHED),
+        running=said(lines, ErrorWord.RUNNING),
+        never_launched=said(lines, ErrorWord.NEVER_LAUNCHED),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )

@@ -1,1 +1,0 @@
-"""The Slurm launcher: runs as batch jobs submitted through a login node."""
