@@ -89,3 +89,33 @@ def _build() -> None:
 def _pip(python: Path, requirements: list[str]) -> None:
     pip = [str(python), "-m", "pip", "install", "-q", *requirements]
     subprocess.run(pip, check=True, capture_output=True, timeout=900)
+
+
+HYDRA_VENV = Path("/opt/rtrain-test-hydra")
+HYDRA_PYTHON = HYDRA_VENV / "bin" / "python"
+HYDRA_REQUIREMENTS = ["hydra-core>=1.3,<2"]
+
+
+def far_hydra_python() -> str:
+    """A python with hydra-core (and no torch) that the far users can run, for the jobs of
+    the Hydra launcher's multiruns (built when missing), or the test skips (fails in CI)."""
+
+    def works() -> bool:
+        probe = [str(HYDRA_PYTHON), "-c", "import hydra"]
+        return HYDRA_PYTHON.exists() and subprocess.run(probe, capture_output=True).returncode == 0
+
+    if works():
+        return str(HYDRA_PYTHON)
+    try:
+        with open(f"{HYDRA_VENV}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not works():
+                partial = Path(f"{HYDRA_VENV}.tmp-{os.getpid()}")
+                shutil.rmtree(partial, ignore_errors=True)
+                shutil.rmtree(HYDRA_VENV, ignore_errors=True)
+                subprocess.run([BASE_PYTHON, "-m", "venv", str(partial)], check=True)
+                _pip(partial / "bin" / "python", HYDRA_REQUIREMENTS)
+                partial.rename(HYDRA_VENV)
+    except (OSError, subprocess.SubprocessError) as error:
+        _missing(f"cannot build a hydra venv for the far users at {HYDRA_VENV}: {error}")
+    return str(HYDRA_PYTHON)

@@ -12,7 +12,7 @@ from tests.cli.conftest import Cli
 
 COMMANDS = [
     ["preflight"], ["start"], ["tail"], ["status"], ["metrics"], ["fetch"], ["stop"], ["runs"],
-    ["hosts"], ["restart"], ["rm"], ["exec"], ["shell"],
+    ["hosts"], ["restart"], ["rm"], ["exec"], ["shell"], ["pools"], ["sweep"], ["compare"],
     ["daemon", "start"], ["daemon", "stop"], ["daemon", "status"], ["daemon", "logs"],
     ["daemon", "run"], ["protocol", "schema"],
 ]  # fmt: skip

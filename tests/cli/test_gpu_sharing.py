@@ -9,11 +9,9 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,6 +19,7 @@ from tests.cli.conftest import WAIT_S, Cli
 from tests.cli.leftovers import kill_marked
 from tests.cli.rtrain_command import Outcome, run_rtrain
 from tests.hosts import GPUSHARE_USER
+from tests.second_daemon import second_daemon_env
 
 # Says which GPUs it sees, then runs until the file `finish` appears in its run dir.
 HOLDER = (
@@ -60,17 +59,8 @@ def wait_status(cli: Cli, run_id: str, pattern: str, env: dict[str, str] | None 
 @pytest.fixture
 def second_daemon(cli: Cli) -> Iterator[dict[str, str]]:
     """The environment of another user's laptop: a daemon of its own, the same hosts."""
-    root = Path(tempfile.mkdtemp(prefix="rt2-", dir="/tmp"))
-    env = dict(cli.env)
-    for name in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
-        path = root / name.lower()
-        path.mkdir(mode=0o700)
-        env[name] = str(path)
-    try:
+    with second_daemon_env(cli.env, cli.cwd) as env:
         yield env
-    finally:
-        run_rtrain(["daemon", "stop"], env=env, cwd=cli.cwd)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_runs_get_gpus_of_their_own_and_one_too_many_is_refused_naming_them(cli: Cli) -> None:

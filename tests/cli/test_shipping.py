@@ -57,6 +57,9 @@ def test_readme_command_with_code_finds_train_py_and_reports_what_shipped(
     done = cli(
         "start", host, "-c", "config.yaml", "-d", "data/train.jsonl", "--code", ".",
         "--run-id", run_id, "--workdir", workdir, "--gpus", "0", "--json",
+        # Its requirements.txt ships as a file; the environment it would make otherwise is
+        # tests/cli/test_environments.py's.
+        "--requirements", "",
         "--", "{python}", "train.py", "--config", "{config}",
         cwd=project,
     )  # fmt: skip

@@ -12,8 +12,9 @@ from rtrain.client.api import RemoteHost, RemoteRunner
 from rtrain.client.cli.app import app
 from rtrain.protocol.messages import StartParams
 
-# Fields neither side takes from its user: the progress token names the client's own bar.
-INTERNAL = {"progress_token"}
+# Fields neither side takes from its user: the progress token names the client's own bar;
+# a sweep's point is `rtrain sweep`'s to fill.
+INTERNAL = {"progress_token", "sweep"}
 # StartParams field -> the CLI's parameter, where the names differ.
 CLI_NAMES = {"datasets": "dataset", "secrets": "secret", "time": "time_limit"}
 # `dataset` is one of the CLI's repeated --dataset; `then_fetch_into` is its -o/--out.

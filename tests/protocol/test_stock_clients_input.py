@@ -145,12 +145,20 @@ def test_a_bad_id_type_is_named(bad_id: str, named: str) -> None:
     assert named in reply["error"]["message"]
 
 
-@pytest.mark.parametrize("host", [".x", "@x", "-x"])
+@pytest.mark.parametrize("host", [".x", "@.x", "-x"])
 def test_invalid_host_says_what_it_may_start_with(host: str) -> None:
     with pytest.raises(e.RpcError) as refused:
-        validation.host(host)
+        validation.host_or_pool(host)
     assert refused.value.kind == e.Kind.INVALID_HOST
     assert "starting with a letter, digit or underscore" in refused.value.message
+
+
+def test_a_pool_where_a_host_is_needed_says_so() -> None:
+    with pytest.raises(e.RpcError) as refused:
+        validation.host("@lab")
+    assert refused.value.kind == e.Kind.INVALID_HOST
+    assert "@lab is a pool, not a host" in refused.value.message
+    assert validation.host_or_pool("@lab") == "@lab"
 
 
 def test_a_client_cannot_send_a_request_before_initialize() -> None:

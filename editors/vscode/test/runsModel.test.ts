@@ -27,6 +27,23 @@ describe("runs model", () => {
     assert.deepEqual(model.runsOf("gpu-box"), []);
   });
 
+  it("groups a sweep's runs in their order, wherever the pool placed them", () => {
+    const model = new RunsModel();
+    const of = (sweep: string) => ({ sweep, params: { lr: "1" } });
+    model.applySnapshot(
+      [local],
+      [
+        run("lr-10", "queued", 400, { host: "@lab", ...of("lr") }),
+        run("lr-2", "running", 300, { host: "box2", ...of("lr") }),
+        run("lr-1", "completed", 200, { host: "box1", ...of("lr") }),
+        run("alone", "running", 100),
+      ],
+    );
+    assert.deepEqual(model.sweeps(), ["lr"]);
+    assert.deepEqual(model.runsOfSweep("lr").map((r) => `${r.host}/${r.runId}`), ["box1/lr-1", "box2/lr-2", "@lab/lr-10"]);
+    assert.deepEqual(model.runsOfSweep("other"), []);
+  });
+
   it("applies run/changed: a run's new state replaces the old, a new run appears", () => {
     const model = new RunsModel();
     model.applySnapshot([local], [run("a", "running", 100)]);

@@ -137,12 +137,14 @@ class RemoteRunner:
         code_dir: str | Path | None = None,
         include: Sequence[str] = (),
         follow_links: bool = False,
+        requirements: str | Path | None = None,
     ) -> RemotePreflight:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
         paths start would ship (checked against the disk), and `config_path` and `code_dir`
         (with `include` and `follow_links`) counted as start ships them; `hf_models`: Hub
         models the host must download, with `secrets={"HF_TOKEN": ...}` as the token to
-        try."""
+        try; `requirements`: a pip requirements file whose environment is built now (or
+        found built), as start would build it (docs/environments.md)."""
         result = self._call(
             requests.host_preflight(
                 host=self.host.alias,
@@ -157,6 +159,7 @@ class RemoteRunner:
                 follow_links=follow_links or None,
                 hf_models=list(hf_models) or None,
                 secrets=dict(secrets) if secrets else None,
+                requirements=str(Path(requirements).resolve()) if requirements else None,
             )
         )
         return RemotePreflight(
@@ -203,8 +206,13 @@ class RemoteRunner:
         master_addr: str | None = None,
         retry: int | None = None,
         retry_on: RetryOn | None = None,
+        priority: int = 0,
+        requirements: str | Path | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
+        A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
+        of config.toml that can give it `gpus` now, else queues it there, before runs of a
+        lower `priority` (docs/pools.md); the run's `host` says which (`@POOL` while queued).
 
         `code_dir`'s files land in the run directory (its .rtrainignore, else .gitignore, is
         honoured; `include` patterns, gitignore syntax, ship what they match anyway; its
@@ -227,7 +235,11 @@ class RemoteRunner:
         runner's host first, with `nodes` their count and a `{torchrun}` command;
         `master_addr` is the address the others reach the first at (default: its HostName).
         `retry`: attempts the daemon starts by itself after the run ends lost (`retry_on`
-        `failed`: after a failure too); default: the host's config.toml `retry`, else none."""
+        `failed`: after a failure too); default: the host's config.toml `retry`, else none.
+        `requirements`: a pip requirements file; `{python}` is then a virtual environment
+        built from it on the host once and reused (default: the host's config.toml
+        `requirements`, else `requirements.txt` in `code_dir`; "" for none;
+        docs/environments.md)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -245,6 +257,13 @@ class RemoteRunner:
             follow_links=follow_links or None,
             env=dict(env) if env else None,
             setup=setup,
+            requirements=(
+                None
+                if requirements is None
+                else str(Path(requirements).resolve())
+                if str(requirements)
+                else ""
+            ),
             run_id=run_id,
             gpus=gpus,
             python=self.host.python,
@@ -269,6 +288,7 @@ class RemoteRunner:
             master_addr=master_addr,
             retry=retry,
             retry_on=retry_on,
+            priority=priority or None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)
@@ -329,12 +349,14 @@ class RemoteRunner:
         *,
         command: Sequence[str] | None = None,
         append: Sequence[str] = (),
+        code_dir: str | Path | None = None,
     ) -> RemoteRun:
         """Start an ended run's recorded command again in its own directory (a new attempt;
         a trainer that checkpoints resumes), or `command` (placeholders as for start), with
-        `append`'s words added (`["--init_from=resume"]`). A run started with secrets needs
-        them again. Returns as soon as the trainer runs; raises RemoteError (e.g. while it
-        runs)."""
+        `append`'s words added (`["--init_from=resume"]`). `code_dir`: its files that differ
+        from what the run holds are shipped into the run directory first (the fix; outputs
+        and checkpoints stay). A run started with secrets needs them again. Returns as soon
+        as the trainer runs; raises RemoteError (e.g. while it runs)."""
         handle = self._handle(run)
         call = requests.run_restart(
             host=handle.host,
@@ -342,6 +364,7 @@ class RemoteRunner:
             secrets=dict(secrets) if secrets else None,
             command=list(command) if command is not None else None,
             append=list(append) or None,
+            code=str(Path(code_dir).resolve()) if code_dir is not None else None,
         )
         done = self._call(call).run
         return RemoteRun(done.host, done.run_id, done.remote_dir, done.log_path)

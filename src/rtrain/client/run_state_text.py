@@ -26,6 +26,8 @@ def state_text(run: Any) -> str:
     if run.state == "failed":
         if run.reason in ("setup", "program not found"):
             return f"failed ({run.reason}, exit {run.exit_code})"
+        if run.reason and run.reason.startswith("environment: "):
+            return f"failed ({run.reason})"  # the environment's build: its line says why
         # Why, as the far side read it: the rank that failed first, the signal that killed
         # the run, the last exception line or last line of the log.
         said = [f"exit {run.exit_code}"] if run.exit_code is not None else []

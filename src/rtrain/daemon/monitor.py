@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import msgspec
 
@@ -36,6 +37,8 @@ class Monitor:
     def __init__(self, ops: Ops, interval: float) -> None:
         self.ops = ops
         self.interval = interval
+        # Called after every poll (the pools place their queued runs as GPUs free).
+        self.after_poll: Callable[[], None] = lambda: None
         self.polls = 0  # remote status commands sent, for the benchmarks
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -63,6 +66,10 @@ class Monitor:
                 await self.poll_once()
             except Exception:  # never let one bad poll end the monitoring
                 log.exception("poll failed")
+            try:
+                self.after_poll()
+            except Exception:
+                log.exception("after the poll")
 
     @property
     def uptime_gap(self) -> float:
@@ -72,6 +79,8 @@ class Monitor:
         by_host: dict[str, list[RunInfo]] = defaultdict(list)
         active = self.ops.registry.active()
         for run in active:
+            if run.host.startswith("@"):
+                continue  # a run of a pool that no host holds yet (daemon/pools/)
             if (run.host, run.run_id) not in self.ops.starting:
                 by_host[run.host].append(run)
         ended = self._ended_unread({(run.host, run.run_id) for run in active})

@@ -72,6 +72,17 @@ CREATE TABLE IF NOT EXISTS host_prices (
     alias TEXT PRIMARY KEY,
     price_per_hour REAL NOT NULL
 );
+-- Runs started in a pool that no host could take yet (daemon/pools/), in the order they go:
+-- priority first, then seq. `params`: the start as asked (StartParams JSON, no secrets);
+-- `run`: the run as clients see it meanwhile (RunInfo JSON, host @POOL, state queued).
+CREATE TABLE IF NOT EXISTS pool_queue (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE,
+    pool TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    params TEXT NOT NULL,
+    run TEXT NOT NULL
+);
 """
 _COLUMNS = (
     "host",
@@ -99,6 +110,9 @@ _COLUMNS = (
     "launcher",
     "nodes",
     "retry",
+    "pool",
+    "sweep",
+    "params",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
@@ -107,6 +121,7 @@ _JSON_COLUMNS: dict[str, type] = {
     "attempts": list[Attempt],
     "nodes": list[RunNode],
     "retry": RetryPolicy,
+    "params": dict[str, str],
 }
 # Columns added after the first release, with their types: a registry from then gains them
 # on open (existing rows read NULL there, which every field takes as "not known").
@@ -124,6 +139,9 @@ _ADDED_COLUMNS = {
     "launcher": "TEXT",
     "nodes": "TEXT",
     "retry": "TEXT",
+    "pool": "TEXT",
+    "sweep": "TEXT",
+    "params": "TEXT",
 }
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
@@ -237,9 +255,11 @@ class Registry:
         return self._select(f"WHERE state IN ({marks})", ACTIVE_STATES)
 
     def hosts(self) -> builtins.list[str]:
+        # A run recorded under `@POOL` (never placed: stopped or failed in its queue) is no
+        # host's.
         rows = self._db.execute(
             "SELECT alias FROM hosts UNION SELECT DISTINCT host FROM runs "
-            "UNION SELECT alias FROM host_prices ORDER BY 1"
+            "WHERE host NOT LIKE '@%' UNION SELECT alias FROM host_prices ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
 
@@ -327,6 +347,38 @@ class Registry:
             "ON CONFLICT (alias) DO UPDATE SET price_per_hour = excluded.price_per_hour",
             (alias, price_per_hour),
         )
+
+    # ---- the pools' queue ----------------------------------------------------------
+
+    def enqueue(self, pool: str, priority: int, params: bytes, run: RunInfo) -> None:
+        """Queue `run` (state queued, host `@POOL`) in `pool`, behind every run queued there."""
+        self._db.execute(
+            "INSERT INTO pool_queue (run_id, pool, priority, params, run) VALUES (?, ?, ?, ?, ?)",
+            (run.run_id, pool, priority, params.decode(), msgspec.json.encode(run).decode()),
+        )
+
+    def queued(self, pool: str | None = None) -> builtins.list[tuple[RunInfo, bytes]]:
+        """The runs queued (in `pool`, or in any), first to go first, each with its start."""
+        where, args = ("WHERE pool = ?", (pool,)) if pool is not None else ("", ())
+        rows = self._db.execute(
+            f"SELECT run, params FROM pool_queue {where} ORDER BY priority DESC, seq", args
+        ).fetchall()
+        return [(msgspec.json.decode(run, type=RunInfo), params.encode()) for run, params in rows]
+
+    def queued_run(self, run_id: str) -> RunInfo | None:
+        row = self._db.execute("SELECT run FROM pool_queue WHERE run_id = ?", (run_id,)).fetchone()
+        return msgspec.json.decode(row[0], type=RunInfo) if row else None
+
+    def requeue(self, run: RunInfo) -> None:
+        """A queued run's new reason (what it waits for now); its place stays."""
+        self._db.execute(
+            "UPDATE pool_queue SET run = ? WHERE run_id = ?",
+            (msgspec.json.encode(run).decode(), run.run_id),
+        )
+
+    def dequeue(self, run_id: str) -> bool:
+        """Take a run out of its queue (placed, stopped, removed); False if it was not there."""
+        return self._db.execute("DELETE FROM pool_queue WHERE run_id = ?", (run_id,)).rowcount > 0
 
     def _select(self, tail: str, args: tuple[object, ...]) -> builtins.list[RunInfo]:
         cursor = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs {tail}", args)

@@ -110,4 +110,12 @@ class Service:
         if params.subscribe:
             ctx.session.subscribed = True
         runs = self.registry.list(params.host, params.state)
+        # Runs queued in a pool (host @NAME) until a host of it takes them (daemon/pools/).
+        runs += [
+            run
+            for run, _ in self.registry.queued()
+            if params.host in (None, run.host) and params.state in (None, run.state)
+        ]
+        if params.sweep is not None:
+            runs = [run for run in runs if run.sweep == params.sweep]
         return m.RunsListResult(runs=[self.annotate(run) for run in runs])

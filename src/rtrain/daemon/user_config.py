@@ -26,6 +26,9 @@ A request's explicit value wins over these (for `env`, name by name).
 [hosts.cluster]
 scheduler = "slurm"                       # runs are batch jobs (docs/slurm.md)
 partition = "gpu"                         # and account, qos, time, gres_type, sbatch_args
+
+[pools.lab]
+hosts = ["box1", "box2", "pod3"]          # `rtrain start @lab` places a run where GPUs are free
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The daemon does not share a client's working directory, so a relative path would mean
     # wherever the daemon happened to start: absolute or ~/ only.
     code: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
+    # A pip requirements file every start builds its environment from (docs/environments.md);
+    # absolute or ~/ for the same reason.
+    requirements: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
     # `slurm`: the host is a cluster's login node and runs are batch jobs (docs/slurm.md).
     scheduler: Literal["none", "slurm"] | None = None
     partition: str | None = None
@@ -104,6 +110,21 @@ _LIMIT_WHAT = {"max_duration": "a maximum duration", "stall_after": "a stall per
 _LIMIT_KEYS: tuple[Literal["max_duration", "stall_after"], ...] = ("max_duration", "stall_after")
 
 
+# What ssh aliases and pool names may be (protocol/validation.py says the same in words).
+HOST_ALIAS = r"^[A-Za-z0-9_][A-Za-z0-9._@-]{0,252}$"
+POOL_NAME = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$"
+Alias = Annotated[str, msgspec.Meta(pattern=HOST_ALIAS)]
+
+
+class PoolSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One `[pools.NAME]` table: the hosts a run started `@NAME` may be placed on, in the
+    order that breaks ties (docs/pools.md)."""
+
+    hosts: Annotated[
+        list[Annotated[str, msgspec.Meta(pattern=HOST_ALIAS)]], msgspec.Meta(min_length=1)
+    ]
+
+
 class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ssh_config: str | None = None
     poll_interval: Annotated[float, msgspec.Meta(gt=0)] = 5.0
@@ -111,6 +132,7 @@ class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # argv; the run's host, id, state and reason are in its environment only.
     notify: str | list[str] | None = None
     hosts: dict[str, HostSettings] = {}
+    pools: dict[Annotated[str, msgspec.Meta(pattern=POOL_NAME)], PoolSettings] = {}
 
     def host(self, alias: str) -> HostSettings:
         return self.hosts.get(alias, HostSettings())

@@ -13,7 +13,7 @@ import msgspec
 from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import messages as m
 from rtrain.protocol import validation
-from rtrain.protocol.errors import RpcError
+from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.run_states import is_live
 
 from .after_run import AfterRuns
@@ -23,6 +23,7 @@ from .forwards import Forwards
 from .hosts import HostPool
 from .monitor import Monitor
 from .operations.context import Ops
+from .operations.envs import envs
 from .operations.fetch import fetch
 from .operations.gc import gc
 from .operations.guard import guard
@@ -39,6 +40,7 @@ from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
+from .pools.dispatcher import PoolDispatcher, pool_name
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
@@ -103,17 +105,41 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
     retrier = Retrier(ops, restart, monitor.poke)
+    pools = PoolDispatcher(ops, start, monitor.poke)
+    monitor.after_poll = pools.polled
     service.annotate = ops.annotate
 
     async def do_preflight(p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
         return await preflight(ops, p)
 
     async def do_start(p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        if pool_name(p.host) is not None:
+            return await pools.start(p, ctx)
+        if p.sweep is not None:
+            raise app_error(
+                Kind.INVALID_HOST,
+                "a sweep's runs go through a pool: name one (@POOL); a pool of one host is "
+                '[pools.NAME] hosts = ["HOST"] in config.toml.',
+            )
         result = await start(ops, p, ctx)
         monitor.poke()
         return result
 
+    def pool_run(host: str, run_id: str) -> m.RunInfo:
+        name = pool_name(host)
+        assert name is not None
+        pools.hosts_of(name)
+        found = pools.find(host, validation.run_id(run_id))
+        if found is None:
+            raise app_error(Kind.RUN_NOT_FOUND, f"no run {run_id} in the pool {name}.")
+        return found
+
     async def do_status(p: m.RunRef, ctx: RequestContext) -> m.StatusResult:
+        if pool_name(p.host) is not None:
+            found = pool_run(p.host, p.run_id)
+            if pool_name(found.host) is not None:
+                return m.StatusResult(run=found)  # queued, or never placed
+            p = msgspec.structs.replace(p, host=found.host)
         result = await status(ops, p)
         return m.StatusResult(run=ops.annotate(result.run))
 
@@ -136,6 +162,13 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         return await fetch(ops, p, ctx)
 
     async def do_stop(p: m.StopParams, ctx: RequestContext) -> m.StopResult:
+        if pool_name(p.host) is not None:
+            found = pool_run(p.host, p.run_id)
+            if found.state == "queued" and pool_name(found.host) is not None:
+                return m.StopResult(outcome="stopped", killed=[], run=pools.stop_queued(found))
+            if pool_name(found.host) is not None:
+                return m.StopResult(outcome="not_running", killed=[], run=found)
+            p = msgspec.structs.replace(p, host=found.host)
         return await stop(ops, p)
 
     async def do_restart(p: m.RestartParams, ctx: RequestContext) -> m.RestartResult:
@@ -144,7 +177,29 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         return result
 
     async def do_remove(p: m.RemoveParams, ctx: RequestContext) -> m.RemoveResult:
-        return await remove(ops, p)
+        if pool_name(p.host) is None:
+            return await remove(ops, p)
+        found = [pool_run(p.host, run_id) for run_id in p.run_ids]
+        for run in found:
+            if run.state == "queued" and pool_name(run.host) is not None:
+                raise app_error(
+                    Kind.RUN_ACTIVE,
+                    f"{run.run_id} is queued in {p.host}; stop it first "
+                    f"(rtrain stop {p.host} {run.run_id}).",
+                )
+        removed = []
+        for run in found:
+            if pool_name(run.host) is not None:  # never placed: only the registry's row
+                service.registry.delete(run.host, run.run_id)
+                ops.publish_removed(run)
+                removed.append(m.RemovedRun(run_id=run.run_id, remote_dir="", had_dir=False))
+            else:
+                on_host = m.RemoveParams(host=run.host, run_ids=[run.run_id], workdir=p.workdir)
+                removed += (await remove(ops, on_host)).removed
+        return m.RemoveResult(removed=removed)
+
+    async def do_pools(p: m.Empty, ctx: RequestContext) -> m.PoolsListResult:
+        return m.PoolsListResult(pools=await pools.listed())
 
     async def do_exec(p: m.ExecParams, ctx: RequestContext) -> m.ExecResult:
         return await run_exec(ops, p)
@@ -157,6 +212,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
 
     async def do_gc(p: m.GcParams, ctx: RequestContext) -> m.GcResult:
         return await gc(ops, p)
+
+    async def do_envs(p: m.EnvsParams, ctx: RequestContext) -> m.EnvsResult:
+        return await envs(ops, p)
 
     async def do_guard(p: m.GuardParams, ctx: RequestContext) -> m.GuardResult:
         return await guard(ops, p)
@@ -215,11 +273,13 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/exec": do_exec,
             "run/shell": do_shell,
             "hosts/list": do_hosts,
+            "pools/list": do_pools,
             "hosts/forget": do_forget,
             "host/login": do_login,
             "host/logout": do_logout,
             "hosts/price": do_price,
             "host/gc": do_gc,
+            "host/envs": do_envs,
             "host/guard": do_guard,
             "host/terminate": do_terminate,
         },
@@ -232,6 +292,7 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         after_runs.close,
         retrier.close,
         monitor.close,
+        pools.close,
         run_ends.close,
         hosts.close,
     ]

@@ -253,7 +253,8 @@ def requests_module_source() -> str:
     # TypedDicts at import would cost the CLI's start-up.
     typing_only = ["from typing import Literal, NotRequired, TypedDict", ""]
     typing_only += [_alias(name, literal) for name, literal in sorted(writer.aliases.items())]
-    typing_only += [""] + list(writer.typed_dicts.values())
+    for typed_dict in writer.typed_dicts.values():
+        typing_only += ["", typed_dict]
     for name in sorted(writer.answers):
         typing_only += ["", writer.answers[name]]
     indented = "\n".join(

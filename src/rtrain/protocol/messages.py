@@ -33,6 +33,8 @@ NodeCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 WarningSeconds = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 RetryCount = Annotated[int, msgspec.Meta(ge=0, le=100)]
 NodeIndex = Annotated[int, msgspec.Meta(ge=0, le=4095)]
+# A run's place in its pool's queue: higher goes first (docs/pools.md).
+Priority = Annotated[int, msgspec.Meta(ge=-1000, le=1000)]
 
 DEFAULT_WORKDIR = "~/.rtrain"
 DEFAULT_PYTHON = "python3"
@@ -292,6 +294,11 @@ class RunInfo(Result):
     # Attempts the daemon may still start by itself after the run ends lost (or failed, when
     # `retryOn` is `failed`); null: none.
     retry: RetryPolicy | None = None
+    # The pool it was started in (`@NAME`), placed on `host` or still queued there.
+    pool: str | None = None
+    # The sweep it belongs to, and its parameters there (`rtrain sweep`).
+    sweep: str | None = None
+    params: dict[str, str] = {}
 
 
 class RunNode(Result):
@@ -347,6 +354,9 @@ class PreflightParams(Params):
     hf_models: list[str] = []
     # NAME -> value, as for run/start; HF_TOKEN is the token the Hub checks try.
     secrets: dict[str, str] = {}
+    # A pip requirements file (absolute local path): its environment is built on the host
+    # now, as a start would build it, or found built (docs/environments.md).
+    requirements: str | None = None
 
 
 class TorchInfo(Result):
@@ -478,7 +488,8 @@ class PreflightResult(Result):
 class StartParams(Params):
     """Local paths are absolute (the daemon does not share the client's working directory).
     `python`, `workdir`, `env`, `setup` and `code` left out take the host's defaults from the
-    user config (`[hosts.ALIAS]`), then rtrain's own."""
+    user config (`[hosts.ALIAS]`), then rtrain's own. `host` `@NAME` places the run on a host
+    of the pool `[pools.NAME]` that can give it `gpus` now, else queues it (docs/pools.md)."""
 
     host: str
     # Shipped as config.yaml; optional when a command of the user's own is given (then
@@ -543,6 +554,25 @@ class StartParams(Params):
     # to (else they ship as links).
     include: list[str] = []
     follow_links: bool = False
+    # A run started in a pool (`host` `@NAME`) that must wait goes before those of a lower
+    # priority, first come first served within one.
+    priority: Priority = 0
+    # One point of a sweep (`rtrain sweep`); only in a pool.
+    sweep: SweepPoint | None = None
+    # A pip requirements file (absolute local path): the run's python is a virtual environment
+    # built from it once per host and reused (docs/environments.md). null: the host's
+    # config.toml `requirements`, else `requirements.txt` at the top of `code`; "" for none.
+    requirements: str | None = None
+
+
+class SweepPoint(Params):
+    """A run of a sweep: the sweep's name, this run's parameters (recorded with it), and
+    how many runs of the sweep may be placed at once (null: as many as GPUs allow)."""
+
+    # Its runs are NAME-1, NAME-2, ...: a name that makes run ids, as `runId` is judged.
+    name: str
+    params: dict[str, str] = {}
+    max_parallel: Annotated[int, msgspec.Meta(ge=1, le=4096)] | None = None
 
 
 class ShippedFile(Result):
@@ -593,6 +623,9 @@ class CodeReport(Result):
 
 class StartResult(Result):
     run: RunInfo
+    # A run started in a pool: where it went and why (`placed on box2: 2 of 8 GPUs free,
+    # inputs cached`); a run queued in its pool has `run.host` `@NAME` and `run.reason`.
+    placement: str | None = None
     pid: int | None = None
     # Bytes that went over the wire (an input the host already held costs none).
     uploaded_bytes: int = 0
@@ -783,6 +816,40 @@ class GcResult(Result):
     # On this machine: the cut fetches from the host whose partial data was swept, and its bytes.
     local_partials: int = 0
     local_freed_bytes: int = 0
+    # The run environments no run directory used any more, removed, and what they held
+    # (counted in `freedBytes` too).
+    environments_removed: int = 0
+    environment_bytes: int = 0
+
+
+class EnvsParams(Params):
+    host: str
+    # None: the host's configured workdir, else ~/.rtrain.
+    workdir: str | None = None
+
+
+class EnvironmentInfo(Result):
+    """One environment cached on the host (docs/environments.md): its key (the lock, the
+    python and the platform, hashed), its size, when a run last used it and when it was
+    built (epoch seconds, the host's clock), how long the build took and with which tool
+    (`uv`, `pip`), the python it was built from, and the runs whose directories use it
+    (`usedBy`)."""
+
+    key: str
+    size_bytes: int
+    last_used: float | None = None
+    built_at: float | None = None
+    build_seconds: float | None = None
+    tool: str | None = None
+    python: str | None = None
+    used_by: list[str] = []
+
+
+class EnvsResult(Result):
+    host: str
+    environments: list[EnvironmentInfo] = []
+    # Keys being built right now.
+    building: list[str] = []
 
 
 class GuardParams(Params):
@@ -891,6 +958,9 @@ class RestartParams(Params):
     append: list[str] = []
     # Say what would run (`command`, `attempt`) and start nothing.
     dry_run: bool = False
+    # A code directory (absolute local path): its files that differ from what the run was
+    # shipped go into the run directory, over the old ones, before the attempt starts.
+    code: str | None = None
 
 
 class RestartResult(Result):
@@ -904,6 +974,11 @@ class RestartResult(Result):
     attempt: int = 0
     setup: str | None = None
     dry_run: bool = False
+    # With `code`: the files shipped into the run directory (those that differed). Without
+    # it (or on a dry run): the files of the code directory that differ from what the run
+    # holds, where the run recorded its code directory and this machine has it.
+    code_shipped: list[str] = []
+    code_differs: list[str] = []
 
 
 class RemoveParams(Params):
@@ -1007,6 +1082,8 @@ class MetricsUpdate(Result):
 class RunsListParams(Params):
     host: str | None = None
     state: RunState | None = None
+    # Only the runs of this sweep.
+    sweep: str | None = None
     # When true, this connection receives `run/changed` for every run from now on.
     subscribe: bool = False
 
@@ -1052,6 +1129,39 @@ class HostInfo(Result):
 
 class HostsListResult(Result):
     hosts: list[HostInfo]
+
+
+class PoolHost(Result):
+    """One host of a pool as asked now: its GPUs and how many are free (neither claimed by
+    a run nor busy with another process), or why it could not be asked."""
+
+    alias: str
+    reachable: bool
+    gpus_total: int
+    gpus_free: int
+    reason: str | None = None
+
+
+class QueuedRun(Result):
+    """A run waiting in its pool: what it waits for (`reason`), its priority and sweep."""
+
+    run_id: str
+    reason: str | None = None
+    priority: int = 0
+    sweep: str | None = None
+    created_at: float | None = None
+
+
+class PoolInfo(Result):
+    """A pool of config.toml: its hosts, and the runs queued in it, first to go first."""
+
+    name: str
+    hosts: list[PoolHost]
+    queue: list[QueuedRun]
+
+
+class PoolsListResult(Result):
+    pools: list[PoolInfo]
 
 
 class ForgetHostParams(Params):

@@ -62,6 +62,13 @@ _TABLE = [
         "Remove the host's cached inputs that no run uses, and cut uploads.",
     ),
     Method(
+        "host/envs",
+        m.EnvsParams,
+        m.EnvsResult,
+        "client->server",
+        "List the run environments cached on the host.",
+    ),
+    Method(
         "host/guard",
         m.GuardParams,
         m.GuardResult,
@@ -194,6 +201,13 @@ _TABLE = [
         m.HostsListResult,
         "client->server",
         "Known hosts and their connections.",
+    ),
+    Method(
+        "pools/list",
+        m.Empty,
+        m.PoolsListResult,
+        "client->server",
+        "The pools of config.toml: each host's free GPUs now, and the runs queued.",
     ),
     Method(
         "hosts/forget",

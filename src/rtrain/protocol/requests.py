@@ -42,6 +42,7 @@ CLIENT_REQUESTS = frozenset(
         "forwards/close",
         "forwards/list",
         "forwards/open",
+        "host/envs",
         "host/gc",
         "host/guard",
         "host/login",
@@ -52,6 +53,7 @@ CLIENT_REQUESTS = frozenset(
         "hosts/list",
         "hosts/price",
         "initialize",
+        "pools/list",
         "run/exec",
         "run/fetch",
         "run/metrics",
@@ -97,6 +99,11 @@ if TYPE_CHECKING:
     class ClientInfo(TypedDict):
         name: str
         version: NotRequired[str | None]
+
+    class SweepPoint(TypedDict):
+        name: str
+        params: NotRequired[dict[str, str]]
+        maxParallel: NotRequired[int | None]
 
     class AfterRunAnswer(dict[str, Any]):
         fetch: str | None
@@ -148,6 +155,21 @@ if TYPE_CHECKING:
         version: str | None
         cuda_version: str | None
 
+    class EnvironmentInfoAnswer(dict[str, Any]):
+        key: str
+        size_bytes: int
+        last_used: float | None
+        built_at: float | None
+        build_seconds: float | None
+        tool: str | None
+        python: str | None
+        used_by: list[str]
+
+    class EnvsResultAnswer(dict[str, Any]):
+        host: str
+        environments: list[EnvironmentInfoAnswer]
+        building: list[str]
+
     class ExecResultAnswer(dict[str, Any]):
         exit_code: int
         stdout: str
@@ -197,6 +219,8 @@ if TYPE_CHECKING:
         partials: int
         local_partials: int
         local_freed_bytes: int
+        environments_removed: int
+        environment_bytes: int
 
     class GpuInfoAnswer(dict[str, Any]):
         index: int
@@ -334,6 +358,21 @@ if TYPE_CHECKING:
         free_gpus: int
         default: bool
 
+    class PoolHostAnswer(dict[str, Any]):
+        alias: str
+        reachable: bool
+        gpus_total: int
+        gpus_free: int
+        reason: str | None
+
+    class PoolInfoAnswer(dict[str, Any]):
+        name: str
+        hosts: list[PoolHostAnswer]
+        queue: list[QueuedRunAnswer]
+
+    class PoolsListResultAnswer(dict[str, Any]):
+        pools: list[PoolInfoAnswer]
+
     class PreflightResultAnswer(dict[str, Any]):
         host: str
         ok: bool
@@ -374,6 +413,13 @@ if TYPE_CHECKING:
         torch: TorchInfoAnswer | None
         error: str | None
 
+    class QueuedRunAnswer(dict[str, Any]):
+        run_id: str
+        reason: str | None
+        priority: int
+        sweep: str | None
+        created_at: float | None
+
     class RemoveResultAnswer(dict[str, Any]):
         removed: list[RemovedRunAnswer]
 
@@ -390,6 +436,8 @@ if TYPE_CHECKING:
         attempt: int
         setup: str | None
         dry_run: bool
+        code_shipped: list[str]
+        code_differs: list[str]
 
     class RetryPolicyAnswer(dict[str, Any]):
         limit: int
@@ -431,6 +479,9 @@ if TYPE_CHECKING:
         launcher: RunLauncher | None
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
+        pool: str | None
+        sweep: str | None
+        params: dict[str, str]
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
@@ -481,6 +532,7 @@ if TYPE_CHECKING:
 
     class StartResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
+        placement: str | None
         pid: int | None
         uploaded_bytes: int
         shipped: list[ShippedFileAnswer]
@@ -580,6 +632,7 @@ def host_preflight(
     follow_links: bool | None = None,
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
+    requirements: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -598,6 +651,7 @@ def host_preflight(
             followLinks=follow_links,
             hfModels=hf_models,
             secrets=secrets,
+            requirements=requirements,
         ),
     )
 
@@ -610,6 +664,21 @@ def host_gc(
     """`host/gc`: Remove the host's cached inputs that no run uses, and cut uploads."""
     return Call(
         "host/gc",
+        _present(
+            host=host,
+            workdir=workdir,
+        ),
+    )
+
+
+def host_envs(
+    *,
+    host: str,
+    workdir: str | None = None,
+) -> Call[EnvsResultAnswer]:
+    """`host/envs`: List the run environments cached on the host."""
+    return Call(
+        "host/envs",
         _present(
             host=host,
             workdir=workdir,
@@ -699,6 +768,9 @@ def run_start(
     then_terminate: bool | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
+    priority: int | None = None,
+    sweep: SweepPoint | None = None,
+    requirements: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -738,6 +810,9 @@ def run_start(
             thenTerminate=then_terminate,
             include=include,
             followLinks=follow_links,
+            priority=priority,
+            sweep=sweep,
+            requirements=requirements,
         ),
     )
 
@@ -934,6 +1009,7 @@ def run_restart(
     command: list[str] | None = None,
     append: list[str] | None = None,
     dry_run: bool | None = None,
+    code: str | None = None,
 ) -> Call[RestartResultAnswer]:
     """`run/restart`: Start an ended run's command again in its directory, as a new attempt."""
     return Call(
@@ -946,6 +1022,7 @@ def run_restart(
             command=command,
             append=append,
             dryRun=dry_run,
+            code=code,
         ),
     )
 
@@ -1035,6 +1112,7 @@ def runs_list(
     *,
     host: str | None = None,
     state: RunState | None = None,
+    sweep: str | None = None,
     subscribe: bool | None = None,
 ) -> Call[RunsListResultAnswer]:
     """`runs/list`: Runs in the registry; optionally subscribe to run/changed."""
@@ -1043,6 +1121,7 @@ def runs_list(
         _present(
             host=host,
             state=state,
+            sweep=sweep,
             subscribe=subscribe,
         ),
     )
@@ -1051,6 +1130,11 @@ def runs_list(
 def hosts_list() -> Call[HostsListResultAnswer]:
     """`hosts/list`: Known hosts and their connections."""
     return Call("hosts/list", {})
+
+
+def pools_list() -> Call[PoolsListResultAnswer]:
+    """`pools/list`: The pools of config.toml: each host's free GPUs now, and the runs queued."""
+    return Call("pools/list", {})
 
 
 def hosts_forget(

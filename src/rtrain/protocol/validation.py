@@ -14,6 +14,8 @@ _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _WORKDIR = re.compile(r"~?[A-Za-z0-9._/-]*")
 # An ssh alias or user@host[:port]-free hostname: no leading dash, no whitespace or shell syntax.
 _HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@-]{0,252}")
+# A pool of config.toml, as a host is named where one may stand for it: `@lab`.
+_POOL = re.compile(r"@[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _PYTHON = re.compile(r"[A-Za-z0-9_./+-]{1,255}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # A Hub repo id: NAME or ORG/NAME, as huggingface_hub's validate_repo_id accepts them.
@@ -49,6 +51,12 @@ def workdir(value: str) -> str:
 
 
 def host(value: str) -> str:
+    if _POOL.fullmatch(value):
+        raise app_error(
+            Kind.INVALID_HOST,
+            f"{value} is a pool, not a host: this needs the host the run went to "
+            f"(`rtrain status {value} RUN` says which).",
+        )
     if not _HOST.fullmatch(value):
         raise app_error(
             Kind.INVALID_HOST,
@@ -144,3 +152,16 @@ def fetch_path(value: str) -> str:
     if any(c in value for c in "\n\t\0"):
         raise app_error(Kind.INVALID_PATH, f"{value!r} contains a control character.")
     return "/".join(parts) or "."
+
+
+def host_or_pool(value: str) -> str:
+    """A host, or `@NAME` for a pool of config.toml (run/start, status, stop, rm)."""
+    if value.startswith("@"):
+        if not _POOL.fullmatch(value):
+            raise app_error(
+                Kind.INVALID_HOST,
+                f"pool {value!r} is not a usable name: @ then letters, digits and ._- "
+                "(starting with a letter, digit or underscore), up to 64 characters.",
+            )
+        return value
+    return host(value)

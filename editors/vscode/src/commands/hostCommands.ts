@@ -48,7 +48,13 @@ export async function startRun(ctx: CommandContext, tails: LogTails, arg: unknow
   ctx.model.applyRun(result.run);
   ctx.log.appendLine(`started: ${JSON.stringify(result)}`);
   const tail = "Tail Log";
-  const answer = await vscode.window.showInformationMessage(`rtrain: started ${result.run.runId} on ${host}.`, tail);
+  if (result.run.host.startsWith("@")) {
+    // Queued in its pool: no host holds it yet, so there is no log to tail.
+    void vscode.window.showInformationMessage(`rtrain: queued ${result.run.runId} in ${host}: ${result.run.reason ?? ""}`);
+    return;
+  }
+  const where = result.placement ? ` (${result.placement})` : "";
+  const answer = await vscode.window.showInformationMessage(`rtrain: started ${result.run.runId} on ${result.run.host}${where}.`, tail);
   if (answer === tail) await tails.tail(result.run);
 }
 

@@ -40,7 +40,11 @@ export async function askHost(ctx: CommandContext, purpose: string): Promise<str
   const items = [...ctx.model.hosts().map((h) => ({ label: h.alias, description: h.connection })), { label: other, description: "" }];
   const picked = await vscode.window.showQuickPick(items, { placeHolder: `Host to ${purpose}` });
   if (picked?.label !== other) return picked?.label;
-  const alias = await vscode.window.showInputBox({ prompt: "Host alias, as in your ssh config", placeHolder: "gpu-box" });
+  // `@NAME` names a pool of config.toml: the daemon places the run where GPUs are free.
+  const alias = await vscode.window.showInputBox({
+    prompt: "Host alias, as in your ssh config, or @POOL for a pool of config.toml",
+    placeHolder: "gpu-box",
+  });
   return alias?.trim() || undefined;
 }
 

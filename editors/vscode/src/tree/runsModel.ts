@@ -99,6 +99,18 @@ export class RunsModel {
     return [...this.runs.values()].filter((r) => r.host === alias).sort(newestFirst);
   }
 
+  /** The sweeps the runs belong to (`rtrain sweep`), by name. */
+  sweeps(): string[] {
+    const names = new Set([...this.runs.values()].flatMap((r) => (r.sweep ? [r.sweep] : [])));
+    return [...names].sort((a, b) => a.localeCompare(b));
+  }
+
+  /** A sweep's runs, in their order in it (NAME-1, NAME-2, ...). */
+  runsOfSweep(name: string): RunInfo[] {
+    const index = (run: RunInfo): number => Number(run.runId.slice(run.runId.lastIndexOf("-") + 1)) || 0;
+    return [...this.runs.values()].filter((r) => r.sweep === name).sort((a, b) => index(a) - index(b));
+  }
+
   run(host: string, runId: string): RunInfo | undefined {
     return this.runs.get(runKey({ host, runId }));
   }

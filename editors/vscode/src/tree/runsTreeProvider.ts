@@ -1,12 +1,15 @@
-// The "rtrain" view: hosts at the top level, their runs (newest first) under each.
+// The "rtrain" view: hosts at the top level, their runs (newest first) under each; then each
+// sweep (`rtrain sweep`), holding its runs in their order.
 
 import * as vscode from "vscode";
 import { hostLook, runLook, type Look } from "./presentation";
 import type { RunsModel } from "./runsModel";
 
 export type HostNode = { kind: "host"; alias: string };
-export type RunNode = { kind: "run"; host: string; runId: string };
-export type TreeNode = HostNode | RunNode;
+// `sweep`: the row under its sweep's node (the same run also shows under its host).
+export type RunNode = { kind: "run"; host: string; runId: string; sweep?: string };
+export type SweepNode = { kind: "sweep"; name: string };
+export type TreeNode = HostNode | RunNode | SweepNode;
 
 const ROW_REDRAW_MS = 10_000;
 
@@ -45,13 +48,20 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 
   getChildren(node?: TreeNode): TreeNode[] {
-    if (node === undefined) return this.model.hosts().map((h) => this.hostNode(h.alias));
+    if (node === undefined) {
+      const hosts: TreeNode[] = this.model.hosts().map((h) => this.hostNode(h.alias));
+      return [...hosts, ...this.model.sweeps().map((name) => this.sweepNode(name))];
+    }
     if (node.kind === "host") return this.model.runsOf(node.alias).map((r) => this.runNode(r.host, r.runId));
+    if (node.kind === "sweep") {
+      return this.model.runsOfSweep(node.name).map((r) => this.runNode(r.host, r.runId, node.name));
+    }
     return [];
   }
 
   getParent(node: TreeNode): TreeNode | undefined {
-    return node.kind === "run" ? this.hostNode(node.host) : undefined;
+    if (node.kind !== "run") return undefined;
+    return node.sweep !== undefined ? this.sweepNode(node.sweep) : this.hostNode(node.host);
   }
 
   getTreeItem(node: TreeNode): vscode.TreeItem {
@@ -61,9 +71,21 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       item.collapsibleState = vscode.TreeItemCollapsibleState.Expanded;
       return item;
     }
+    if (node.kind === "sweep") {
+      const runs = this.model.runsOfSweep(node.name);
+      const done = runs.filter((r) => r.state === "completed").length;
+      const item = new vscode.TreeItem(node.name, vscode.TreeItemCollapsibleState.Collapsed);
+      item.id = `sweep:${node.name}`;
+      item.description = `sweep · ${done}/${runs.length} completed`;
+      item.contextValue = "sweep";
+      item.iconPath = new vscode.ThemeIcon("list-tree");
+      return item;
+    }
     const run = this.model.run(node.host, node.runId);
     if (run === undefined) return new vscode.TreeItem(node.runId);
-    const item = toItem(runLook(run), `run:${node.host}/${node.runId}`);
+    // One id per place a run shows: under its host, and under its sweep.
+    const where = node.sweep !== undefined ? `sweeprun:${node.sweep}:` : "run:";
+    const item = toItem(runLook(run), `${where}${node.host}/${node.runId}`);
     item.command = { command: "rtrain.tail", title: "Tail Log", arguments: [node] };
     return item;
   }
@@ -78,8 +100,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     return this.cached(`host:${alias}`, () => ({ kind: "host", alias })) as HostNode;
   }
 
-  private runNode(host: string, runId: string): RunNode {
+  private runNode(host: string, runId: string, sweep?: string): RunNode {
+    if (sweep !== undefined) {
+      return this.cached(`sweeprun:${sweep}:${host}/${runId}`, () => ({ kind: "run", host, runId, sweep })) as RunNode;
+    }
     return this.cached(`run:${host}/${runId}`, () => ({ kind: "run", host, runId })) as RunNode;
+  }
+
+  private sweepNode(name: string): SweepNode {
+    return this.cached(`sweep:${name}`, () => ({ kind: "sweep", name })) as SweepNode;
   }
 
   private cached(id: string, make: () => TreeNode): TreeNode {

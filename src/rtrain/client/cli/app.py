@@ -9,17 +9,21 @@ import typer
 from rtrain.protocol.version import RTRAIN_VERSION
 
 from . import daemon_commands, protocol_commands
+from .compare_command import compare
+from .envs_command import envs
 from .fetch_command import fetch
 from .forward_commands import forward, forwards
 from .gc_command import gc
 from .guard_commands import guard, terminate
 from .hosts_command import hosts
 from .login_commands import login, logout
+from .pool_commands import pools
 from .preflight_command import preflight
 from .run_care_commands import exec_, restart, rm, shell
 from .runs_command import runs
 from .start_command import start
 from .stop_command import stop
+from .sweep_commands import sweep
 from .usage import PlainUsage
 from .wait_command import wait
 from .watch_commands import metrics, status, tail
@@ -42,8 +46,12 @@ app.command(cls=PlainUsage)(metrics)
 app.command(cls=PlainUsage)(fetch)
 app.command(cls=PlainUsage)(stop)
 app.command(cls=PlainUsage)(gc)
+app.command(cls=PlainUsage)(envs)
 app.command(cls=PlainUsage)(runs)
 app.command(cls=PlainUsage)(hosts)
+app.command(cls=PlainUsage)(pools)
+app.command(cls=PlainUsage)(sweep)
+app.command(cls=PlainUsage)(compare)
 app.command(
     cls=PlainUsage, context_settings={"allow_extra_args": False, "ignore_unknown_options": True}
 )(restart)

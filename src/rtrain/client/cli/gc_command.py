@@ -21,7 +21,8 @@ def gc(
     ),
     json: bool = JsonOpt,
 ) -> None:
-    """Remove inputs cached on HOST that no run uses any more, and cut uploads."""
+    """Remove inputs and environments cached on HOST that no run uses any more, and cut
+    uploads."""
     check(host=host, workdir=workdir)
     with DaemonClient.connect() as client:
         result = client.call(requests.host_gc(host=host, workdir=workdir))
@@ -30,7 +31,8 @@ def gc(
     else:
         print(
             f"freed {human_bytes(result.freed_bytes)} on {host}: {result.entries} cached "
-            f"input(s) no run uses, {result.partials} cut upload(s)"
+            f"input(s) no run uses, {result.partials} cut upload(s), "
+            f"{result.environments_removed} environment(s) no run uses"
         )
         if result.local_partials or result.local_freed_bytes:
             print(

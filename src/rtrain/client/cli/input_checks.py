@@ -9,7 +9,8 @@ from .exit_codes import ClientKind
 from .output import fail
 
 _CHECKS = {
-    "host": validation.host,
+    # `@NAME` (a pool) is judged by the daemon where a command takes one (docs/pools.md).
+    "host": validation.host_or_pool,
     "run_id": validation.run_id,
     "workdir": validation.workdir,
     "python": validation.python,

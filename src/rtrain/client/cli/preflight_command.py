@@ -53,6 +53,12 @@ def preflight(
     hf_model: list[str] = typer.Option(
         [], "--hf-model", help="A Hugging Face model (ORG/NAME) the host must download."
     ),
+    requirements: Path | None = typer.Option(
+        None,
+        "--requirements",
+        metavar="FILE",
+        help="Build the environment start --requirements FILE runs in now (or find it built).",
+    ),
     secret: list[str] = typer.Option(
         [],
         "--secret",
@@ -98,6 +104,7 @@ def preflight(
         follow_links=follow_links or None,
         hf_models=list(hf_model) or None,
         secrets=secrets or None,
+        requirements=str(requirements.resolve()) if requirements is not None else None,
     )
     with DaemonClient.connect() as client:
         verdict = client.call(call)

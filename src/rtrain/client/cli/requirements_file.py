@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
+from rtrain.protocol.requirement_lines import logical_lines
 
 
 class RequirementsFileError(Exception):
@@ -29,7 +30,7 @@ def read_requirements(path: Path, _seen: frozenset[Path] = frozenset()) -> list[
     if resolved in _seen:
         raise RequirementsFileError(f"--require-file {path}: it includes itself through -r.")
     found: list[str] = []
-    for number, line in _logical_lines(text):
+    for number, line in logical_lines(text):
         if line.startswith(("-r ", "--requirement ", "-r\t", "--requirement=")):
             name = line.split("=", 1)[1] if line.startswith("--requirement=") else line.split()[1]
             found += read_requirements(path.parent / name.strip(), _seen | {resolved})
@@ -42,29 +43,3 @@ def read_requirements(path: Path, _seen: frozenset[Path] = frozenset()) -> list[
             raise RequirementsFileError(f"{path} line {number}: {error.message}") from None
         found.append(line)
     return found
-
-
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) of each line after joining `\\` continuations and dropping
-    comments (`#` at the start, or after whitespace)."""
-    joined: list[tuple[int, str]] = []
-    pending = ""
-    start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not pending:
-            start = number
-        if raw.endswith("\\"):
-            pending += raw[:-1]
-            continue
-        line = pending + raw
-        pending = ""
-        if line.lstrip().startswith("#"):
-            continue
-        for marker in (" #", "\t#"):
-            if marker in line:
-                line = line.split(marker, 1)[0]
-        if line.strip():
-            joined.append((start, line.strip()))
-    if pending.strip():
-        joined.append((start, pending.strip()))
-    return joined

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from pathlib import Path
 
 import typer
 
@@ -43,6 +44,12 @@ def restart(
         help="Pass this local environment variable to the trainer again (secrets are "
         "never stored).",
     ),
+    code: Path | None = typer.Option(
+        None,
+        "--code",
+        help="Ship this directory's files that differ from what the run holds into its "
+        "run directory first (the fix; outputs and checkpoints stay).",
+    ),
     follow: bool = typer.Option(
         True, "--follow/--no-follow", help="Stream the new attempt's log until it ends."
     ),
@@ -51,7 +58,8 @@ def restart(
 ) -> None:
     """Start an ended run's command again in its own directory (a trainer that
     checkpoints resumes), or a new one (`-- COMMAND...`), or the last one with words added
-    (`--append -- WORDS...`); the log goes on in the same file."""
+    (`--append -- WORDS...`); the log goes on in the same file. With --code DIR, the files
+    of DIR that changed are shipped first."""
     check(host=host, run_id=run_id, workdir=workdir)
     words = list(command or [])
     if append and not words:
@@ -65,6 +73,7 @@ def restart(
         command=None if append or not words else words,
         append=words if append else None,
         dry_run=dry_run or None,
+        code=str(code.resolve()) if code is not None else None,
     )
     with DaemonClient.connect() as client:
         result = client.call(call)
@@ -78,8 +87,18 @@ def restart(
                 print(f"  setup:    {result.setup}")
             print(f"  command:  {shlex.join(result.command)}")
             print(f"  in:       {run.remote_dir}")
+            if result.code_differs:
+                print(f"  --code would ship: {_listed(result.code_differs)}")
             return
         else:
+            if code is not None:
+                said = _listed(result.code_shipped) if result.code_shipped else "nothing changed"
+                print(f"shipped from {code}: {said}")
+            elif result.code_differs:
+                note(
+                    f"note: the run holds older code than you have here ("
+                    f"{_listed(result.code_differs)}); restart --code DIR ships it"
+                )
             print(f"✓ restarted {run.run_id} on {host} (attempt {attempt})")
             print(f"  tail:  rtrain tail {host} {run.run_id}")
             print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
@@ -194,3 +213,9 @@ def _console_shell(argv: list[str], type_in: str) -> None:
 
     status = pty.spawn(argv, from_far)
     raise typer.Exit(os.waitstatus_to_exitcode(status) if status else 0)
+
+
+def _listed(paths: list[str], shown: int = 5) -> str:
+    """`a.py, b.py` or `a.py, ... and 3 more`."""
+    more = len(paths) - shown
+    return ", ".join(paths[:shown]) + (f" and {more} more" if more > 0 else "")

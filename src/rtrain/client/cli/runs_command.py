@@ -24,10 +24,11 @@ from .shared_options import JsonOpt
 def runs(
     host: str | None = typer.Option(None, "--host", help="Only runs of this host."),
     state: RunState | None = typer.Option(None, "--state", help="Only runs in this state."),
+    sweep: str | None = typer.Option(None, "--sweep", help="Only the runs of this sweep."),
     json: bool = JsonOpt,
 ) -> None:
     """List the runs rtrain knows of, newest first."""
-    call = requests.runs_list(host=host, state=state)
+    call = requests.runs_list(host=host, state=state, sweep=sweep)
     with DaemonClient.connect() as client:
         found = client.call(call).runs
     if json:

@@ -16,13 +16,14 @@ from rtrain.protocol.launcher_words import LAUNCHERS
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.run_states import RETRY_ON
 
+from .completion import complete_host
 from .exit_codes import ClientKind
 from .input_checks import check
 from .local_secrets import local_secrets
 from .log_follow import follow_log
 from .output import fail, friendly_errors, note, print_json
 from .progress import ProgressBar
-from .shared_options import HostArg, JsonOpt
+from .shared_options import JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 
 if TYPE_CHECKING:
@@ -65,6 +66,15 @@ def _limit(option: str, text: str | None, what: str) -> int | None:
         fail(f"{option}: {error}", 2)
 
 
+def _host_or_pool(host: str | None, pool: str | None) -> str:
+    """HOST, or `@POOL` from --pool; exactly one of them."""
+    if host is not None and pool is not None:
+        fail("give HOST or --pool, not both.", 2)
+    if host is None and pool is None:
+        fail("name a HOST (or @POOL), or --pool POOL.", 2)
+    return host if host is not None else f"@{pool}"
+
+
 def _env_pairs(pairs: list[str]) -> dict[str, str]:
     env = {}
     for pair in pairs:
@@ -81,7 +91,22 @@ def _env_pairs(pairs: list[str]) -> dict[str, str]:
 
 @friendly_errors
 def start(
-    host: str = HostArg,
+    host: str | None = typer.Argument(
+        None,
+        metavar="HOST",
+        help="SSH alias of the host (or `local`); @POOL: a host of that pool with the GPUs free.",
+        autocompletion=complete_host,
+    ),
+    pool: str | None = typer.Option(
+        None, "--pool", help="Place the run in this pool of config.toml (the same as HOST @POOL)."
+    ),
+    priority: int = typer.Option(
+        0,
+        "--priority",
+        min=-1000,
+        max=1000,
+        help="A run queued in its pool goes before those of a lower priority.",
+    ),
     config: Path | None = typer.Option(
         None,
         "--config",
@@ -148,6 +173,14 @@ def start(
         metavar="COMMAND",
         help="Shell command run in the run directory before the trainer "
         "(e.g. 'pip install -r requirements.txt').",
+    ),
+    requirements: str | None = typer.Option(
+        None,
+        "--requirements",
+        metavar="FILE",
+        help="pip requirements: the run's {python} is a virtual environment built from "
+        "them once per host and reused (default: the host's, else the code's "
+        "requirements.txt; '' for none).",
     ),
     follow: bool = typer.Option(
         True, "--follow/--no-follow", help="Stream the log until the run ends."
@@ -261,7 +294,9 @@ def start(
     json: bool = JsonOpt,
 ) -> None:
     """Ship the config, datasets and code to HOST and start a run that outlives this shell.
-    HOST1,HOST2,... with --nodes N: one torchrun run across those hosts."""
+    HOST1,HOST2,... with --nodes N: one torchrun run across those hosts. @POOL (or --pool):
+    on a host of the pool that can give it --gpus now, else queued there (docs/pools.md)."""
+    host = _host_or_pool(host, pool)
     hosts = host.split(",") if "," in host else []
     for one in hosts:
         check(host=one)
@@ -289,6 +324,7 @@ def start(
         follow_links=follow_links or None,
         env=_env_pairs(env) if env else None,
         setup=setup,
+        requirements=str(Path(requirements).resolve()) if requirements else requirements,
         run_id=run_id,
         command=list(command) if command else None,
         launcher=launcher,  # checked above
@@ -310,6 +346,7 @@ def start(
         then_fetch=then_fetch,
         then_fetch_into=str((out or Path(".")).resolve()) if then_fetch is not None else None,
         then_terminate=then_terminate or None,
+        priority=priority or None,
         progress_token="upload",
     )
     bar = ProgressBar(None if not json else False)
@@ -344,7 +381,15 @@ def start(
             print(f"  tail:  rtrain tail {host} {run.run_id}")
             print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
         else:
+            if result.placement:
+                print(result.placement)  # a pool's run: where it went and why
+                host = run.host
             print_ship_summary(result, host, verbose=verbose)
+            if run.state == "queued" and host.startswith("@"):
+                print(f"✓ queued {run.run_id} in {host}: {run.reason}")
+                print(f"  status: rtrain status {host} {run.run_id}")
+                print(f"  stop:   rtrain stop {host} {run.run_id}", flush=True)
+                return
             if run.state == "queued":
                 print(f"✓ queued {run.run_id} on {host}: {run.reason}")
             else:

@@ -31,7 +31,8 @@ class GpuPlan:
 async def plan_gpus(transport: Transport, p: StartParams, workdir: str, run_id: str) -> GpuPlan:
     if p.gpus == 0:
         return GpuPlan(gate=False)
-    claims = await launch_scripts.gpu_claims(transport, workdir, p.share_gpus)
+    # The run's own claims (a pool's reservation, daemon/pools/) count as its to take.
+    claims = await launch_scripts.gpu_claims(transport, workdir, p.share_gpus, run_id)
     if claims.total == 0:
         return GpuPlan(gate=False)  # no GPU on the host (or no nvidia-smi): nothing to share
     if p.gpus > claims.total:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.environments.lock_file import read_lock
 from rtrain.daemon.launchers.launcher import SchedulerVerdict
 from rtrain.daemon.remote.contract import answers, launch_scripts, preflight_scripts
 from rtrain.daemon.ssh.failures import host_did_not_answer
@@ -33,6 +35,7 @@ from rtrain.protocol.messages import (
 from .cluster_preflight import LOGIN_NODE, login_node
 from .context import Ops, chosen
 from .preflight_disk import inputs_text, judge_disk, would_ship
+from .preflight_environment import judge_environment
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
 from .preflight_packages import PackageVerdict, judge_packages, probe_names
@@ -77,6 +80,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         include=p.include,
         follow_links=p.follow_links,
     )
+    lock = read_lock(Path(p.requirements), "--requirements") if p.requirements else None
     try:
         transport, report = await _probe(ops, p, interpreter, workdir)
     except RpcError as error:
@@ -105,6 +109,11 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     if judged.gpus:
         held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
         judged.gpus_free = verdict.count_free(judged.gpus, held)
+    if lock is not None and report.workdir_ok:
+        found, problem = await judge_environment(transport, workdir, interpreter, lock)
+        verdict.findings += found
+        if problem is not None:
+            verdict.problem("environment", problem)
     return _result(p, transport, report, verdict, judged)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.environments.run_environment import environment_python
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.remote.contract import launch_scripts, run_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
@@ -36,8 +37,10 @@ from rtrain.protocol.run_states import is_live
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
 from .context import Ops, now
+from .restart_code import CodeForRestart, RunPlace, code_for_restart
 from .run_limits import Limits, launch_line
 from .run_proof import refuse_unless_run
+from .start import RESERVED
 from .status import status as run_status
 
 
@@ -66,6 +69,10 @@ class RecordedLaunch(msgspec.Struct):
     limits: Limits | None = None
     # A run across hosts: its nodes, node 0 first.
     nodes: list[RunNode] = []
+    # The code directory it was shipped from, on the machine that started it.
+    code_dir: str | None = None
+    # It runs in an environment built from a lock (docs/environments.md).
+    environment: bool = False
 
 
 async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
@@ -76,12 +83,19 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
     transport = await ops.transport(p.host)
     recorded = await _recorded_launch(transport, run_dir, p)
     _refuse_missing_secrets(p, recorded)
+    place = RunPlace(transport, run_dir, p.run_id, ops.hosts.config.host(p.host).channels)
+    recorded, code = await _with_code(place, p, recorded)
     number = recorded.attempt + 1
     wrapper = recorded.command[: recorded.wrapper_words]
     trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
     if p.dry_run:
         return RestartResult(
-            run=current, command=trainer, attempt=number, setup=recorded.setup, dry_run=True
+            run=current,
+            command=trainer,
+            attempt=number,
+            setup=recorded.setup,
+            dry_run=True,
+            code_differs=code.differs,
         )
     command = [*wrapper, *trainer]
     earlier = _ended_attempts(current, recorded)
@@ -116,7 +130,19 @@ async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> Resta
         command=trainer,
         attempt=number,
         setup=recorded.setup,
+        code_shipped=code.shipped,
+        code_differs=code.differs,
     )
+
+
+async def _with_code(
+    place: RunPlace, p: RestartParams, recorded: RecordedLaunch
+) -> tuple[RecordedLaunch, CodeForRestart]:
+    """The run's record once `p.code` has shipped what changed (restart_code.py)."""
+    code = await code_for_restart(
+        place, p.code, (recorded.inputs, recorded.code_dir), RESERVED, dry_run=p.dry_run
+    )
+    return msgspec.structs.replace(recorded, inputs=code.inputs, code_dir=code.directory), code
 
 
 def _check_asked(p: RestartParams) -> None:
@@ -190,6 +216,10 @@ def _meta(
         meta["limits"] = msgspec.to_builtins(limits)
     if nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in nodes]
+    if recorded.code_dir is not None:
+        meta["code_dir"] = recorded.code_dir
+    if recorded.environment:
+        meta["environment"] = True
     return meta
 
 
@@ -287,10 +317,10 @@ def _trainer_command(p: RestartParams, recorded: RecordedLaunch, run_dir: str) -
             )
         gpus = 1
 
+    python = environment_python(run_dir) if recorded.environment else recorded.python
+
     def fill(template: list[str]) -> list[str]:
-        return expand(
-            template, python=recorded.python, dataset=recorded.dataset, run_dir=run_dir, gpus=gpus
-        )
+        return expand(template, python=python, dataset=recorded.dataset, run_dir=run_dir, gpus=gpus)
 
     if p.command is not None:
         trainer = fill(p.command)

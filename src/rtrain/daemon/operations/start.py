@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.environments import run_environment
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun.launcher import (
@@ -79,6 +80,7 @@ RESERVED = {
     LIMITS_FILE,
     STOP_FILE,
     *WATCHER_FILES,
+    *run_environment.RESERVED,
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -223,6 +225,8 @@ async def _claim_ship_launch(
     gated = all(c.gpus.gate for c in claims)
     own = _own_files(plan, command, gated, on_host)
     wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
+    if plan.environment is not None:
+        wrapper += run_environment.builder_words(plan.python, run_dir)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
     placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
     try:
@@ -235,9 +239,12 @@ def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], 
     """The trainer's command and the setup command, their placeholders filled."""
     p = plan.p
     first_dataset = plan.datasets[0].name if plan.datasets else None
+    python = plan.python
+    if plan.environment is not None:
+        python = run_environment.environment_python(run_dir)
     command = expand(
         plan.template or _demo_command(first_dataset, p.launcher, plan.across_hosts),
-        python=plan.python,
+        python=python,
         dataset=first_dataset,
         run_dir=run_dir,
         gpus=p.gpus,
@@ -247,7 +254,7 @@ def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], 
         None
         if plan.setup is None
         else expand(
-            [plan.setup], python=plan.python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
+            [plan.setup], python=python, dataset=first_dataset, run_dir=run_dir, gpus=p.gpus
         )[0]
     )
     return command, setup_command
@@ -262,6 +269,9 @@ def _own_files(plan: StartPlan, command: list[str], gated: bool, on_host: bool) 
         own.files.append(LocalFile(GATE_FILE, gate, len(gate)))
     if on_host and plan.limits.watched:
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
+    if plan.environment is not None:
+        files = run_environment.environment_files(plan.environment)
+        own.files += [LocalFile(name, text, len(text)) for name, text in files]
     if uses_relay(command):
         relay = relay_source()
         own.files.append(LocalFile(RANKS_FILE, relay, len(relay)))
@@ -371,6 +381,10 @@ def _meta(
     if plan.limits.watched:
         meta["limits"] = msgspec.to_builtins(plan.limits)
     meta["launcher"] = pending.launcher
+    if plan.code_dir is not None:
+        meta["code_dir"] = str(plan.code_dir)
+    if plan.environment is not None:
+        meta["environment"] = True  # a restart's new command: {python} is the environment's
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
     return meta

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from rtrain.daemon.environments.lock_file import EnvironmentLock, chosen_lock, code_lock
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.protocol import validation
@@ -50,6 +51,10 @@ class StartPlan:
     limits: Limits
     after: AfterRun | None
     retry: RetryPolicy | None
+    # The lock of the run's environment (None: the host python as it is).
+    environment: EnvironmentLock | None = None
+    # The code directory on this machine (a restart compares it with what was shipped).
+    code_dir: Path | None = None
 
     @property
     def across_hosts(self) -> bool:
@@ -88,17 +93,13 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         follow_links=p.follow_links,
     )
     inputs = await asyncio.to_thread(gather, sources)
+    environment = _environment(ops, p, len(hosts), settings.requirements, inputs)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     # A run across hosts gives --nodes for its host list, not for a scheduler.
     check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
     after = after_run_plan(p, settings.terminate)
     retry = _retry(ops, p)
-    if ops.known(p.host, run_id) is not None:
-        raise app_error(
-            Kind.RUN_EXISTS,
-            f"run {run_id} already exists on {p.host}; pick another --run-id.",
-            runId=run_id,
-        )
+    _refuse_known(ops, p.host, run_id)
     return StartPlan(
         p=p,
         run_id=run_id,
@@ -113,7 +114,37 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         limits=limits,
         after=after,
         retry=retry,
+        environment=environment,
+        code_dir=code_dir,
     )
+
+
+def _refuse_known(ops: Ops, host: str, run_id: str) -> None:
+    if ops.known(host, run_id) is not None:
+        raise app_error(
+            Kind.RUN_EXISTS,
+            f"run {run_id} already exists on {host}; pick another --run-id.",
+            runId=run_id,
+        )
+
+
+def _environment(
+    ops: Ops, p: StartParams, nodes: int, host_lock: str | None, inputs: Inputs
+) -> EnvironmentLock | None:
+    """The lock of the run's environment: the start's, the host's, else the code's own
+    requirements.txt where it ships, on a host that runs its own runs."""
+    on_host = nodes == 1 and ops.launcher(p.host).runs_on_host
+    environment = chosen_lock(p.requirements, host_lock)
+    if environment is not None and not on_host:
+        where = "across hosts" if nodes > 1 else f"on {p.host}, which runs batch jobs"
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"an environment from {environment.source} is not built {where} yet; "
+            "install it with --setup there (docs/environments.md).",
+        )
+    if environment is None and p.requirements is None and on_host:
+        environment = code_lock(inputs.files)
+    return environment
 
 
 def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
@@ -133,7 +164,7 @@ def _local_paths(
     config = _local_file(p.config, "config") if p.config is not None else None
     datasets = [_local_input(d) for d in ([p.dataset] if p.dataset else []) + p.datasets]
     code = p.code if p.code is not None else host_code
-    return config, datasets, _local_dir(code) if code else None
+    return config, datasets, code_directory(code) if code else None
 
 
 def _checked_env(p: StartParams, host_env: dict[str, str]) -> dict[str, str]:
@@ -200,7 +231,8 @@ def _local_input(path: str) -> Path:
     return local.resolve()
 
 
-def _local_dir(path: str) -> Path:
+def code_directory(path: str) -> Path:
+    """A code directory named on this machine, resolved, or the sentence why not."""
     local = Path(path).expanduser()
     if not local.is_dir():
         raise app_error(

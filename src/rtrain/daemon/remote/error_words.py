@@ -44,6 +44,7 @@ class ErrorWord(StrEnum):
     WORKDIR = "workdir"
     STEPS = "steps"
     WRAPPER = "wrapper"
+    ENVIRONMENT = "environment"  # env_check.sh: the builder said nothing it knows
     MISMATCH = "mismatch"
     CHANGED = "changed"
     NOT_FOUND = "not_found"

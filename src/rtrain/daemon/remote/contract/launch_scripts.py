@@ -32,15 +32,27 @@ class GpuSlot(msgspec.Struct, frozen=True):
 class GpuClaims(Answer, frozen=True, kw_only=True):
     total: int
     gpus: list[GpuSlot]
+    # How many of the inputs asked about the workdir's input cache holds (None: not asked).
+    cached: int | None = None
 
     @property
     def free(self) -> list[int]:
         return [slot.index for slot in self.gpus if slot.state == "free"]
 
 
-async def gpu_claims(transport: Runner, workdir: str, share: bool) -> GpuClaims:
-    """gpus.sh look: which GPUs of the host the runs of `workdir` hold now."""
-    done = await transport.run("gpus", ["look", workdir, "1" if share else "0"], timeout=60)
+async def gpu_claims(
+    transport: Runner,
+    workdir: str,
+    share: bool,
+    run_id: str | None = None,
+    inputs: Sequence[tuple[str, int]] = (),
+) -> GpuClaims:
+    """gpus.sh look: which GPUs of the host the runs of `workdir` hold now (`run_id`'s own
+    claims counting as free), and how many of `inputs` (sha256, size) its cache holds."""
+    args = ["look", workdir, "1" if share else "0", run_id or "-"]
+    for sha256, size in inputs:
+        args += [sha256, str(size)]
+    done = await transport.run("gpus", args, timeout=60)
     lines = Lines(done.stdout)
     slots = []
     for row in lines.rows("gpu"):
@@ -59,9 +71,42 @@ async def gpu_claims(transport: Runner, workdir: str, share: bool) -> GpuClaims:
     return GpuClaims(
         total=as_int(lines.value("gpus_total")) or 0,
         gpus=slots,
+        cached=as_int(lines.value("cached")),
         exit=done.returncode,
         error_text=done.error_text,
     )
+
+
+class Reserved(Answer, frozen=True, kw_only=True):
+    """GPUs claimed for a run before it is shipped (`gpus`), or `busy`: too few free."""
+
+    gpus: list[int]
+    busy: bool
+
+
+async def reserve_gpus(
+    transport: Runner, workdir: str, run_id: str, count: int, share: bool
+) -> Reserved:
+    """gpus.sh reserve: the far side's atomic claim that decides between racing placements."""
+    done = await transport.run(
+        "gpus", ["reserve", workdir, run_id, str(count), "1" if share else "0"], timeout=60
+    )
+    lines = Lines(done.stdout)
+    words = (lines.value("reserved") or "").split(",")
+    indexes = [i for i in (as_int(w) for w in words) if i is not None]
+    return Reserved(
+        gpus=indexes,
+        busy=done.returncode == Exit.GPUS_BUSY,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+async def release_gpus(transport: Runner, workdir: str, run_id: str) -> int:
+    """gpus.sh release: drops the run's reservations (a placement that did not launch);
+    its exit status."""
+    done = await transport.run("gpus", ["release", workdir, run_id], timeout=60)
+    return done.returncode
 
 
 # ---- prepare.sh and launch.sh ------------------------------------------------------------

@@ -357,7 +357,12 @@ state_from_status_file() {
 		else
 			RS_STATE=failed
 			# launch.sh's first steps leave these when the trainer never got to run.
-			if [ -e "$1/setup_failed" ]; then
+			if [ -f "$1/env_failed" ]; then
+				# rtrain-env (env_build.py): the environment's build failed, on this line.
+				sf_env=
+				{ IFS= read -r sf_env <"$1/env_failed"; } 2>/dev/null
+				set_detail "environment: ${sf_env:-the build failed}"
+			elif [ -e "$1/setup_failed" ]; then
 				RS_DETAIL=setup
 			elif [ -e "$1/program_missing" ]; then
 				RS_DETAIL='program not found'

@@ -210,7 +210,8 @@ else
 	fi
 	rm -f -- "$RUN_DIR/status" "$RUN_DIR/status.tmp" "$RUN_DIR/train.pid" \
 		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
-		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed"
+		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed" \
+		"$RUN_DIR/env_failed"
 fi
 started_at=$(date +%s)
 {

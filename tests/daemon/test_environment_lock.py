@@ -1,0 +1,89 @@
+"""The lock of a start's environment, judged on this machine before any SSH, and the words
+the far builder finds the failing requirement by (daemon/environments, env_build.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rtrain.daemon.environments.lock_file import chosen_lock
+from rtrain.daemon.remote.env_build import environment_key, failing_requirement
+from rtrain.protocol.errors import Kind, RpcError
+
+
+def _refusal(tmp_path: Path, text: str) -> RpcError:
+    lock = tmp_path / "requirements.txt"
+    lock.write_text(text)
+    with pytest.raises(RpcError) as raised:
+        chosen_lock(str(lock), None)
+    return raised.value
+
+
+def test_a_lock_is_read_as_pip_reads_it(tmp_path: Path) -> None:
+    lock = tmp_path / "requirements.txt"
+    text = (
+        "# pinned\n--extra-index-url https://example.org/simple\n"
+        "torch==2.3 \\\n  ; python_version >= '3.8'\npeft  # adapters\n"
+    )
+    lock.write_text(text)
+    chosen = chosen_lock(str(lock), None)
+    assert chosen is not None and chosen.content == text.encode()
+    assert chosen_lock("", str(lock)) is None  # asked for none
+    host = chosen_lock(None, str(lock))
+    assert host is not None and host.source == str(lock)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("peft\n-r other.txt\n", "line 2: -r names another file"),
+        ("-e .\n", "line 1: '-e .' installs a local project"),
+        ("./vendor/pkg\n", "line 1: './vendor/pkg' installs a local project"),
+        ("peft\ntorch>=>2\n", "line 2: requirement 'torch>=>2' is not one pip understands"),
+        ("# nothing\n--index-url https://example.org\n", "it names no requirement"),
+    ],
+)
+def test_a_lock_rtrain_cannot_build_is_refused_with_its_line(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    error = _refusal(tmp_path, text)
+    assert error.kind == Kind.INVALID_REQUIREMENT
+    assert said in error.message, error.message
+
+
+def test_a_missing_lock_is_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(RpcError) as raised:
+        chosen_lock(str(tmp_path / "absent.txt"), None)
+    assert raised.value.kind == Kind.LOCAL_FILE_MISSING
+    assert "does not exist" in raised.value.message
+
+
+def test_the_failing_requirement_is_found_in_pip_and_uv_words() -> None:
+    lock = b"termcolor\nNo_Such.Pkg==1.0\n"
+    pip = [
+        "Collecting termcolor",
+        "ERROR: Could not find a version that satisfies the requirement "
+        "no-such-pkg==1.0 (from versions: none)",
+        "ERROR: No matching distribution found for no-such-pkg==1.0",
+    ]
+    said = failing_requirement(lock, pip)
+    assert said == (
+        "line 2: No_Such.Pkg==1.0: ERROR: No matching distribution found for no-such-pkg==1.0"
+    )
+    uv = [
+        "  × No solution found when resolving dependencies:",
+        "  ╰─▶ Because no-such-pkg was not found in the package registry and you require",
+        "      no-such-pkg==1.0, we can conclude that your requirements are unsatisfiable.",
+    ]
+    assert failing_requirement(lock, uv).startswith("line 2: No_Such.Pkg==1.0: ")
+    # Nothing of the lock named: the tool's own last error line.
+    assert failing_requirement(lock, ["ERROR: disk quota exceeded"]) == (
+        "ERROR: disk quota exceeded"
+    )
+
+
+def test_the_key_changes_with_the_lock() -> None:
+    assert environment_key(b"termcolor\n") == environment_key(b"termcolor\n")
+    assert environment_key(b"termcolor\n") != environment_key(b"termcolor\niniconfig\n")
+    assert len(environment_key(b"x\n")) == 20
