@@ -34,6 +34,7 @@ is the protocol's stable error kind, docs/protocol.md):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,6 +209,8 @@ class RemoteRunner:
         retry_on: RetryOn | None = None,
         priority: int = 0,
         requirements: str | Path | None = None,
+        sync: Sequence[Literal["mlflow"]] = (),
+        sync_to: str | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
         A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
@@ -239,7 +242,9 @@ class RemoteRunner:
         `requirements`: a pip requirements file; `{python}` is then a virtual environment
         built from it on the host once and reused (default: the host's config.toml
         `requirements`, else `requirements.txt` in `code_dir`; "" for none;
-        docs/environments.md)."""
+        docs/environments.md).
+        `sync`: trackers whose files of the run reach this machine's tracker while it trains
+        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -289,6 +294,8 @@ class RemoteRunner:
             retry=retry,
             retry_on=retry_on,
             priority=priority or None,
+            sync=list(sync) or None,
+            sync_to=(sync_to or os.environ.get("MLFLOW_TRACKING_URI") or None) if sync else None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

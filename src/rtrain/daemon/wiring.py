@@ -41,9 +41,13 @@ from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
 from .pools.dispatcher import PoolDispatcher, pool_name
+from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
+from .trackers.kernel import open_kernel
+from .trackers.sync import TrackerSyncs, refuse_missing_packages, with_run_env
+from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
 log = logging.getLogger(__name__)
@@ -65,6 +69,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     retrier: Retrier | None = None
     waits: RunWaits | None = None
     forwards: Forwards | None = None
+    reverse_forwards: ReverseForwards | None = None
+    tensorboards: TensorBoards | None = None
+    syncs: TrackerSyncs | None = None
     run_ends = RunEndNotify(config, service.registry.list())
 
     def publish(run: m.RunInfo) -> None:
@@ -76,6 +83,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         if waits is not None:
             waits.seen(run)
         run_ends.seen(run)  # config.toml's notify, once a run ends
+        if reverse_forwards is not None:
+            reverse_forwards.run_seen(run)  # a run's reverse forwards end with it
+        if syncs is not None:
+            syncs.seen(run)  # a run's end is its last tracker sync
         if is_live(run.state):
             ops.arm_configured_guard(run.host)  # a run launched: the host's guard watches
 
@@ -85,19 +96,29 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             waits.seen(run, removed=True)
         if forwards is not None:
             forwards.run_removed(run)
+        if reverse_forwards is not None:
+            reverse_forwards.run_seen(run, removed=True)
+        if tensorboards is not None:
+            tensorboards.run_removed(run)
         run_ends.forget(run)
 
     ops = Ops(service.registry, hosts, publish, publish_removed=publish_removed)
+    syncs = TrackerSyncs(ops)
     waits = RunWaits(ops)
 
+    def all_forwards(host: str | None = None) -> list[m.ForwardInfo]:
+        assert forwards is not None and reverse_forwards is not None
+        return [*forwards.listed(host), *reverse_forwards.listed(host)]
+
     def forwards_changed() -> None:
-        assert forwards is not None
-        listed = m.ForwardsListResult(forwards=forwards.listed())
+        listed = m.ForwardsListResult(forwards=all_forwards())
         for session in list(service.sessions):
             if session.subscribed:
                 session.notify("forwards/changed", listed)
 
     forwards = Forwards(ops, forwards_changed)
+    reverse_forwards = ReverseForwards(ops, forwards_changed)
+    tensorboards = TensorBoards(ops, forwards)
 
     async def terminate(host: str) -> m.TerminateResult:
         return await terminate_host(ops, host, force=False)
@@ -113,6 +134,9 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
         return await preflight(ops, p)
 
     async def do_start(p: m.StartParams, ctx: RequestContext) -> m.StartResult:
+        if p.sync:
+            refuse_missing_packages(p.sync)
+            p = with_run_env(p)
         if pool_name(p.host) is not None:
             return await pools.start(p, ctx)
         if p.sweep is not None:
@@ -122,6 +146,8 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
                 '[pools.NAME] hosts = ["HOST"] in config.toml.',
             )
         result = await start(ops, p, ctx)
+        if p.sync:
+            syncs.watch(result.run, p.sync, p.sync_to)
         monitor.poke()
         return result
 
@@ -152,11 +178,28 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     async def do_forward(p: m.ForwardParams, ctx: RequestContext) -> m.ForwardInfo:
         return await forwards.open(p)
 
+    async def do_reverse(p: m.ReverseForwardParams, ctx: RequestContext) -> m.ForwardInfo:
+        return await reverse_forwards.open(p)
+
+    async def do_tensorboard(p: m.TensorBoardParams, ctx: RequestContext) -> m.TensorBoardInfo:
+        return await tensorboards.open(p)
+
+    async def do_tensorboard_stop(
+        p: m.TensorBoardStopParams, ctx: RequestContext
+    ) -> m.TensorBoardStopResult:
+        return await tensorboards.stop(p)
+
+    async def do_kernel(p: m.KernelParams, ctx: RequestContext) -> m.KernelInfo:
+        result = await open_kernel(ops, forwards, p, ctx)
+        monitor.poke()
+        return result
+
     async def do_forwards(p: m.ForwardsListParams, ctx: RequestContext) -> m.ForwardsListResult:
-        return m.ForwardsListResult(forwards=forwards.listed(p.host))
+        return m.ForwardsListResult(forwards=all_forwards(p.host))
 
     async def do_unforward(p: m.ForwardCloseParams, ctx: RequestContext) -> m.ForwardCloseResult:
-        return m.ForwardCloseResult(closed=await forwards.close(p))
+        closed = await asyncio.gather(forwards.close(p), reverse_forwards.close(p))
+        return m.ForwardCloseResult(closed=[*closed[0], *closed[1]])
 
     async def do_fetch(p: m.FetchParams, ctx: RequestContext) -> m.FetchResult:
         return await fetch(ops, p, ctx)
@@ -262,6 +305,10 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
             "run/status": do_status,
             "run/wait": do_wait,
             "forwards/open": do_forward,
+            "forwards/reverse": do_reverse,
+            "tensorboard/open": do_tensorboard,
+            "tensorboard/stop": do_tensorboard_stop,
+            "kernel/open": do_kernel,
             "forwards/list": do_forwards,
             "forwards/close": do_unforward,
             "run/tail": do_tail,
@@ -287,8 +334,11 @@ def wire_operations(service: Service) -> list[Callable[[], Awaitable[None]]]:
     monitor.start()
     after_runs.start()
     retrier.resume()
+    syncs.resume()
     return [
         forwards.close_all,
+        reverse_forwards.close_all,
+        syncs.close,
         after_runs.close,
         retrier.close,
         monitor.close,

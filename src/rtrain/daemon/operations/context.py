@@ -65,7 +65,11 @@ class Ops:
         return run
 
     def annotate(self, run: RunInfo) -> RunInfo:
-        """`run` as clients see it: with what its log said, and what it has cost so far."""
+        """`run` as clients see it: with what its log said, what it has cost so far, and how
+        its tracker files were last synced."""
+        synced = self.registry.syncs_of(run.host, run.run_id)
+        if synced:
+            run = msgspec.structs.replace(run, synced=synced)
         return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
 
     def price(self, host: str) -> float | None:
@@ -169,7 +173,10 @@ class Ops:
         known = self.registry.get(host, run_id)
         state = next_state(HostSilent())
         base = known or RunInfo(host=host, run_id=run_id, state=state)
-        run = _replace(base, state=state, reason=error.message)
+        reason = error.message
+        if self.registry.pending_stop(host, run_id) is not None:
+            reason = f"stop pending: {reason}"  # some nodes may still train
+        run = _replace(base, state=state, reason=reason)
         if known is not None:
             self.record(run)
         return run

@@ -38,7 +38,7 @@ from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_environment import judge_environment
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
-from .preflight_packages import PackageVerdict, judge_packages, probe_names
+from .preflight_packages import PackageVerdict, judge_packages, probe_names, tracker_findings
 from .preflight_python import PythonVerdict, judge_python, torch_info
 from .run_inputs import Inputs
 
@@ -100,6 +100,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     for reason in judged.packages.reasons:
         verdict.problem("packages", reason)
     verdict.findings += judged.packages.findings
+    verdict.findings += tracker_findings(interpreter, report)
     judged.disk = _judge_workdir(verdict, report, workdir, gathered)
     judged.hub = _judge_hub_and_shell(verdict, report, p)
     if report.exit != answers.Exit.OK and not report.complete:

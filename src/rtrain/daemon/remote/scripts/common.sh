@@ -13,7 +13,7 @@ META_STARTED='' META_BOOT='' META_ATTEMPT=''
 PF_PID=
 NAP_PER_SECOND=
 REAL_RUN='' REAL_PATH='' REL='' TARGET=''
-RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT=''
 TAB=$(printf '\t')
 NL='
 '
@@ -295,6 +295,33 @@ session_members() {
 		}'
 }
 
+# end_watcher RUN_ID: end the limits watcher of the run in RUN_DIR (limits.sh: a session of
+# its own, without the marker, whose pid is in limits.pid) and its `sleep`: it would end by
+# itself within its interval once the run is over; a stop or a removal ends it before it
+# answers, so nothing of the run outlives the answer. Not when the caller is the watcher's
+# own stop (it runs stop.sh as its child), nor a pid that is not this run's watcher any more.
+# Needs nap_init.
+end_watcher() {
+	ew_pid=
+	{ IFS= read -r ew_pid <"$RUN_DIR/limits.pid"; } 2>/dev/null
+	is_uint "$ew_pid" && [ "${#ew_pid}" -le 9 ] && [ "$ew_pid" -gt 1 ] || return 0
+	have_proc && pid_alive "$ew_pid" || return 0
+	is_kin "$ew_pid" && return 0
+	ew_argv=$({ tr '\0' '\n' <"/proc/$ew_pid/cmdline"; } 2>/dev/null | head -n 4)
+	[ "$ew_argv" = "/bin/sh$NL./rtrain-limits$NL$RUN_DIR$NL$1" ] || return 0
+	kill -s TERM -- "-$ew_pid" 2>/dev/null || kill -s TERM "$ew_pid" 2>/dev/null
+	ew_left=$((3 * NAP_PER_SECOND))
+	while [ -n "$(session_members "$ew_pid")" ]; do
+		if [ "$ew_left" -le 0 ]; then
+			kill -s KILL -- "-$ew_pid" 2>/dev/null
+			break
+		fi
+		nap
+		ew_left=$((ew_left - 1))
+	done
+	return 0
+}
+
 # meta.json -> META_STARTED META_BOOT META_ATTEMPT. launch.sh writes one key per line, so no
 # JSON parser is needed here.
 read_meta() {
@@ -481,16 +508,22 @@ signal_words() {
 	fi
 }
 
-# rank_failure (rtrain-ranks: RANK EXIT SIGNAL PID STDERR ERROR_MESSAGE, `-` for none) ->
+# rank_failure (rtrain-ranks: RANK EXIT SIGNAL PID STDERR ERROR_MESSAGE [TIME], `-` for none) ->
 # RS_DETAIL `rank R: WHY`, or `rank R (exit N): WHY` for an exit other than 1; WHY is the
 # rank's last exception line, else its error file's message, else its last stderr line.
+# TIME (epoch seconds, the rank's last sign of life) -> RS_FAILED_AT: which node of a run
+# across hosts failed first.
 rank_failure_reason() {
 	rf_line=
 	{ IFS= read -r rf_line <"$1/rank_failure"; } 2>/dev/null
-	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message <<RF_EOF
+	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message rf_time <<RF_EOF
 $rf_line
 RF_EOF
 	is_uint "$rf_rank" || return 1
+	case $rf_time in
+	'' | *[!0-9.]* | *.*.*) ;;
+	*) RS_FAILED_AT=$rf_time ;;
+	esac
 	fr_text=
 	case $rf_stderr in
 	/*) ;;
@@ -682,10 +715,12 @@ run_alive() {
 	return 1
 }
 
-# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED ("-" when
-# empty; RS_STALLED: seconds a running run has been still, see limits.sh).
+# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED
+# RS_FAILED_AT ("-" when empty; RS_STALLED: seconds a running run has been still, see
+# limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
+# rank_failure_reason).
 run_state() {
-	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=-
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=-
 	if [ ! -d "$1" ]; then
 		RS_DETAIL='no run directory'
 		return 0
