@@ -142,6 +142,30 @@ exit 3
     assert not (ssh_hosts.home(GPU_USER) / "pwned").exists()
 
 
+@pytest.mark.parametrize("far_shell", far_shells())
+def test_lines_of_stdin_reach_a_script_through_a_shell_exactly(
+    ssh_hosts: TestHosts, runtime: Path, far_shell: str
+) -> None:
+    # What a start's list of inputs may hold: names no shell may expand or cut short.
+    lines = [f"{n}\t{word}" for n, word in enumerate(STRANGE_ARGS) if "\n" not in word]
+    lines += ["EOF", "'EOF'", "\\", "  spaces  ", "\t", "rtrain-0000-in", "é ü 日本"]
+    data = ("\n".join(lines) + "\n").encode() * 2000
+
+    async def body(transport: ExecTransport) -> tuple[Completed, Completed]:
+        shell = await open_shell(transport, far_shell)
+        try:
+            first = await shell.run("cat; printf done >&2", [], 30, data)
+            second = await shell.run('cat; printf "%s" "$#"', ["x"], 30)
+            return first, second
+        finally:
+            await shell.close()
+
+    first, second = on_plain(ssh_hosts, runtime, body)
+    assert first == Completed(0, data, b"done")
+    # The next script reads no leftover of it: its stdin is empty.
+    assert second == Completed(0, b"1", b"")
+
+
 def test_a_script_changes_nothing_for_the_next_one(ssh_hosts: TestHosts, runtime: Path) -> None:
     async def body(transport: ExecTransport) -> list[Completed]:
         shell = await open_shell(transport)
@@ -430,3 +454,15 @@ def test_a_host_with_few_sessions_still_runs_everything(
         assert got == hashlib.sha256((far_dir / "model.bin").read_bytes()).hexdigest()
     finally:
         shutil.rmtree(far_dir, ignore_errors=True)
+
+
+def test_no_script_that_reads_secrets_takes_its_stdin_through_a_shell() -> None:
+    # A far bash may keep a here-document in a temporary file; secrets never touch the disk.
+    from importlib import resources
+
+    from rtrain.daemon.ssh.exec_transport import LINES_ON_STDIN
+
+    scripts = resources.files("rtrain.daemon.remote") / "scripts"
+    for name in LINES_ON_STDIN:
+        own = (scripts / f"{name}.sh").read_text()
+        assert "read_secrets" not in own and "read_launch_input" not in own, name

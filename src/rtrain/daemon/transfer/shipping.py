@@ -32,6 +32,7 @@ from rtrain.protocol.errors import Kind, app_error
 
 from . import tree_ship
 from .lanes import Lanes, first_error
+from .local_hashes import sha256_and_size
 from .plan import channels_for, pieces
 
 CHUNK = 1024 * 1024
@@ -108,15 +109,15 @@ async def ship(
     input order. `progress` hears of bytes as they go, `landed` of each file in place."""
     temporaries: list[Path] = []
     try:
-        files = []
+        named = []
         for source, name in files_of(inputs):
             if isinstance(source, bytes):
                 path = _bytes_file(source)
                 temporaries.append(path)
             else:
                 path = source
-            size = path.stat().st_size
-            files.append(_File(path, name, size, await asyncio.to_thread(sha256_of, path)))
+            named.append((path, name))
+        files = await asyncio.to_thread(_hashed, named)
         advance = progress or (lambda _count: None)
         told = landed or (lambda _file: None)
         if not transport.streams:
@@ -416,12 +417,14 @@ def _piece_sha256(path: Path, offset: int, length: int) -> str:
     return digest.hexdigest()
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _hashed(named: list[tuple[Path, str]]) -> list[_File]:
+    """Each file with its size and sha256, in one thread for all of them (a thread each
+    would cost more than the hashing of a small file)."""
+    files = []
+    for path, name in named:
+        sha, size = sha256_and_size(path)
+        files.append(_File(path, name, size, sha))
+    return files
 
 
 def _bytes_file(data: bytes) -> Path:

@@ -925,15 +925,10 @@ is_sha256() {
 	[ "${#1}" = 64 ]
 }
 
-# An input this large (bytes) may stay shared with the cache instead of copied per run.
-SHARE_FROM=67108864
-
-# place_input ENTRY RUN_DIR NAME SIZE: the cached ENTRY (SIZE bytes) appears as RUN_DIR/NAME,
-# the run's own to rewrite, append to or delete without changing the cache or another run:
-# a reflink where the filesystem makes one (no bytes copied), else a private copy. Only an
-# input of SHARE_FROM bytes or more, for a user other than root, stays a hard link to the
-# read-only entry (the mode keeps the run from changing it; root ignores modes, so root
-# gets copies). `placed NAME copied|linked`.
+# place_input ENTRY RUN_DIR NAME: the cached ENTRY appears as RUN_DIR/NAME, the run's own to
+# rewrite, append to or delete without changing the cache or another run: a reflink where the
+# filesystem makes one (no bytes copied), else a private copy. Never a hard link: a run could
+# make its link writable (it owns the file) and change the cache. `placed NAME copied`.
 place_input() {
 	case /$3/ in
 	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
@@ -943,7 +938,6 @@ place_input() {
 	*/*) mkdir -p -- "${pi_dest%/*}" 2>/dev/null ;;
 	esac
 	pi_tmp=${pi_dest%/*}/.${3##*/}.placing-$$
-	pi_how=copied
 	# Tried once a script: a filesystem that cannot reflink one input cannot reflink the next.
 	if [ "${PI_REFLINK-}" != no ] && cp --reflink=always -- "$1" "$pi_tmp" 2>/dev/null &&
 		chmod u+w -- "$pi_tmp" 2>/dev/null; then
@@ -951,10 +945,7 @@ place_input() {
 	else
 		[ "${PI_REFLINK-}" = no ] || rm -f -- "$pi_tmp"
 		PI_REFLINK=no
-		if [ "${4:-0}" -ge "$SHARE_FROM" ] && [ "${PI_UID:=$(id -u)}" != 0 ] &&
-			ln -f -- "$1" "$pi_tmp" 2>/dev/null; then
-			pi_how=linked
-		elif ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
+		if ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
 			# A new file, so it is writable (and private: umask 077).
 			pi_msg=$(cat -- "$1" 2>&1 >"$pi_tmp")
 			rm -f -- "$pi_tmp"
@@ -965,7 +956,18 @@ place_input() {
 		rm -f -- "$pi_tmp"
 		fail "$E_WRITE" write "$(flat "$pi_msg")"
 	}
-	emit placed "$3" "$pi_how"
+	emit placed "$3" copied
+}
+
+# seal_entries: stdin names (a sha256 a line) entries just verified and moved into the cache,
+# read-only; their identity is written down (cache_inputs.py, whose text the calling script
+# holds in CACHE_PROGRAM), so that the next start places them without hashing them again.
+seal_entries() {
+	if have python3; then
+		python3 -c "$CACHE_PROGRAM" seal "$CACHE_DIR" 2>/dev/null || :
+	else
+		cat >/dev/null
+	fi
 }
 
 # run_rel RUN_DIR REL: RUN_DIR, REAL_RUN (its real path), REL (normalized) and TARGET (the
@@ -1209,6 +1211,11 @@ states_of() {
 	else
 		per_path "$1" file_state
 	fi
+}
+
+# file_ids LIST: each file's `DEVICE:INODE` (following links); fails where a path has none.
+file_ids() {
+	each_path "$1" stat -L -c '%d:%i' 2>/dev/null || each_path "$1" stat -L -f '%d:%i' 2>/dev/null
 }
 
 # hashes_of LIST: each file's hex sha256, with the batch form of the hasher sha256_of picks.
