@@ -143,3 +143,9 @@ def far_hydra_python() -> str:
     except (OSError, subprocess.SubprocessError) as error:
         _missing(f"cannot build a hydra venv for the far users at {HYDRA_VENV}: {error}")
     return str(HYDRA_PYTHON)
+
+
+if __name__ == "__main__":
+    # CI builds them before the suite (.ci/run), so no test spends its deadline on a build.
+    print(far_trainers_python())
+    print(far_hydra_python())

@@ -29,7 +29,10 @@ is the protocol's stable error kind, docs/protocol.md):
   free (`start(..., wait=True)` queues instead).
 - RunRefused (a RemoteError): the run cannot be acted on as asked (it is still running, its
   id is taken, the directory is not a run of rtrain's); nothing was done.
-- RemoteError: any other kind (`invalid_*`, `run_not_found`, `transfer_failed`, ...).
+- BadRequest, LoginRequired, HostRefused, NotFound, OperationFailed, DaemonMismatch: the
+  other meanings. Every error kind has a class of its own under its meaning (`RunActive`,
+  `RunExists`, `InvalidRunId`, `AuthFailed`, ...: docs/architecture.md); a kind this version
+  does not know is a plain RemoteError.
 """
 
 from __future__ import annotations
@@ -48,12 +51,47 @@ from rtrain.protocol.run_states import RetryOn
 
 from .daemon_client import DaemonClient
 from .errors import (
+    AuthFailed,
+    BadRequest,
+    DaemonMismatch,
     DaemonUnavailable,
+    DiskFull,
+    HostBusy,
+    HostKeyChanged,
     HostNotReady,
+    HostRefused,
     HostUnreachable,
+    InvalidCommand,
+    InvalidHost,
+    InvalidModel,
+    InvalidPath,
+    InvalidRequirement,
+    InvalidRunId,
+    InvalidSecret,
+    InvalidWorkdir,
+    LocalFileMissing,
+    LocalIo,
+    LoginRequired,
+    NotARun,
+    NoTerminateCommand,
+    NotFound,
+    NotImplementedByDaemon,
+    OperationFailed,
+    PathOutsideRun,
+    PortInUse,
+    PortNotListening,
+    ProtocolVersionMismatch,
     RemoteError,
+    RemoteFailed,
+    RemoteFileMissing,
     RtrainError,
+    RunActive,
+    RunExists,
+    RunNotFound,
     RunRefused,
+    StopRefused,
+    TimedOut,
+    TransferFailed,
 )
 from .run_state_text import state_text
 
@@ -61,16 +99,51 @@ from .run_state_text import state_text
 R = TypeVar("R")
 
 __all__ = [
+    "AuthFailed",
+    "BadRequest",
+    "DaemonMismatch",
     "DaemonUnavailable",
+    "DiskFull",
+    "HostBusy",
+    "HostKeyChanged",
     "HostNotReady",
+    "HostRefused",
     "HostUnreachable",
+    "InvalidCommand",
+    "InvalidHost",
+    "InvalidModel",
+    "InvalidPath",
+    "InvalidRequirement",
+    "InvalidRunId",
+    "InvalidSecret",
+    "InvalidWorkdir",
+    "LocalFileMissing",
+    "LocalIo",
+    "LoginRequired",
+    "NoTerminateCommand",
+    "NotARun",
+    "NotFound",
+    "NotImplementedByDaemon",
+    "OperationFailed",
+    "PathOutsideRun",
+    "PortInUse",
+    "PortNotListening",
+    "ProtocolVersionMismatch",
     "RemoteError",
+    "RemoteFailed",
+    "RemoteFileMissing",
     "RemoteHost",
     "RemotePreflight",
     "RemoteRun",
     "RemoteRunner",
     "RtrainError",
+    "RunActive",
+    "RunExists",
+    "RunNotFound",
     "RunRefused",
+    "StopRefused",
+    "TimedOut",
+    "TransferFailed",
 ]
 
 

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS runs (
     on_stall TEXT,
     stalled_since REAL,
     stopped_by TEXT,
+    ending TEXT,
     launcher TEXT,
     PRIMARY KEY (host, run_id)
 );
@@ -100,6 +101,17 @@ CREATE TABLE IF NOT EXISTS host_spans (
     idle_now INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS host_spans_alias ON host_spans (alias, last_seen);
+-- A person's stop of a run across hosts that some nodes did not answer (node indices, as
+-- JSON): the monitor finishes it on those nodes once they answer (docs/multinode.md).
+CREATE TABLE IF NOT EXISTS pending_stops (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    nodes TEXT NOT NULL,
+    grace REAL NOT NULL,
+    force INTEGER NOT NULL,
+    asked_at REAL NOT NULL,
+    PRIMARY KEY (host, run_id)
+);
 CREATE TABLE IF NOT EXISTS host_prices (
     alias TEXT PRIMARY KEY,
     price_per_hour REAL NOT NULL
@@ -139,6 +151,7 @@ _COLUMNS = (
     "on_stall",
     "stalled_since",
     "stopped_by",
+    "ending",
     "launcher",
     "nodes",
     "retry",
@@ -168,6 +181,7 @@ _ADDED_COLUMNS = {
     "on_stall": "TEXT",
     "stalled_since": "REAL",
     "stopped_by": "TEXT",
+    "ending": "TEXT",
     "launcher": "TEXT",
     "nodes": "TEXT",
     "retry": "TEXT",
@@ -178,6 +192,17 @@ _ADDED_COLUMNS = {
 _Latest = dict[str, float | None]
 # What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.
 _TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow"}
+
+
+class PendingStop(msgspec.Struct, frozen=True):
+    """A person's stop of a run across hosts, not yet done on `nodes` (which did not answer)."""
+
+    nodes: list[int]
+    grace: float
+    force: bool
+    asked_at: float
+
+
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
 
@@ -247,6 +272,7 @@ class Registry:
         self._db.execute("DELETE FROM after_run WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM run_metrics WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM tracker_syncs WHERE host = ? AND run_id = ?", (host, run_id))
+        self.end_pending_stop(host, run_id)
 
     def set_run_metrics(
         self, host: str, run_id: str, progress: Progress | None, latest: dict[str, float | None]
@@ -329,6 +355,42 @@ class Registry:
             )
             if tracker in _TRACKERS
         ]
+
+    def set_pending_stop(self, host: str, run_id: str, stop: PendingStop) -> None:
+        """A stop that `stop.nodes` of the run did not answer: still to be done there."""
+        self._db.execute(
+            "INSERT INTO pending_stops (host, run_id, nodes, grace, force, asked_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (host, run_id) DO UPDATE SET "
+            "nodes = excluded.nodes, grace = excluded.grace, force = excluded.force",
+            (
+                host,
+                run_id,
+                msgspec.json.encode(stop.nodes).decode(),
+                stop.grace,
+                int(stop.force),
+                stop.asked_at,
+            ),
+        )
+
+    def end_pending_stop(self, host: str, run_id: str) -> None:
+        self._db.execute("DELETE FROM pending_stops WHERE host = ? AND run_id = ?", (host, run_id))
+
+    def pending_stop(self, host: str, run_id: str) -> PendingStop | None:
+        return self.pending_stops().get((host, run_id))
+
+    def pending_stops(self) -> dict[tuple[str, str], PendingStop]:
+        """Every stop still to be finished on some nodes, by (host, run id)."""
+        found = {}
+        for host, run_id, nodes, grace, force, asked_at in self._db.execute(
+            "SELECT host, run_id, nodes, grace, force, asked_at FROM pending_stops"
+        ):
+            found[(host, run_id)] = PendingStop(
+                nodes=msgspec.json.decode(nodes, type=list[int]),
+                grace=float(grace),
+                force=bool(force),
+                asked_at=float(asked_at),
+            )
+        return found
 
     def set_after_run(self, host: str, run_id: str, plan: AfterRun) -> None:
         self._db.execute(

@@ -61,6 +61,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "pythonCandidates": [],
     "removed": False,
     "reset": False,
+    "retriesCancelled": 0,
     "reverse": False,
     "rotated": False,
     "running": 0,

@@ -13,6 +13,7 @@ import msgspec
 
 from .launcher_words import Launcher as Launcher  # what a start may ask for
 from .launcher_words import RunLauncher as RunLauncher  # what a run records
+from .run_states import Ending as Ending  # how a run ended, typed
 from .run_states import RetryOn as RetryOn  # which ends a retry follows
 from .run_states import RunState as RunState  # the wire type of a run's state
 
@@ -297,6 +298,10 @@ class RunInfo(Result):
     last_output_at: float | None = None
     # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
     stopped_by: StoppedBy | None = None
+    # How it ended (null while not ended): `completed`, `exited` (failed by its own exit or
+    # its scheduler), `stopped`, `max_duration`, `stall`, `vanished` (lost), `never_launched`
+    # (lost); each with its state and whether a retry starts it again (docs/architecture.md).
+    ending: Ending | None = None
     # What it has cost so far: its billed seconds (each attempt from its launch, or from the
     # end of its wait for GPUs, to its end or now) times the host's price per hour.
     billed_seconds: float | None = None
@@ -326,6 +331,9 @@ class RunNode(Result):
 
     host: str
     remote_dir: str
+    # The python this node runs torchrun with: `--python`, else its host's own `python` in
+    # config.toml, as the start chose it (null: a run of an older rtrain, node 0's).
+    python: str | None = None
 
 
 class RetryPolicy(Result):
@@ -1054,6 +1062,9 @@ class StopResult(Result):
     outcome: Literal["stopped", "not_running"]
     killed: list[int]
     run: RunInfo
+    # Attempts the daemon would still have started by itself (`--retry`) once the run was
+    # lost, which this stop cancelled.
+    retries_cancelled: int = 0
 
 
 class RestartParams(Params):
@@ -1098,6 +1109,9 @@ class RemoveParams(Params):
     host: str
     run_ids: list[str]
     workdir: str | None = None
+    # Stop the processes that still run in a run's directory without being part of the run
+    # (started there with exec: a TensorBoard), then remove; without it they refuse it.
+    force: bool = False
 
 
 class RemovedRun(Result):

@@ -163,11 +163,12 @@ wait_gone() {
 # After the outcome: the `run` line of status.sh, now that nothing of the run is alive.
 emit_state() {
 	run_state "$RUN_DIR" "$run_id"
-	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
 }
 
 collect
 if [ -z "$LIVE" ]; then
+	end_watcher "$run_id"
 	emit outcome not_running
 	emit_state
 	exit 0
@@ -190,6 +191,7 @@ if ! wait_gone "$grace_naps" "" && [ "$force" = 1 ]; then
 fi
 
 collect
+[ -z "$LIVE" ] && end_watcher "$run_id"
 set -f
 if [ -z "$LIVE" ]; then
 	emit outcome stopped
