@@ -261,15 +261,7 @@ class RunSeries:
             self._epoch_line = (reading.epoch or 1, reading.epochs)
             return
         rank = reading.rank or 0
-        bar = reading.progress
-        if bar is not None and reading.in_epoch:
-            bar = self._across_epochs(bar)
-        if bar is not None:
-            self._take_progress(bar, reading)
-        values = dict(reading.values)
-        step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
-        if reading.in_epoch and bar is not None:
-            step = bar.n  # Keras' batch, counted on across epochs
+        bar, values, step = self._bar_and_values(reading)
         if not values:
             return
         if step is None or not math.isfinite(step):
@@ -290,6 +282,21 @@ class RunSeries:
             self._settle(self._bar_n)  # what was held came before this record
         self.records += 1
         self._add(rank, float(self.records) if step is None else step, values)
+
+    def _bar_and_values(
+        self, reading: Reading
+    ) -> tuple[Progress | None, dict[str, float], float | None]:
+        """The reading's bar (taken for the progress), its values and its own step."""
+        bar = reading.progress
+        if bar is not None and reading.in_epoch:
+            bar = self._across_epochs(bar)
+        if bar is not None:
+            self._take_progress(bar, reading)
+        values = dict(reading.values)
+        step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
+        if reading.in_epoch and bar is not None:
+            step = bar.n  # Keras' batch, counted on across epochs
+        return bar, values, step
 
     def _settle(self, step: float | None, count: int | None = None) -> None:
         """The first `count` held records (all: None) at `step`."""
