@@ -189,6 +189,50 @@ def copy_into(source: str, target: str) -> None:
                 block = src.read(CHUNK)
 
 
+def parsed(line: str) -> tuple[str, int, str]:
+    """One line of stdin, `SHA<TAB>SIZE<TAB>NAME`; a malformed one ends the script."""
+    fields = line.rstrip("\n").split("\t", 2)
+    if len(fields) != 3 or not fields[1].isdigit():
+        fail(E_USAGE, "usage")
+    sha, size, name = fields
+    if len(sha) != 64 or sha.strip("0123456789abcdef"):
+        fail(E_USAGE, "usage")
+    if bad_name(name):
+        fail(E_OUTSIDE, "path_outside_run", name)
+    return sha, int(size), name
+
+
+def place_copy(entry: str, target: str, made: set[str]) -> None:
+    """A copy of a verified entry for the run, renamed into place only when whole."""
+    folder = os.path.dirname(target)
+    temporary = os.path.join(folder, f".{os.path.basename(target)}.placing-{os.getpid()}")
+    try:
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        copy_into(entry, temporary)
+        os.replace(temporary, target)
+    except OSError:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def say_missing(partial_dir: str, sha: str, name: str) -> None:
+    """An input to send, with the pieces of it that an earlier upload left."""
+    emit("missing", name)
+    try:
+        markers = os.listdir(os.path.join(partial_dir, sha + ".pieces"))
+    except OSError:
+        markers = []
+    for marker in sorted(markers):
+        offset, _, length = marker.partition("-")
+        if offset.isdigit() and length.isdigit():
+            emit("piece", name, offset, length)
+
+
 def place(cache_dir: str, run_dir: str) -> None:
     inputs_dir = os.path.join(cache_dir, "inputs")
     partial_dir = os.path.join(cache_dir, "partial")
@@ -197,45 +241,19 @@ def place(cache_dir: str, run_dir: str) -> None:
     good: dict[str, bool] = {}
     made: set[str] = set()
     for line in sys.stdin:
-        fields = line.rstrip("\n").split("\t", 2)
-        if len(fields) != 3 or not fields[1].isdigit():
-            fail(E_USAGE, "usage")
-        sha, size, name = fields
-        if len(sha) != 64 or sha.strip("0123456789abcdef"):
-            fail(E_USAGE, "usage")
-        if bad_name(name):
-            fail(E_OUTSIDE, "path_outside_run", name)
+        sha, size, name = parsed(line)
         if sha not in good:
             good[sha] = checked(inputs_dir, sha, identities, fresh)
         entry = os.path.join(inputs_dir, sha)
-        if good[sha] and os.path.getsize(entry) == int(size):
-            target = os.path.join(run_dir, name)
-            folder = os.path.dirname(target)
-            temporary = os.path.join(folder, f".{os.path.basename(name)}.placing-{os.getpid()}")
-            try:
-                if folder not in made:
-                    os.makedirs(folder, exist_ok=True)
-                    made.add(folder)
-                copy_into(entry, temporary)
-                os.replace(temporary, target)
-            except OSError as error:
-                try:
-                    os.remove(temporary)
-                except OSError:
-                    pass
-                identities.write_down(fresh, inputs_dir)
-                fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
-            emit("placed", name, "copied")
+        if not (good[sha] and os.path.getsize(entry) == size):
+            say_missing(partial_dir, sha, name)
             continue
-        emit("missing", name)
         try:
-            markers = os.listdir(os.path.join(partial_dir, sha + ".pieces"))
-        except OSError:
-            markers = []
-        for marker in sorted(markers):
-            offset, _, length = marker.partition("-")
-            if offset.isdigit() and length.isdigit():
-                emit("piece", name, offset, length)
+            place_copy(entry, os.path.join(run_dir, name), made)
+        except OSError as error:
+            identities.write_down(fresh, inputs_dir)
+            fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
+        emit("placed", name, "copied")
     identities.write_down(fresh, inputs_dir)
 
 
