@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from rtrain.daemon.launchers.nodes.launcher import combined, rendezvous, standalone
-from rtrain.daemon.remote.contract.run_scripts import RunRow
+from rtrain.daemon.remote.contract.run_scripts import RunRow, run_row
 from rtrain.protocol.messages import RunNode
 
 RowState = Literal[
@@ -41,9 +41,15 @@ def test_a_lost_node_explains_the_others_failing_after_it() -> None:
     assert ended.detail.startswith("node 1 (h2)")
 
 
-def test_a_limit_stop_keeps_its_words_for_the_daemon() -> None:
-    ended = combined("r", NODES, [row("stopped", "limit: max_duration 60"), row("stopped")])
+def test_a_limit_stop_keeps_its_typed_fields_for_the_daemon() -> None:
+    limited = run_row(["r", "stopped", "-", "-", "5", "limit: max_duration 60"])
+    ended = combined("r", NODES, [limited, row("stopped")])
     assert (ended.state, ended.detail) == ("stopped", "limit: max_duration 60")
+    assert (ended.stopped_by, ended.limit_seconds, ended.ending) == (
+        "max_duration",
+        60,
+        "max_duration",
+    )
 
 
 def test_node_0_gone_is_the_run_gone_and_another_gone_is_lost() -> None:

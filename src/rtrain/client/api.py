@@ -29,7 +29,10 @@ is the protocol's stable error kind, docs/protocol.md):
   free (`start(..., wait=True)` queues instead).
 - RunRefused (a RemoteError): the run cannot be acted on as asked (it is still running, its
   id is taken, the directory is not a run of rtrain's); nothing was done.
-- RemoteError: any other kind (`invalid_*`, `run_not_found`, `transfer_failed`, ...).
+- BadRequest, LoginRequired, HostRefused, NotFound, OperationFailed, DaemonMismatch: the
+  other meanings. Every error kind has a class of its own under its meaning (`RunActive`,
+  `RunExists`, `InvalidRunId`, `AuthFailed`, ...: docs/architecture.md); a kind this version
+  does not know is a plain RemoteError.
 """
 
 from __future__ import annotations
@@ -42,24 +45,61 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from rtrain.protocol import requests
 from rtrain.protocol.durations import parse_duration
+
+# At run time too: the public API's annotations resolve (tests/test_public_api.py).
+from rtrain.protocol.launcher_options import LauncherOptions
 from rtrain.protocol.limit_words import parse_limit
 from rtrain.protocol.requests import Call
 from rtrain.protocol.run_states import RetryOn
 
 from .daemon_client import DaemonClient
 from .errors import (
+    AuthFailed,
+    BadRequest,
+    DaemonMismatch,
     DaemonUnavailable,
+    DiskFull,
+    HostBusy,
+    HostKeyChanged,
     HostNotReady,
+    HostRefused,
     HostUnreachable,
+    InvalidCommand,
+    InvalidHost,
+    InvalidModel,
+    InvalidPath,
+    InvalidRequirement,
+    InvalidRunId,
+    InvalidSecret,
+    InvalidWorkdir,
+    LocalFileMissing,
+    LocalIo,
+    LoginRequired,
+    NotARun,
+    NoTerminateCommand,
+    NotFound,
+    NotImplementedByDaemon,
+    OperationFailed,
+    PathOutsideRun,
+    PortInUse,
+    PortNotListening,
+    ProtocolVersionMismatch,
     RemoteError,
+    RemoteFailed,
+    RemoteFileMissing,
     RtrainError,
+    RunActive,
+    RunExists,
+    RunNotFound,
     RunRefused,
+    StopRefused,
+    TimedOut,
+    TransferFailed,
 )
 from .run_state_text import state_text
 
 if TYPE_CHECKING:
     from rtrain.protocol import requests as wire
-    from rtrain.protocol.launcher_options import LauncherOptions
 
     WireOptions = wire.ProcessOptions | wire.TorchrunOptions | wire.NodesOptions | wire.SlurmOptions
 
@@ -67,16 +107,51 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 __all__ = [
+    "AuthFailed",
+    "BadRequest",
+    "DaemonMismatch",
     "DaemonUnavailable",
+    "DiskFull",
+    "HostBusy",
+    "HostKeyChanged",
     "HostNotReady",
+    "HostRefused",
     "HostUnreachable",
+    "InvalidCommand",
+    "InvalidHost",
+    "InvalidModel",
+    "InvalidPath",
+    "InvalidRequirement",
+    "InvalidRunId",
+    "InvalidSecret",
+    "InvalidWorkdir",
+    "LocalFileMissing",
+    "LocalIo",
+    "LoginRequired",
+    "NoTerminateCommand",
+    "NotARun",
+    "NotFound",
+    "NotImplementedByDaemon",
+    "OperationFailed",
+    "PathOutsideRun",
+    "PortInUse",
+    "PortNotListening",
+    "ProtocolVersionMismatch",
     "RemoteError",
+    "RemoteFailed",
+    "RemoteFileMissing",
     "RemoteHost",
     "RemotePreflight",
     "RemoteRun",
     "RemoteRunner",
     "RtrainError",
+    "RunActive",
+    "RunExists",
+    "RunNotFound",
     "RunRefused",
+    "StopRefused",
+    "TimedOut",
+    "TransferFailed",
 ]
 
 
@@ -422,6 +497,6 @@ def _wire_options(options: LauncherOptions | None) -> WireOptions | None:
     """A launcher's options object as the start message carries it (`kind` and camelCase)."""
     if options is None:
         return None
-    import msgspec  # only a start that names a launcher pays for it
+    import msgspec
 
     return cast("WireOptions", msgspec.to_builtins(options))

@@ -14,6 +14,7 @@ import msgspec
 from .launcher_options import LauncherOptions as LauncherOptions  # a start's launcher
 from .launcher_words import Launcher as Launcher  # what a start may ask for
 from .launcher_words import RunLauncher as RunLauncher  # what a run records
+from .run_states import Ending as Ending  # how a run ended, typed
 from .run_states import RetryOn as RetryOn  # which ends a retry follows
 from .run_states import RunState as RunState  # the wire type of a run's state
 
@@ -290,8 +291,14 @@ class RunInfo(Result):
     on_stall: OnStall | None = None
     # While it runs: since when (epoch seconds) its log has been still and its GPUs idle.
     stalled_since: float | None = None
+    # While it runs: when (epoch seconds) its train.log last changed, as of the last read.
+    last_output_at: float | None = None
     # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
     stopped_by: StoppedBy | None = None
+    # How it ended (null while not ended): `completed`, `exited` (failed by its own exit or
+    # its scheduler), `stopped`, `max_duration`, `stall`, `vanished` (lost), `never_launched`
+    # (lost); each with its state and whether a retry starts it again (docs/architecture.md).
+    ending: Ending | None = None
     # What it has cost so far: its billed seconds (each attempt from its launch, or from the
     # end of its wait for GPUs, to its end or now) times the host's price per hour.
     billed_seconds: float | None = None

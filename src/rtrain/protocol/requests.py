@@ -83,10 +83,14 @@ CLIENT_NOTIFICATIONS = frozenset(
 
 
 if TYPE_CHECKING:
-    from typing import Literal, NotRequired, TypedDict
+    from collections.abc import Callable
+    from typing import Literal, NotRequired, Protocol, TypedDict, overload
 
     AfterRunStage = Literal["done", "failed", "fetching", "terminating", "waiting"]
     ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
+    Ending = Literal[
+        "completed", "exited", "max_duration", "never_launched", "stall", "stopped", "vanished"
+    ]
     FindingLevel = Literal["info", "ok", "problem", "warning"]
     HubVerdict = Literal[
         "error", "no_token", "not_found", "not_granted", "ok", "token_scope", "unreachable"
@@ -512,7 +516,9 @@ if TYPE_CHECKING:
         stall_after: int | None
         on_stall: OnStall | None
         stalled_since: float | None
+        last_output_at: float | None
         stopped_by: StoppedBy | None
+        ending: Ending | None
         billed_seconds: float | None
         price_per_hour: float | None
         cost: float | None
@@ -631,6 +637,315 @@ if TYPE_CHECKING:
     class WaitResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
         outcome: WaitOutcome
+
+    class WireRequest(Protocol):
+        """`DaemonClient.request`: the answer's type follows the method's name."""
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["daemon/info"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> DaemonInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["daemon/stop"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StopDaemonResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/close"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardCloseResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/open"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/reverse"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/envs"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> EnvsResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/gc"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> GcResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/guard"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> GuardResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/login"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> LoginResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/logout"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> LogoutResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/preflight"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> PreflightResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/terminate"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TerminateResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["hosts/forget"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForgetHostResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["hosts/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> HostsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["hosts/price"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> HostPriceResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["initialize"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> InitializeResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["kernel/open"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> KernelInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["pools/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> PoolsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/exec"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ExecResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/fetch"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> FetchResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/metrics"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> MetricsResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/remove"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> RemoveResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/restart"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> RestartResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/shell"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ShellResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/start"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StartResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/status"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StatusResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/stop"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StopResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/tail"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TailResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/wait"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> WaitResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["runs/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> RunsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["shutdown"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> None: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["tensorboard/open"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TensorBoardInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["tensorboard/stop"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TensorBoardStopResultAnswer: ...
 
 
 def initialize(

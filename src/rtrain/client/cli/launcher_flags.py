@@ -1,5 +1,5 @@
 """`rtrain start`'s launcher flags as the one launcher-options object of the start message
-(protocol/launcher_options.py), built as plain JSON so that the CLI imports no msgspec.
+(protocol/launcher_options.py), built as plain JSON as every request builder's params are.
 
 A host list (HOST1,HOST2) is a run across hosts; a Slurm flag (or `--nodes` on one host) is
 a batch job's options, with `--launcher` saying whether the job runs torchrun; else
@@ -52,37 +52,56 @@ def launcher_options(
         if value
     ]
     if hosts:
-        if slurm:
-            fail(
-                f"{', '.join(slurm)} apply to Slurm hosts only; a run across hosts "
-                "(HOST1,HOST2) takes --nodes and --master-addr.",
-                2,
-            )
-        if launcher is not None:
-            fail(f"a run across hosts runs torchrun on each node; drop --launcher {launcher}.", 2)
-        across: NodesOptions = {"kind": "nodes", "hosts": hosts}
-        if nodes != 1:
-            across["nodes"] = nodes
-        if master_addr is not None:
-            across["masterAddr"] = master_addr
-        return across
+        return _across(hosts, launcher, slurm, nodes, master_addr)
     if master_addr is not None:
         fail("--master-addr is for a run across hosts (HOST1,HOST2 --nodes 2).", 2)
     if slurm or nodes != 1:
-        job: SlurmOptions = {"kind": "slurm"}
-        if partition is not None:
-            job["partition"] = partition
-        if time_limit is not None:
-            job["time"] = time_limit
-        if nodes != 1:
-            job["nodes"] = nodes
-        if signal_before_timeout is not None:
-            job["signalBeforeTimeout"] = signal_before_timeout
-        if requeue:
-            job["requeue"] = True
-        if launcher is not None:
-            job["torchrun"] = RUNS_TORCHRUN[launcher]  # checked above
-        return job
+        return _job(launcher, partition, time_limit, nodes, signal_before_timeout, requeue)
     if launcher is not None:  # a word of RUNS_TORCHRUN (checked above): its own kind
         return cast("ProcessOptions | TorchrunOptions", {"kind": launcher})
     return None
+
+
+def _across(
+    hosts: list[str], launcher: str | None, slurm: list[str], nodes: int, master_addr: str | None
+) -> NodesOptions:
+    """A run across `hosts`: no Slurm flag and no --launcher beside them."""
+    if slurm:
+        fail(
+            f"{', '.join(slurm)} apply to Slurm hosts only; a run across hosts "
+            "(HOST1,HOST2) takes --nodes and --master-addr.",
+            2,
+        )
+    if launcher is not None:
+        fail(f"a run across hosts runs torchrun on each node; drop --launcher {launcher}.", 2)
+    across: NodesOptions = {"kind": "nodes", "hosts": hosts}
+    if nodes != 1:
+        across["nodes"] = nodes
+    if master_addr is not None:
+        across["masterAddr"] = master_addr
+    return across
+
+
+def _job(
+    launcher: str | None,
+    partition: str | None,
+    time_limit: str | None,
+    nodes: int,
+    signal_before_timeout: int | None,
+    requeue: bool,
+) -> SlurmOptions:
+    """A Slurm job's options; --launcher says whether it runs torchrun."""
+    job: SlurmOptions = {"kind": "slurm"}
+    if partition is not None:
+        job["partition"] = partition
+    if time_limit is not None:
+        job["time"] = time_limit
+    if nodes != 1:
+        job["nodes"] = nodes
+    if signal_before_timeout is not None:
+        job["signalBeforeTimeout"] = signal_before_timeout
+    if requeue:
+        job["requeue"] = True
+    if launcher is not None:
+        job["torchrun"] = RUNS_TORCHRUN[launcher]  # type: ignore[index]  # checked by the caller
+    return job

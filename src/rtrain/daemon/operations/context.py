@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.placement import Placement
+from rtrain.daemon.launchers.torchrun.launcher import shown_command, uses_relay
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.host_address import resolved_hostname
@@ -23,9 +25,18 @@ from rtrain.daemon.transfer.lease import TransferLeases
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo, RunNode
-from rtrain.protocol.run_states import HostSilent, is_billed, is_ended, next_state
+from rtrain.protocol.run_states import (
+    HostSilent,
+    advance,
+    ending_of,
+    is_billed,
+    is_ended,
+    next_state,
+)
 
 from .guard_book import GuardBook
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,17 +56,27 @@ class Ops:
     # The hosts' guards as last read, and the ones config.toml asks the daemon to arm.
     guards: GuardBook = field(default_factory=GuardBook)
 
-    def record(self, run: RunInfo, metrics_changed: bool = False) -> RunInfo:
+    def record(self, run: RunInfo, metrics_changed: bool = False, publish: bool = True) -> RunInfo:
         """Store `run`; tell subscribers when anything they show changed (its state, or, with
-        `metrics_changed`, what its log said)."""
+        `metrics_changed`, what its log said), unless `publish` is False. The one way a
+        run's state is recorded: through the table of protocol/run_states.py."""
         if run.created_at and run.started_at and run.started_at < run.created_at:
             # The host's clock says when it started, in whole seconds (`date +%s`) and maybe
             # skewed; a run never starts before rtrain created it, so no answer says so.
             run = msgspec.structs.replace(run, started_at=run.created_at)
-        run = with_latest_attempt(run)
         before = self.registry.get(run.host, run.run_id)
+        # Every state a run takes goes through the table (protocol/run_states.py): a look
+        # that would move a settled attempt elsewhere is not recorded.
+        new_attempt = before is not None and _attempt_number(before) != _attempt_number(run)
+        state = advance(before.state if before else None, run.state, new_attempt)
+        if before is not None and state != run.state:
+            _log.warning(
+                "%s/%s: %s may not become %s; kept", run.host, run.run_id, state, run.state
+            )
+            return before
+        run = with_latest_attempt(_replace(run, ending=ending_of(run.state, run.ending)))
         self.registry.upsert(run)
-        if (
+        if publish and (
             metrics_changed
             or before is None
             or (before.state, before.exit_code, before.reason, before.stalled_since)
@@ -70,7 +91,24 @@ class Ops:
         synced = self.registry.syncs_of(run.host, run.run_id)
         if synced:
             run = msgspec.structs.replace(run, synced=synced)
-        return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
+        annotated = self.metrics.annotate(run)
+        if run.command and uses_relay(run.command):
+            annotated = msgspec.structs.replace(annotated, command=shown_command(run.command))
+        if annotated.progress is None and not annotated.latest and is_ended(run.state):
+            # A daemon restarted since the run ended has read none of its log: what was kept.
+            progress, latest = self.registry.run_metrics(run.host, run.run_id)
+            if progress is not None or latest:
+                annotated = msgspec.structs.replace(annotated, progress=progress, latest=latest)
+        return priced_run(annotated, self.price(run.host), time.time())
+
+    def keep_metrics(self, host: str, run_id: str) -> None:
+        """Keep what the ended run's log said (progress, latest values) past a restart."""
+        progress = self.metrics.progress(host, run_id)
+        latest = self.metrics.latest(host, run_id)
+        if progress is not None or latest:
+            if progress is not None:
+                progress = msgspec.structs.replace(progress, eta=None)
+            self.registry.set_run_metrics(host, run_id, progress, latest)
 
     def price(self, host: str) -> float | None:
         """What an hour of `host` costs: as `hosts/price` set it, else config.toml's."""
@@ -90,8 +128,7 @@ class Ops:
         if workdir is None and known is not None and known.remote_dir:
             return known.remote_dir
         # An explicit empty workdir is refused like any other bad one, not taken as default.
-        chosen = DEFAULT_WORKDIR if workdir is None else workdir
-        return f"{validation.workdir(chosen)}/{run_id}"
+        return f"{self.host_workdir(host, workdir)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
         """The host's transport: its connection, made (again) where there is none."""
@@ -187,6 +224,10 @@ def launcher_group(ops: Ops, run: RunInfo) -> tuple[bool, str]:
     processes (watch.sh), a scheduler's jobs (its status), and each run across hosts alone
     (its launcher is its nodes')."""
     return ops.launcher_of(run).states_from_status, run.run_id if run.nodes else ""
+
+
+def _attempt_number(run: RunInfo) -> int:
+    return run.attempts[-1].number if run.attempts else 1
 
 
 def with_latest_attempt(run: RunInfo) -> RunInfo:

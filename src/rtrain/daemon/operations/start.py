@@ -60,6 +60,7 @@ RESERVED = {
     CONFIG_NAME,
     DEMO_TRAINER,
     "train.log",
+    ".rtrain",
     "train.pid",
     "status",
     "meta.json",
@@ -224,7 +225,7 @@ async def _claim_ship_launch(
         retry=plan.retry,
     )
     pending = plan.limits.on_run(pending)
-    ops.registry.upsert(pending)
+    ops.record(pending, publish=False)
     if plan.after is not None:
         ops.registry.set_after_run(p.host, run_id, plan.after)
     ops.starting.add((p.host, run_id))

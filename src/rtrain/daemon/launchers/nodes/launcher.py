@@ -308,8 +308,8 @@ def combined(
     why = rows[ended_first]
     state = "lost" if why.state == "missing" else why.state
     detail = why.detail or ("its run directory is gone" if why.state == "missing" else None)
-    if state != "stopped" or not (detail or "").startswith("limit: "):
-        # A limit's detail stays as the far side wrote it (the daemon reads which limit).
+    if why.stopped_by is None:
+        # A limit's stop keeps its typed fields and words (the daemon reads which limit).
         where = f"node {ended_first} ({nodes[ended_first].host})"
         detail = f"{where}, {detail}" if detail else where
         also = [i for i, r in enumerate(rows) if i != ended_first and r.state == "failed"]
@@ -322,6 +322,9 @@ def combined(
         signal=why.signal,
         started_at=rows[0].started_at,
         detail=detail,
+        stopped_by=why.stopped_by,
+        limit_seconds=why.limit_seconds,
+        ending=why.ending,
     )
 
 

@@ -11,7 +11,7 @@ import msgspec
 
 from rtrain.daemon.remote.error_words import FarError
 from rtrain.protocol.messages import StoppedBy
-from rtrain.protocol.run_states import FarSide, RunState, next_state, state_word
+from rtrain.protocol.run_states import Ending, FarSide, RunState, next_state, state_word
 
 from .answers import Answer, Exit, Lines, Runner, as_float, as_int, pids
 
@@ -44,6 +44,9 @@ class RunRow(msgspec.Struct, frozen=True):
     # status.sh says so in its detail (`limit: max_duration 21600`); read here, once.
     stopped_by: StoppedBy | None = None
     limit_seconds: int | None = None
+    # How an ended run ended, where the row says more than its state (a limit, a run that
+    # never launched; protocol/run_states.py), read here once.
+    ending: Ending | None = None
 
     @property
     def exists(self) -> bool:
@@ -65,6 +68,9 @@ def run_row(values: list[str]) -> RunRow:
     # The far side cuts a reason at 300 bytes, maybe inside a character.
     said = None if detail in ("-", "") else detail.rstrip("\ufffd")
     limit = _limit_stop(said) if state == "stopped" else None
+    ending: Ending | None = limit[0] if limit else None
+    if state == "lost" and said == _NEVER_LAUNCHED:
+        ending = "never_launched"
     return RunRow(
         run_id=run_id,
         state=state,
@@ -76,9 +82,12 @@ def run_row(values: list[str]) -> RunRow:
         failed_at=as_float(failed_at),
         stopped_by=limit[0] if limit else None,
         limit_seconds=limit[1] if limit else None,
+        ending=ending,
     )
 
 
+# common.sh's words for a run directory whose trainer never started (run_state).
+_NEVER_LAUNCHED = "never launched"
 # common.sh's limit_detail: `limit: WHY SECONDS`, WHY as limits.sh writes it.
 _LIMIT_PREFIX = "limit: "
 _LIMIT_STOPS: dict[str, StoppedBy] = {"max_duration": "max_duration", "stalled": "stall"}
@@ -281,13 +290,16 @@ async def read_log(
 
 
 class WatchSlice(msgspec.Struct, frozen=True):
-    """`slice RUN_ID NAME START COUNT SIZE`, then COUNT raw bytes of the file from START."""
+    """`slice RUN_ID NAME START COUNT SIZE AGE`, then COUNT raw bytes of the file from
+    START."""
 
     run_id: str
     name: str  # "log" (train.log) or "jsonl" (metrics.jsonl)
     start: int
     size: int  # of the whole file when it was read
     data: bytes
+    # Of train.log: seconds since it last changed, by the host's clock (None: not told).
+    age: int | None = None
 
 
 class WatchReport(Answer, frozen=True, kw_only=True):
@@ -337,7 +349,8 @@ def decode_watch(stdout: bytes, exit: int = 0, error_text: str = "") -> WatchRep
             data = stdout[at : at + count]
             if len(data) < count:
                 break
-            slices.append(WatchSlice(fields[0], fields[1], start, size, data))
+            age = int(fields[5]) if len(fields) > 5 and fields[5].isdigit() else None
+            slices.append(WatchSlice(fields[0], fields[1], start, size, data, age))
             at += count + 1  # and the newline after the bytes
         elif slices:
             break  # nothing but slices may follow a slice

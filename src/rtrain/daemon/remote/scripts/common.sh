@@ -348,12 +348,25 @@ read_meta() {
 	done <"$1/meta.json"
 }
 
-# train.pid -> PF_PID (digits only, else empty).
+# RUN_DIR -> OWN: where rtrain keeps the files that decide a run's state (`status`,
+# `train.pid`): the run's private `.rtrain/`, which no trainer writing its own `status` into
+# its working directory reaches; RUN_DIR itself for a run an older rtrain launched (no
+# `.rtrain/`), so runs already on a host read as they did.
+own_dir() {
+	if [ -d "$1/.rtrain" ]; then
+		OWN=$1/.rtrain
+	else
+		OWN=$1
+	fi
+}
+
+# train.pid -> PF_PID (digits only, else empty); OWN as own_dir sets it.
 read_pid_file() {
 	PF_PID=
-	[ -f "$1/train.pid" ] || return 0
+	own_dir "$1"
+	[ -f "$OWN/train.pid" ] || return 0
 	pf_line=
-	{ IFS= read -r pf_line <"$1/train.pid"; } 2>/dev/null
+	{ IFS= read -r pf_line <"$OWN/train.pid"; } 2>/dev/null
 	case $pf_line in
 	'' | *[!0-9]*) return 0 ;;
 	esac
@@ -368,9 +381,10 @@ rebooted_since_start() {
 
 # The `status` file -> RS_STATE RS_EXIT RS_SIGNAL (RS_DETAIL); 1 when there is none yet.
 state_from_status_file() {
-	[ -f "$1/status" ] || return 1
+	own_dir "$1"
+	[ -f "$OWN/status" ] || return 1
 	sf_code=
-	{ IFS= read -r sf_code <"$1/status"; } 2>/dev/null
+	{ IFS= read -r sf_code <"$OWN/status"; } 2>/dev/null
 	if ! is_uint "$sf_code" || [ "${#sf_code}" -gt 3 ] || [ "$sf_code" -gt 255 ]; then
 		RS_STATE=failed RS_EXIT=- RS_SIGNAL=- RS_DETAIL='unreadable status file'
 	else
@@ -562,7 +576,8 @@ RF_EOF
 # last non-empty line (`rtrain RANK LINE` when that is rtrain's own message, such as the GPU
 # gate's refusal); nothing for an empty log. A `[rankN]: ` prefix (torch's own, or
 # rtrain-ranks') is read through: RANK is N, else `-`; with RANK given, other ranks' lines
-# are skipped. rtrain's own `rtrain: ` before a message goes.
+# are skipped. rtrain's own `rtrain: ` before a message goes. A bar redrawn after the
+# exception (tqdm's, at exit) is not its last word: the exception is.
 last_words() {
 	[ -f "$1" ] || return 0
 	tail -c 65536 "$1" 2>/dev/null | tr '\r' '\n' | awk -v want="${2-}" '
@@ -573,7 +588,8 @@ last_words() {
 				line = substr(line, RLENGTH + 1)
 			}
 			if (want != "" && rank != "-" && rank != want) next
-			if (line ~ /^Traceback \(most recent call last\):/) { tb[rank] = 1; next }
+			# A traceback may start after a progress bar drawn with no newline (tqdm, Lightning).
+			if (index(line, "Traceback (most recent call last):")) { tb[rank] = 1; next }
 			if (line ~ /^[ \t]*$/) next
 			if (tb[rank]) {
 				if (line ~ /^[ \t]/) next
@@ -755,7 +771,7 @@ run_state() {
 		RS_STATE=lost
 		if [ -n "$RS_REBOOTED" ]; then
 			RS_DETAIL='host rebooted since the run started'
-		elif [ ! -f "$1/train.pid" ] && [ ! -f "$1/meta.json" ]; then
+		elif own_dir "$1" && [ ! -f "$OWN/train.pid" ] && [ ! -f "$1/meta.json" ]; then
 			RS_DETAIL='never launched'
 		else
 			RS_DETAIL='process gone without exit status'
@@ -925,15 +941,10 @@ is_sha256() {
 	[ "${#1}" = 64 ]
 }
 
-# An input this large (bytes) may stay shared with the cache instead of copied per run.
-SHARE_FROM=67108864
-
-# place_input ENTRY RUN_DIR NAME SIZE: the cached ENTRY (SIZE bytes) appears as RUN_DIR/NAME,
-# the run's own to rewrite, append to or delete without changing the cache or another run:
-# a reflink where the filesystem makes one (no bytes copied), else a private copy. Only an
-# input of SHARE_FROM bytes or more, for a user other than root, stays a hard link to the
-# read-only entry (the mode keeps the run from changing it; root ignores modes, so root
-# gets copies). `placed NAME copied|linked`.
+# place_input ENTRY RUN_DIR NAME: the cached ENTRY appears as RUN_DIR/NAME, the run's own to
+# rewrite, append to or delete without changing the cache or another run: a reflink where the
+# filesystem makes one (no bytes copied), else a private copy. Never a hard link: a run could
+# make its link writable (it owns the file) and change the cache. `placed NAME copied`.
 place_input() {
 	case /$3/ in
 	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
@@ -943,7 +954,6 @@ place_input() {
 	*/*) mkdir -p -- "${pi_dest%/*}" 2>/dev/null ;;
 	esac
 	pi_tmp=${pi_dest%/*}/.${3##*/}.placing-$$
-	pi_how=copied
 	# Tried once a script: a filesystem that cannot reflink one input cannot reflink the next.
 	if [ "${PI_REFLINK-}" != no ] && cp --reflink=always -- "$1" "$pi_tmp" 2>/dev/null &&
 		chmod u+w -- "$pi_tmp" 2>/dev/null; then
@@ -951,10 +961,7 @@ place_input() {
 	else
 		[ "${PI_REFLINK-}" = no ] || rm -f -- "$pi_tmp"
 		PI_REFLINK=no
-		if [ "${4:-0}" -ge "$SHARE_FROM" ] && [ "${PI_UID:=$(id -u)}" != 0 ] &&
-			ln -f -- "$1" "$pi_tmp" 2>/dev/null; then
-			pi_how=linked
-		elif ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
+		if ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
 			# A new file, so it is writable (and private: umask 077).
 			pi_msg=$(cat -- "$1" 2>&1 >"$pi_tmp")
 			rm -f -- "$pi_tmp"
@@ -965,7 +972,18 @@ place_input() {
 		rm -f -- "$pi_tmp"
 		fail "$E_WRITE" write "$(flat "$pi_msg")"
 	}
-	emit placed "$3" "$pi_how"
+	emit placed "$3" copied
+}
+
+# seal_entries: stdin names (a sha256 a line) entries just verified and moved into the cache,
+# read-only; their identity is written down (cache_inputs.py, whose text the calling script
+# holds in CACHE_PROGRAM), so that the next start places them without hashing them again.
+seal_entries() {
+	if have python3; then
+		python3 -c "$CACHE_PROGRAM" seal "$CACHE_DIR" 2>/dev/null || :
+	else
+		cat >/dev/null
+	fi
 }
 
 # run_rel RUN_DIR REL: RUN_DIR, REAL_RUN (its real path), REL (normalized) and TARGET (the
@@ -1209,6 +1227,11 @@ states_of() {
 	else
 		per_path "$1" file_state
 	fi
+}
+
+# file_ids LIST: each file's `DEVICE:INODE` (following links); fails where a path has none.
+file_ids() {
+	each_path "$1" stat -L -c '%d:%i' 2>/dev/null || each_path "$1" stat -L -f '%d:%i' 2>/dev/null
 }
 
 # hashes_of LIST: each file's hex sha256, with the batch form of the hasher sha256_of picks.
