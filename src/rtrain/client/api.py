@@ -208,6 +208,7 @@ class RemoteRunner:
         retry_on: RetryOn | None = None,
         priority: int = 0,
         requirements: str | Path | None = None,
+        image: str | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
         A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
@@ -239,7 +240,10 @@ class RemoteRunner:
         `requirements`: a pip requirements file; `{python}` is then a virtual environment
         built from it on the host once and reused (default: the host's config.toml
         `requirements`, else `requirements.txt` in `code_dir`; "" for none;
-        docs/environments.md)."""
+        docs/environments.md).
+        `image`: a container image the setup and the trainer run in, in the host's podman or
+        docker, `{python}` its python3 (on Slurm: pyxis' `--container-image`; default: the
+        host's config.toml `image`; "" for none; docs/containers.md)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -264,6 +268,7 @@ class RemoteRunner:
                 if str(requirements)
                 else ""
             ),
+            image=image,
             run_id=run_id,
             gpus=gpus,
             python=self.host.python,

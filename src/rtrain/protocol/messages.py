@@ -563,6 +563,9 @@ class StartParams(Params):
     # built from it once per host and reused (docs/environments.md). null: the host's
     # config.toml `requirements`, else `requirements.txt` at the top of `code`; "" for none.
     requirements: str | None = None
+    # A container image: the setup and the trainer run inside it, in the host's container
+    # runtime (docs/containers.md). null: config.toml's `image`; "" for none.
+    image: str | None = None
 
 
 class SweepPoint(Params):

@@ -771,6 +771,7 @@ def run_start(
     priority: int | None = None,
     sweep: SweepPoint | None = None,
     requirements: str | None = None,
+    image: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -813,6 +814,7 @@ def run_start(
             priority=priority,
             sweep=sweep,
             requirements=requirements,
+            image=image,
         ),
     )
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.containers import run_container
 from rtrain.daemon.environments import run_environment
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
@@ -81,6 +82,7 @@ RESERVED = {
     STOP_FILE,
     *WATCHER_FILES,
     *run_environment.RESERVED,
+    *run_container.RESERVED,
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -227,6 +229,10 @@ async def _claim_ship_launch(
     wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
     if plan.environment is not None:
         wrapper += run_environment.builder_words(plan.python, run_dir)
+    if plan.container is not None:
+        names = [*plan.env, *p.secrets]
+        c = plan.container
+        wrapper += run_container.wrapper_words(c.runtime, c.image, run_id, names)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
     placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
     try:
@@ -242,6 +248,8 @@ def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], 
     python = plan.python
     if plan.environment is not None:
         python = run_environment.environment_python(run_dir)
+    if plan.container is not None and p.python is None:
+        python = run_container.IMAGE_PYTHON
     command = expand(
         plan.template or _demo_command(first_dataset, p.launcher, plan.across_hosts),
         python=python,
@@ -271,6 +279,9 @@ def _own_files(plan: StartPlan, command: list[str], gated: bool, on_host: bool) 
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
     if plan.environment is not None:
         files = run_environment.environment_files(plan.environment)
+        own.files += [LocalFile(name, text, len(text)) for name, text in files]
+    if plan.container is not None:
+        files = run_container.container_files()
         own.files += [LocalFile(name, text, len(text)) for name, text in files]
     if uses_relay(command):
         relay = relay_source()
@@ -385,6 +396,10 @@ def _meta(
         meta["code_dir"] = str(plan.code_dir)
     if plan.environment is not None:
         meta["environment"] = True  # a restart's new command: {python} is the environment's
+    if p.image:
+        meta["image"] = p.image
+    if plan.container is not None:
+        meta["container_runtime"] = plan.container.runtime
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
     return meta

@@ -34,6 +34,14 @@ DEMO_TRAINER = "demo_trainer.py"
 
 
 @dataclass(frozen=True)
+class ContainerPlan:
+    """A run inside an image: which runtime (`auto`: what the host has) and which image."""
+
+    runtime: str
+    image: str
+
+
+@dataclass(frozen=True)
 class StartPlan:
     """A start as validated: what runs where, with what, under which limits."""
 
@@ -55,6 +63,9 @@ class StartPlan:
     environment: EnvironmentLock | None = None
     # The code directory on this machine (a restart compares it with what was shipped).
     code_dir: Path | None = None
+    # The container the setup and the trainer run in, on a host that runs its own runs
+    # (a batch job's image is `p.image`, for its launcher).
+    container: ContainerPlan | None = None
 
     @property
     def across_hosts(self) -> bool:
@@ -94,6 +105,17 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     )
     inputs = await asyncio.to_thread(gather, sources)
     environment = _environment(ops, p, len(hosts), settings.requirements, inputs)
+    p, container = _container(ops, p, len(hosts), settings.image, settings.container_runtime)
+    if container is not None and environment is not None and p.requirements is None:
+        # The code's own requirements.txt is the image's business, not a host environment's.
+        environment = None if settings.requirements is None else environment
+    if container is not None and environment is not None:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            f"a run in the image {container.image} has no environment built on the host; "
+            "install the requirements in the image or with --setup, or pass --requirements ''"
+            " (docs/containers.md).",
+        )
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     # A run across hosts gives --nodes for its host list, not for a scheduler.
     check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
@@ -116,6 +138,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         retry=retry,
         environment=environment,
         code_dir=code_dir,
+        container=container,
     )
 
 
@@ -145,6 +168,26 @@ def _environment(
     if environment is None and p.requirements is None and on_host:
         environment = code_lock(inputs.files)
     return environment
+
+
+def _container(
+    ops: Ops, p: StartParams, nodes: int, host_image: str | None, runtime: str
+) -> tuple[StartParams, ContainerPlan | None]:
+    """The start with its image chosen (the start's, else the host's; "" for none), and the
+    container a run on the host runs in. A batch job's image goes to its launcher in `p`."""
+    image = p.image if p.image is not None else host_image
+    if not image:
+        return msgspec.structs.replace(p, image=None), None
+    validation.image(image)
+    p = msgspec.structs.replace(p, image=image)
+    if nodes > 1:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "--image is not supported for a run across hosts yet (docs/containers.md).",
+        )
+    if not ops.launcher(p.host).runs_on_host:
+        return p, None
+    return p, ContainerPlan(runtime=runtime, image=image)
 
 
 def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
