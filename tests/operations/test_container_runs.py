@@ -163,3 +163,44 @@ def test_an_image_and_a_host_environment_are_refused_together(ops: Ops) -> None:
     assert error.kind == "invalid_command"
     assert "install the requirements in the image" in error.message
     assert not ops.far_run_dir(run_id).exists()
+
+
+def preflight(ops: Ops, image: str, gpus: int) -> Any:
+    return ops.request(
+        "host/preflight", {"host": "plain", "workdir": ops.workdir, "gpus": gpus, "image": image}
+    )
+
+
+def container_lines(verdict: Any, level: str | None = None) -> list[str]:
+    return [
+        f.text
+        for f in verdict.findings
+        if f.topic == "container" and (level is None or f.level == level)
+    ]
+
+
+def test_preflight_names_the_runtime_and_finds_the_image(ops: Ops, podman_image: str) -> None:
+    verdict = preflight(ops, podman_image, 0)
+    said = container_lines(verdict)
+    assert any(line.startswith("podman: podman version") for line in said)
+    assert f"the image {podman_image} is there" in said
+    assert container_lines(verdict, "problem") == []
+
+
+def test_a_missing_image_is_a_preflight_problem_in_one_sentence(
+    ops: Ops, podman_image: str
+) -> None:
+    verdict = preflight(ops, "localhost/rtrain-no-such-image:1", 0)
+    assert not verdict.ok
+    [problem] = container_lines(verdict, "problem")
+    assert problem == (
+        "the image localhost/rtrain-no-such-image:1 is not in podman's local store on plain; "
+        "pull or load it there first (podman pull localhost/rtrain-no-such-image:1)."
+    )
+
+
+def test_an_image_that_sees_no_gpu_is_a_preflight_problem(ops: Ops, podman_image: str) -> None:
+    # The plain host's GPUs are a fake nvidia-smi: no device the runtime could hand over.
+    verdict = preflight(ops, podman_image, 1)
+    [problem] = container_lines(verdict, "problem")
+    assert problem.startswith(f"the image {podman_image} sees no GPU through podman: ")

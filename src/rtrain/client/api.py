@@ -138,13 +138,15 @@ class RemoteRunner:
         include: Sequence[str] = (),
         follow_links: bool = False,
         requirements: str | Path | None = None,
+        image: str | None = None,
     ) -> RemotePreflight:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
         paths start would ship (checked against the disk), and `config_path` and `code_dir`
         (with `include` and `follow_links`) counted as start ships them; `hf_models`: Hub
         models the host must download, with `secrets={"HF_TOKEN": ...}` as the token to
         try; `requirements`: a pip requirements file whose environment is built now (or
-        found built), as start would build it (docs/environments.md)."""
+        found built), as start would build it (docs/environments.md); `image`: a container
+        image, its runtime, presence and GPUs checked (docs/containers.md)."""
         result = self._call(
             requests.host_preflight(
                 host=self.host.alias,
@@ -160,6 +162,7 @@ class RemoteRunner:
                 hf_models=list(hf_models) or None,
                 secrets=dict(secrets) if secrets else None,
                 requirements=str(Path(requirements).resolve()) if requirements else None,
+                image=image,
             )
         )
         return RemotePreflight(

@@ -633,6 +633,7 @@ def host_preflight(
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
     requirements: str | None = None,
+    image: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -652,6 +653,7 @@ def host_preflight(
             hfModels=hf_models,
             secrets=secrets,
             requirements=requirements,
+            image=image,
         ),
     )
 

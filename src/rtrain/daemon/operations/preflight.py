@@ -34,6 +34,7 @@ from rtrain.protocol.messages import (
 
 from .cluster_preflight import LOGIN_NODE, login_node
 from .context import Ops, chosen
+from .preflight_container import judge_container
 from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_environment import judge_environment
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
@@ -81,6 +82,9 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         follow_links=p.follow_links,
     )
     lock = read_lock(Path(p.requirements), "--requirements") if p.requirements else None
+    image = p.image if p.image is not None else settings.image
+    if image:
+        validation.image(image)
     try:
         transport, report = await _probe(ops, p, interpreter, workdir)
     except RpcError as error:
@@ -114,6 +118,13 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         verdict.findings += found
         if problem is not None:
             verdict.problem("environment", problem)
+    if image and ops.launcher(p.host).runs_on_host:
+        found, problems = await judge_container(
+            transport, p.host, settings.container_runtime, image, p.gpus
+        )
+        verdict.findings += found
+        for reason in problems:
+            verdict.problem("container", reason)
     return _result(p, transport, report, verdict, judged)
 
 

@@ -106,16 +106,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     inputs = await asyncio.to_thread(gather, sources)
     environment = _environment(ops, p, len(hosts), settings.requirements, inputs)
     p, container = _container(ops, p, len(hosts), settings.image, settings.container_runtime)
-    if container is not None and environment is not None and p.requirements is None:
-        # The code's own requirements.txt is the image's business, not a host environment's.
-        environment = None if settings.requirements is None else environment
-    if container is not None and environment is not None:
-        raise app_error(
-            Kind.INVALID_COMMAND,
-            f"a run in the image {container.image} has no environment built on the host; "
-            "install the requirements in the image or with --setup, or pass --requirements ''"
-            " (docs/containers.md).",
-        )
+    environment = _environment_in(container, environment, p, settings.requirements)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     # A run across hosts gives --nodes for its host list, not for a scheduler.
     check_scheduler_options(ops, msgspec.structs.replace(p, nodes=1) if len(hosts) > 1 else p)
@@ -188,6 +179,26 @@ def _container(
     if not ops.launcher(p.host).runs_on_host:
         return p, None
     return p, ContainerPlan(runtime=runtime, image=image)
+
+
+def _environment_in(
+    container: ContainerPlan | None,
+    environment: EnvironmentLock | None,
+    p: StartParams,
+    host_lock: str | None,
+) -> EnvironmentLock | None:
+    """A run in an image builds no environment on the host: the code's own requirements.txt
+    is the image's business, and a lock asked for is refused with the image."""
+    if container is None or environment is None:
+        return environment
+    if p.requirements is None and host_lock is None:
+        return None
+    raise app_error(
+        Kind.INVALID_COMMAND,
+        f"a run in the image {container.image} has no environment built on the host; "
+        "install the requirements in the image or with --setup, or pass --requirements ''"
+        " (docs/containers.md).",
+    )
 
 
 def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
