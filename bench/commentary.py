@@ -24,6 +24,8 @@ def commentary(results: Results) -> dict[str, str]:
         notes["transfer"] = _transfer(results)
     if results.scale:
         notes["scale"] = _scale(results)
+    if results.files:
+        notes["files"] = _files(results)
     notes["limits"] = _limits(results)
     return notes
 
@@ -169,6 +171,23 @@ def _scale(results: Results) -> str:
         "wait above is mostly that contention, not the daemon's own work (its whole CPU "
         f"over the window was {scale.daemon_cpu_percent:.1f}% of a core). On real hosts "
         "that work runs on the hosts."
+    )
+
+
+def _files(results: Results) -> str:
+    assert results.files is not None
+    again = ", ".join(f"{entry.again.median:.2f} s ({entry.link.label})" for entry in results.files)
+    return (
+        f"The same code again took {again}. What it costs: the daemon only stats the local "
+        "files (their sha256 is remembered while they are unchanged); the far side checks "
+        "every cache entry's identity and makes the run its own copy of each file, in one "
+        "python3 process (`cache_inputs.py`). On a filesystem without reflinks (this "
+        "machine's ext4) that copy writes the whole tree again, as `tar x` does; with "
+        "reflinks (btrfs, XFS) it writes no data. The rest is the start's own round trips "
+        "(the run directory, the input list, the launch on a fresh login). A cold ship "
+        "writes every byte twice on the far side (the stream's unpacked contents, which go "
+        "into the cache, and the run's own copies) and hashes it once; `tar x` writes it "
+        "once and checks nothing. A fetch hashes each file on both sides."
     )
 
 

@@ -40,6 +40,9 @@ from rtrain.daemon.ssh.console_transport import ConsoleTransport  # noqa: E402
 from tests.hosts import GPU_USER, TestHosts, start_test_hosts  # noqa: E402
 
 MB = 1_000_000
+RUN_ID = "console-bench"
+# The mark of a run directory (common.sh's RUN_MARK): the run id, one line.
+RUN_MARK = ".rtrain-run"
 
 
 def write_payload(path: Path, size: int) -> str:
@@ -102,10 +105,14 @@ def row(direction: str, size: int, seconds: list[float]) -> dict[str, object]:
 def measure(hosts: TestHosts, work: Path, size: int, reps: int) -> list[dict[str, object]]:
     payload = work / "payload.bin"
     expected = write_payload(payload, size)
-    name = f".rtrain-bench-console-{uuid.uuid4().hex[:8]}"
+    top = f".rtrain-bench-console-{uuid.uuid4().hex[:8]}"
+    # A fetch reads only from a run of rtrain: a run directory with the mark prepare.sh leaves.
+    name = f"{top}/{RUN_ID}"
     far = hosts.home(GPU_USER) / name
-    far.mkdir(mode=0o700)
-    shutil.chown(far, GPU_USER, GPU_USER)
+    far.mkdir(mode=0o700, parents=True)
+    (far / RUN_MARK).write_text(f"{RUN_ID}\n")
+    for path in (far.parent, far, far / RUN_MARK):
+        shutil.chown(path, GPU_USER, GPU_USER)
     back = work / "back.bin"
     times: dict[str, list[float]] = {
         "console upload": [],
@@ -141,7 +148,7 @@ def measure(hosts: TestHosts, work: Path, size: int, reps: int) -> list[dict[str
             (far / f"scp-{rep}.bin").unlink()
     finally:
         console.close()
-        shutil.rmtree(far, ignore_errors=True)
+        shutil.rmtree(far.parent, ignore_errors=True)
     return [row(direction, size, seconds) for direction, seconds in times.items()]
 
 

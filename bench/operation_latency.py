@@ -22,6 +22,7 @@ from bench.sample import Sample
 from bench.world import BenchWorld, Link, rtrain_command
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.daemon.remote import script
+from rtrain.protocol.requests import Call
 
 OPERATIONS = ("status", "tail", "start", "stop")
 CLI, CLIENT, PER_STEP, FLOOR = "rtrain command", "rtrain open client", "ssh per step", "floor"
@@ -249,7 +250,7 @@ class LatencyBench:
     @staticmethod
     def _timed_request(client: DaemonClient, method: str, params: dict[str, Any]) -> float:
         started = time.perf_counter()
-        client.request(method, params)
+        client.call(Call(method, params))  # any method: the wire's own call
         return time.perf_counter() - started
 
     def _wait_for_log(self, client: DaemonClient, alias: str, run_id: str) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.command_start import CommandStart
+from bench.many_files import ManyFiles
 from bench.operation_latency import LinkLatency
 from bench.rpc_core import RpcFigures
 from bench.scale import ScaleFigures
@@ -31,6 +32,7 @@ class Results:
     rpc: list[RpcFigures] | None = None
     start: CommandStart | None = None
     scale: ScaleFigures | None = None
+    files: list[ManyFiles] | None = None
     errors: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     load_after: str = ""

@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "scale")
+BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "scale", "files")
 BENCH_PACKAGES = {"pygls": "pygls", "matplotlib": "matplotlib"}
 
 FULL = {
@@ -42,6 +42,9 @@ FULL = {
     "scale_runs": 1000,
     "scale_interval_s": 5.0,
     "scale_rounds": 3,
+    "files": 3000,
+    "files_reps": 2,
+    "files_delays_ms": [None, 25.0],
     # Transfers are link-bound at +25 ms already and take long there: +0 and +50 bracket it.
     "transfer_delays_ms": [None, 0.0, 50.0],
 }
@@ -59,6 +62,9 @@ QUICK = {
     "scale_runs": 200,
     "scale_interval_s": 2.0,
     "scale_rounds": 2,
+    "files": 300,
+    "files_reps": 1,
+    "files_delays_ms": [None, 50.0],
 }
 
 
@@ -171,6 +177,13 @@ def _run_one(name: str, world: Any, settings: dict[str, Any], results: Any) -> N
         )
         results.scale = scale.run()
         print(report.scale_table(results.scale))
+    elif name == "files":
+        from bench.many_files import ManyFilesBench
+
+        links = [world.link(delay) for delay in settings["files_delays_ms"]]
+        bench = ManyFilesBench(world, settings["files"], settings["files_reps"])
+        results.files = bench.run(links)
+        print(report.files_table(results.files))
 
 
 def _step(name: str, results: Any, body: Callable[[], None]) -> None:

@@ -138,6 +138,9 @@ class ScaleBench:
             )
             self._sleepers.append(sleeper)
             _write(run_dir / "train.pid", f"{sleeper.pid}\n", account)
+            # The mark prepare.sh leaves: without it a directory is no run of rtrain, its run
+            # reads `missing` at the first poll and is never polled again (the 0.00 figures).
+            _write(run_dir / ".rtrain-run", f"{run_id}\n", account)
             _write(
                 run_dir / "meta.json",
                 f'{{\n  "started_at": {now},\n  "boot_id": "{boot_id}"\n}}\n',

@@ -13,6 +13,9 @@ from bench.transfer import DOWN_RTRAIN, DOWN_SCP, UP_RTRAIN, UP_SCP
 
 STARTUP_LIMIT_S = 0.15
 RSS_LIMIT_MB = 100.0
+# Many small files: within this factor of tar over ssh; the same code again under AGAIN_S.
+TAR_FACTOR = 1.5
+AGAIN_S = 1.0
 
 
 @dataclass
@@ -102,6 +105,28 @@ def verdicts(results: Results) -> list[Verdict]:
                 f"({scale.runs} runs, {scale.hosts} hosts)",
                 f"{scale.rss_mb:.0f} MB",
                 scale.rss_mb < RSS_LIMIT_MB,
+            )
+        )
+    for files in results.files or []:
+        for direction, ours, reference in (
+            ("ship", files.ship, files.ship_tar),
+            ("fetch", files.fetch, files.fetch_tar),
+        ):
+            times = ratio(ours, reference)
+            found.append(
+                Verdict(
+                    f"{files.files} files, {direction} within {TAR_FACTOR:g}x of tar over ssh, "
+                    f"{files.link.label}",
+                    f"{times:.2f}x",
+                    times <= TAR_FACTOR,
+                )
+            )
+        found.append(
+            Verdict(
+                f"the same code again ({files.files} files) under {AGAIN_S:g} s, "
+                f"{files.link.label}",
+                f"{files.again.median:.2f} s",
+                files.again.median < AGAIN_S,
             )
         )
     return found

@@ -27,6 +27,9 @@ BASE_PYTHON = "/usr/bin/python3"
 REQUIREMENTS = ["torch==2.13.0", "numpy"]
 # The current majors of the real trainers; `[torch]` brings accelerate, which Trainer needs.
 TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3"]
+# What the tracker tests run on the far side (tests/trackers): TensorBoard, a Jupyter kernel,
+# MLflow's file store and W&B's offline runs.
+TRACKERS = ["tensorboard", "ipykernel", "jupyter_client", "mlflow-skinny", "wandb"]
 TORCH_PROBE = "import torch.distributed.run, numpy"
 # Found, not imported: importing them all takes seconds per test on a busy machine.
 TRAINERS_PROBE = (
@@ -57,17 +60,37 @@ def far_torch_python() -> str:
 def far_trainers_python() -> str:
     """The venv's python with transformers and Lightning too (installed in place when
     missing), or the test skips (fails in CI)."""
-    if _works(TRAINERS_PROBE):
+    return _with_packages(TRAINERS_PROBE, TRAINERS, "transformers and lightning")
+
+
+def far_trackers_python() -> str:
+    """The venv's python with the trackers too (installed in place when missing), or the
+    test skips (fails in CI)."""
+    modules = ("torch", "tensorboard", "ipykernel", "jupyter_client", "mlflow", "wandb")
+    return _with_packages(_found(modules), TRACKERS, "the trackers")
+
+
+def _found(modules: tuple[str, ...]) -> str:
+    """A probe that fails unless every module is found (found, not imported: fast)."""
+    return (
+        "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in "
+        f"{modules!r}))"
+    )
+
+
+def _with_packages(probe: str, packages: list[str], what: str) -> str:
+    """The venv's python once `probe` passes, `packages` installed in place when it does
+    not (torch pinned, so pip never swaps it), or the test skips (fails in CI)."""
+    if _works(probe):
         return str(PYTHON)
     far_torch_python()
     try:
         with open(f"{VENV}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not _works(TRAINERS_PROBE):
-                # Added beside what runs from it now: torch pinned, so pip never swaps it.
-                _pip(PYTHON, [*REQUIREMENTS, *TRAINERS])
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one installer; the others wait and reuse it
+            if not _works(probe):
+                _pip(PYTHON, [*REQUIREMENTS, *packages])
     except (OSError, subprocess.SubprocessError) as error:
-        _missing(f"cannot install transformers and lightning into {VENV}: {error}")
+        _missing(f"cannot install {what} into {VENV}: {error}")
     return str(PYTHON)
 
 
@@ -119,3 +142,9 @@ def far_hydra_python() -> str:
     except (OSError, subprocess.SubprocessError) as error:
         _missing(f"cannot build a hydra venv for the far users at {HYDRA_VENV}: {error}")
     return str(HYDRA_PYTHON)
+
+
+if __name__ == "__main__":
+    # CI builds them before the suite (.ci/run), so no test spends its deadline on a build.
+    print(far_trainers_python())
+    print(far_hydra_python())

@@ -90,12 +90,22 @@ class RunningCommand:
         self._arrived: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        # stderr is drained as it comes too: a read in `finish` would block past its timeout
+        # on a command that never ends, and a full pipe would stall the command.
+        self._err: list[str] = []
+        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self._err_reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self._arrived.put(line.rstrip("\n"))
         self._arrived.put(None)
+
+    def _read_err(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self._err.append(line)
 
     def wait_for_line(
         self, matches: Callable[[str], bool], timeout: float = COMMAND_TIMEOUT_S
@@ -114,10 +124,20 @@ class RunningCommand:
                 return line
 
     def finish(self, timeout: float = COMMAND_TIMEOUT_S) -> Outcome:
-        assert self.process.stderr is not None
-        err = self.process.stderr.read()
-        code = self.process.wait(timeout=timeout)
+        """Waits up to `timeout` for the command to end; one still running then is killed and
+        the test fails, saying what it had printed."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            err = "".join(self._err)
+            raise AssertionError(
+                f"{self.argv[1:]} still running after {timeout} s; stdout: {self.lines}, "
+                f"stderr: {err!r}"
+            ) from None
         self._reader.join(timeout)
+        self._err_reader.join(timeout)
+        err = "".join(self._err)
         self._close_pipes()
         while True:
             line = self._arrived.get_nowait() if not self._arrived.empty() else None
@@ -132,6 +152,7 @@ class RunningCommand:
             self.process.kill()
             self.process.wait()
         self._reader.join(COMMAND_TIMEOUT_S)
+        self._err_reader.join(COMMAND_TIMEOUT_S)
         self._close_pipes()
 
     def _close_pipes(self) -> None:

@@ -1,17 +1,21 @@
-"""The Python API raises a few typed errors a caller can catch without reading kinds, each
-still the RemoteError (with its `kind`) it always was."""
+"""The Python API raises typed errors a caller can catch without reading kinds: one class
+per kind, under the class of its meaning, each still the RemoteError (with its `kind`) it
+always was."""
 
 from __future__ import annotations
 
 import pytest
 
 from rtrain import (
+    BadRequest,
     DaemonUnavailable,
     HostNotReady,
     HostUnreachable,
+    InvalidRunId,
     RemoteError,
     RemoteRunner,
     RtrainError,
+    RunActive,
     RunRefused,
 )
 from tests.cli.conftest import WAITING_TRAINER, Cli
@@ -36,14 +40,14 @@ def test_too_few_gpus_is_host_not_ready_and_a_running_run_refuses_a_restart(cli:
     run = runner.start(config, run_id=run_id, gpus=0, command=["{python}", "-c", WAITING_TRAINER])
     with pytest.raises(RunRefused) as refused:
         runner.restart(run)
-    assert refused.value.kind == "run_active"
+    assert isinstance(refused.value, RunActive) and refused.value.kind == "run_active"
     with pytest.raises(RunRefused):
         runner.start(config, run_id=run_id, gpus=0, command=["{python}", "-c", "1"])
     assert runner.stop(run)
 
-    with pytest.raises(RemoteError) as other:
+    with pytest.raises(BadRequest) as bad:
         runner.status("$(id)")
-    assert type(other.value) is RemoteError and other.value.kind == "invalid_run_id"
+    assert type(bad.value) is InvalidRunId and bad.value.kind == "invalid_run_id"
 
 
 def test_no_daemon_is_daemon_unavailable(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ from tests.cli.conftest import WAITING_TRAINER, Cli
 from tests.cli.leftovers import kill_marked
 from tests.cli.rtrain_command import rtrain_executable
 from tests.hosts import GPU_USER
+from tests.operations.processes import pid_alive
 
 SLOW_DEMO_CONFIG = """\
 steps: 60
@@ -133,6 +134,34 @@ def test_rm_removes_an_ended_run_and_refuses_a_running_one(cli: Cli, host: str) 
     assert cli("status", host, ended, "--workdir", workdir).code == 1
     assert ended not in cli("runs").out
     assert (root / running).is_dir()
+
+
+@pytest.mark.parametrize("host", ["plain", "local"])
+def test_rm_names_what_still_runs_in_the_run_dir_and_force_stops_it(cli: Cli, host: str) -> None:
+    run_id = cli.new_run_id("dwelt")
+    cli.file("cfg.yaml", "x: 1\n")
+    cli.start(run_id, "{python}", "-c", "print('bye')", host=host)
+    cli.wait_state(host, run_id, "completed")
+    # What a TensorBoard started beside the run looks like: detached, in the run dir.
+    spawn = "nohup sleep 300 >/dev/null 2>&1 & echo $! > board.pid"
+    assert cli("exec", host, run_id, "--", "sh", "-c", spawn).code == 0
+    root = cli.local_workdir if host == "local" else cli.far_workdir
+    pid = int((root / run_id / "board.pid").read_text())
+    assert pid_alive(pid)
+
+    refused = cli("rm", host, run_id)
+    assert refused.code == 1, refused
+    assert (
+        f"cannot remove {run_id} on {host}: pid {pid} (sleep 300) still runs in its run "
+        "directory" in refused.err
+    ), refused
+    assert f"rtrain rm --force {host} {run_id}" in refused.err, refused
+    assert (root / run_id).is_dir() and pid_alive(pid)
+
+    done = cli("rm", host, run_id, "--force")
+    assert done.code == 0, done
+    assert not (root / run_id).exists()
+    assert not pid_alive(pid)
 
 
 def test_a_start_interrupted_before_its_launch_is_removable(cli: Cli) -> None:

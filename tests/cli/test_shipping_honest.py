@@ -241,8 +241,9 @@ def test_links_that_leave_the_code_directory_ship_as_links_and_secrets_are_named
     assert not creds.is_symlink() and creds.read_bytes() == passwd
 
 
-def test_a_large_dataset_stays_shared_and_the_run_cannot_change_it(cli: Cli) -> None:
-    # 64 MiB and more: one read-only copy on the host for every run (the far user is not root).
+def test_a_trainer_rewriting_its_cached_input_in_place_never_changes_the_cache(cli: Cli) -> None:
+    # 64 MiB and more used to be a hard link to the cache entry: a trainer that made it
+    # writable and rewrote it changed the cache, and every later run got its bytes.
     big = cli.cwd / "big.bin"
     big.write_bytes(bytes(range(256)) * (64 * 1024 * 4))
     digest = sha256(big.read_bytes())
@@ -254,10 +255,10 @@ def test_a_large_dataset_stays_shared_and_the_run_cannot_change_it(cli: Cli) -> 
     )  # fmt: skip
     assert done.code == 0, done
     trainer = (
-        "import os\n"
-        "try:\n    open('big.bin', 'ab').write(b'more')\n"
-        "except PermissionError:\n    print('refused', flush=True)\n"
-        "os.remove('big.bin'); print('deleted', flush=True)\n"
+        "import hashlib, os, stat\n"
+        "os.chmod('big.bin', os.stat('big.bin').st_mode | stat.S_IWUSR)\n"
+        "with open('big.bin', 'r+b') as f:\n    f.write(b'trainer was here')\n"
+        "print(hashlib.sha256(open('big.bin', 'rb').read()).hexdigest(), flush=True)\n"
     )
     second = cli.new_run_id()
     done = cli(
@@ -267,11 +268,50 @@ def test_a_large_dataset_stays_shared_and_the_run_cannot_change_it(cli: Cli) -> 
     assert done.code == 0, done
     started, *logs, end = done.json_lines()
     assert end["run"]["state"] == "completed", done
-    assert {f["path"]: f.get("how") for f in started["shipped"]}["big.bin"] == "linked"
-    assert "".join(entry["text"] for entry in logs) == "refused\ndeleted\n"
+    assert {f["path"]: f.get("how") for f in started["shipped"]}["big.bin"] == "copied"
+    # The trainer changed its own copy...
+    assert "".join(entry["text"] for entry in logs).strip() != digest
+    # ...and neither the cache nor the next run sees it.
     entry = cli.far_workdir / ".cache" / "inputs" / digest
     assert sha256(entry.read_bytes()) == digest
-    assert (cli.far_run_dir(first) / "big.bin").samefile(entry)
+    third = cli.new_run_id()
+    done = cli(
+        "start", "plain", "-c", "config.yaml", "-d", "big.bin", "--run-id", third,
+        "--workdir", cli.workdir, "--gpus", "0", "--no-follow", "--", "true",
+    )  # fmt: skip
+    assert done.code == 0, done
+    assert sha256((cli.far_run_dir(third) / "big.bin").read_bytes()) == digest
+    assert sha256((cli.far_run_dir(first) / "big.bin").read_bytes()) == digest
+
+
+def test_a_cache_entry_changed_in_place_with_the_same_size_is_never_placed(cli: Cli) -> None:
+    data = cli.cwd / "data.bin"
+    data.write_bytes(b"the shipped bytes\n" * 1000)
+    digest = sha256(data.read_bytes())
+    cli.file("config.yaml", "lr: 0.1\n")
+    done = cli(
+        "start", "plain", "-c", "config.yaml", "-d", "data.bin", "--run-id", cli.new_run_id(),
+        "--workdir", cli.workdir, "--gpus", "0", "--no-follow", "--", "true",
+    )  # fmt: skip
+    assert done.code == 0, done
+    entry = cli.far_workdir / ".cache" / "inputs" / digest
+    # Rewritten in place, same size, mode put back: only its bytes differ.
+    mode = entry.stat().st_mode
+    entry.chmod(mode | 0o200)
+    with entry.open("r+b") as f:
+        f.write(b"THE")
+    entry.chmod(mode)
+    run_id = cli.new_run_id()
+    done = cli(
+        "start", "plain", "-c", "config.yaml", "-d", "data.bin", "--run-id", run_id,
+        "--workdir", cli.workdir, "--gpus", "0", "--no-follow", "--json", "--", "true",
+    )  # fmt: skip
+    assert done.code == 0, done
+    started = done.json_lines()[0]
+    shipped = {f["path"]: (f.get("how", "sent"), f.get("sentBytes", 0)) for f in started["shipped"]}
+    assert shipped["data.bin"] == ("sent", data.stat().st_size)
+    assert sha256((cli.far_run_dir(run_id) / "data.bin").read_bytes()) == digest
+    assert sha256(entry.read_bytes()) == digest
 
 
 @pytest.mark.parametrize("host", ["plain", "console", "local"])

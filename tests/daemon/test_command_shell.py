@@ -77,6 +77,26 @@ async def pooled_shell(transport: ExecTransport) -> tuple[CommandShell, int]:
     return shell, int((await shell.run('printf "%s" "$PPID"', [], 30)).stdout)
 
 
+def has_children(pid: int) -> bool:
+    """Whether the far shell `pid` runs a script now (it has a child process)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended between the listing and the read
+        if int(fields[1]) == pid:
+            return True
+    return False
+
+
+async def until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Waits for an event, not for a time: `check` polled until it holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 async def warm(transport: ExecTransport) -> None:
     """Run scripts until one went through a shell (the first only opens one)."""
     for _ in range(200):
@@ -120,6 +140,30 @@ exit 3
     assert first.returncode == 3
     assert second == Completed(0, b"0", b"")
     assert not (ssh_hosts.home(GPU_USER) / "pwned").exists()
+
+
+@pytest.mark.parametrize("far_shell", far_shells())
+def test_lines_of_stdin_reach_a_script_through_a_shell_exactly(
+    ssh_hosts: TestHosts, runtime: Path, far_shell: str
+) -> None:
+    # What a start's list of inputs may hold: names no shell may expand or cut short.
+    lines = [f"{n}\t{word}" for n, word in enumerate(STRANGE_ARGS) if "\n" not in word]
+    lines += ["EOF", "'EOF'", "\\", "  spaces  ", "\t", "rtrain-0000-in", "é ü 日本"]
+    data = ("\n".join(lines) + "\n").encode() * 2000
+
+    async def body(transport: ExecTransport) -> tuple[Completed, Completed]:
+        shell = await open_shell(transport, far_shell)
+        try:
+            first = await shell.run("cat; printf done >&2", [], 30, data)
+            second = await shell.run('cat; printf "%s" "$#"', ["x"], 30)
+            return first, second
+        finally:
+            await shell.close()
+
+    first, second = on_plain(ssh_hosts, runtime, body)
+    assert first == Completed(0, data, b"done")
+    # The next script reads no leftover of it: its stdin is empty.
+    assert second == Completed(0, b"1", b"")
 
 
 def test_a_script_changes_nothing_for_the_next_one(ssh_hosts: TestHosts, runtime: Path) -> None:
@@ -218,7 +262,7 @@ def test_a_repeatable_script_whose_shell_is_killed_runs_again_on_its_own_channel
         shell, pid = await pooled_shell(transport)
         transport.shells.give_back(shell)
         answer = asyncio.ensure_future(transport.run("status", ["~/.rtrain/runs", "r1"]))
-        await asyncio.sleep(0.5)
+        await until("the script to start", lambda: has_children(pid))
         os.kill(pid, signal.SIGKILL)
         done = await answer
         assert not shell.usable
@@ -275,7 +319,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
         # Killed while a script runs in it (as an OOM killer would): that script fails in
         # one sentence that says what happened, not as a lost host.
         running = asyncio.ensure_future(shell.run("sleep 2", [], 30))
-        await asyncio.sleep(0.3)
+        await until("the script to start", lambda: has_children(pid))
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(ShellLost) as lost:
             await running
@@ -287,7 +331,7 @@ def test_a_shell_killed_on_the_far_side_is_a_clear_failure_then_replaced(
         idle, pid = await pooled_shell(transport)
         transport.shells.give_back(idle)
         os.kill(pid, signal.SIGKILL)
-        await asyncio.sleep(0.5)
+        await until("the shell to notice", lambda: not idle.usable)
         after_idle = await transport.run("status", ["~/.rtrain/runs", "r1"])
         return failure, after_idle, await transport.run("status", ["~/.rtrain/runs", "r1"])
 
@@ -410,3 +454,15 @@ def test_a_host_with_few_sessions_still_runs_everything(
         assert got == hashlib.sha256((far_dir / "model.bin").read_bytes()).hexdigest()
     finally:
         shutil.rmtree(far_dir, ignore_errors=True)
+
+
+def test_no_script_that_reads_secrets_takes_its_stdin_through_a_shell() -> None:
+    # A far bash may keep a here-document in a temporary file; secrets never touch the disk.
+    from importlib import resources
+
+    from rtrain.daemon.ssh.exec_transport import LINES_ON_STDIN
+
+    scripts = resources.files("rtrain.daemon.remote") / "scripts"
+    for name in LINES_ON_STDIN:
+        own = (scripts / f"{name}.sh").read_text()
+        assert "read_secrets" not in own and "read_launch_input" not in own, name

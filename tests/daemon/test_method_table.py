@@ -5,6 +5,7 @@ from __future__ import annotations
 from rtrain.client.errors import RemoteError
 from rtrain.protocol.errors import METHOD_NOT_FOUND
 from rtrain.protocol.methods import REQUESTS
+from rtrain.protocol.requests import Call
 from tests.daemon_fixtures import DaemonEnv
 
 
@@ -17,7 +18,7 @@ def test_every_request_of_the_protocol_has_a_handler(daemon_env: DaemonEnv) -> N
             if method in ("initialize", "shutdown"):
                 continue  # the client's own handshake has sent initialize
             try:
-                client.request(method, {})
+                client.call(Call(method, {}))
             except RemoteError as error:
                 if error.code == METHOD_NOT_FOUND:
                     unanswered.append(method)

@@ -137,7 +137,7 @@ def test_a_cut_around_the_launch_leaves_exactly_one_trainer_or_none(
         # host does next, its answer cannot come back on this connection.
         wait_for(f"{trigger} on the host", seen.exists)
         campaign.link.stall()
-        time.sleep(0.3)
+        wait_for("the host's next bytes to be caught in the stall", lambda: campaign.link.held)
         campaign.cut(MOMENTS[trigger])
         campaign.link.resume()
         broke.set()
@@ -268,7 +268,7 @@ def test_a_cut_during_status_says_unknown_or_the_truth(campaign: Campaign, route
     status = RequestInThread(
         campaign.client(), "run/status", {"host": PROXY_ALIAS, "runId": run_id}
     )
-    time.sleep(0.5)
+    wait_for("the status request to be caught in the stall", lambda: campaign.link.held)
     if route == "stays down":
         campaign.hosts.stop_plain()  # ssh's fresh connection is refused
     try:

@@ -46,6 +46,17 @@ def master_pids(cli: Cli) -> list[int]:
     ]
 
 
+def kill_master(cli: Cli) -> int:
+    """SIGKILL the host's one ControlMaster (a dropped connection): its pid, once gone."""
+    [master] = master_pids(cli)
+    os.kill(master, signal.SIGKILL)
+    deadline = time.monotonic() + WAIT_S
+    while not process_gone(master):
+        assert time.monotonic() < deadline, "the master survived SIGKILL"
+        time.sleep(0.02)
+    return master
+
+
 def serve(cli: Cli) -> tuple[str, int]:
     """A run on `plain` that serves its own directory over HTTP on a free far port."""
     run_id = cli.new_run_id("web")
@@ -76,12 +87,7 @@ def test_a_far_web_server_is_reached_and_again_after_the_master_is_killed(cli: C
     assert table.out_lines[1].split()[:4] == ["plain", str(port), url, run_id], table
 
     # The connection drops: the next request through the forward brings up a new master.
-    [master] = master_pids(cli)
-    os.kill(master, signal.SIGKILL)
-    deadline = time.monotonic() + WAIT_S
-    while not process_gone(master):
-        assert time.monotonic() < deadline, "the master survived SIGKILL"
-        time.sleep(0.02)
+    master = kill_master(cli)
     assert get(url + "config.yaml") == QUICK_DEMO_CONFIG
     assert master_pids(cli) and master not in master_pids(cli)
 

@@ -34,6 +34,7 @@ class TcpProxy:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._connections: set[_Connection] = set()
         self._flowing = asyncio.Event()
+        self._held = 0  # chunks due but waiting for a stalled link to flow again
         self._closed = False
         try:
             self._server = self._call(self._listen())
@@ -46,6 +47,12 @@ class TcpProxy:
     def connection_count(self) -> int:
         """Connections currently open through the proxy."""
         return len(self._connections)
+
+    @property
+    def held(self) -> int:
+        """Chunks that are due but wait for the stalled link (either direction): the event a
+        test waits for to know its traffic is caught in the stall."""
+        return self._held
 
     def stall(self) -> None:
         """Stop forwarding in both directions; sockets stay open and data waits."""
@@ -159,7 +166,12 @@ class TcpProxy:
                 wait = due - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
-                await self._flowing.wait()
+                if not self._flowing.is_set():
+                    self._held += 1
+                    try:
+                        await self._flowing.wait()
+                    finally:
+                        self._held -= 1
                 if not chunk:
                     if writer.can_write_eof():
                         writer.write_eof()  # half-close, as the sender did

@@ -4,7 +4,7 @@ suite's own cluster (tests/hosts/slurm_cluster.py), reached through the alias `c
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,6 +25,14 @@ ALIAS = "cluster"
 # First on the login user's PATH: a squeue that notes each call, then runs the real one.
 COUNTING_BIN = ".test-hosts/slurm-bin"
 SQUEUE_CALLS = ".rtrain-test-squeue-calls"
+# Each call is noted as one line: the arguments of the far script that ran squeue (its shell
+# is `sh -c SCRIPT rtrain ARGS...`; a $(...) subshell has the same command line).
+COUNTING_SQUEUE = (
+    "#!/bin/sh\n"
+    "xargs -0 -a /proc/$PPID/cmdline sh -c 'shift 4; echo \"$*\"' noted "
+    '>>"$HOME/{calls}"\n'
+    'exec {squeue} "$@"\n'
+)
 
 
 class SlurmLogin:
@@ -38,10 +46,11 @@ class SlurmLogin:
         self.alias = ALIAS
         self.user = SLURM_USER
 
-    def count_squeue(self) -> Callable[[], int]:
-        """How many times squeue has run on the login node so far, as a function to call."""
+    def squeue_calls(self) -> list[str]:
+        """Each time squeue has run on the login node so far: the arguments of the far
+        script that ran it (for the monitor's poll, its workdir and run ids)."""
         calls = self.home / SQUEUE_CALLS
-        return lambda: len(calls.read_text().splitlines()) if calls.exists() else 0
+        return calls.read_text().splitlines() if calls.exists() else []
 
     def as_user(self, *argv: str) -> str:
         """Run a Slurm command as the login user (e.g. `scancel` from outside rtrain)."""
@@ -64,7 +73,7 @@ def slurm_login(hosts: TestHosts) -> Iterator[SlurmLogin]:
     counting.mkdir(mode=0o755, parents=True, exist_ok=True)
     write_atomically(
         counting / "squeue",
-        f'#!/bin/sh\necho "$$" >>"$HOME/{SQUEUE_CALLS}"\nexec {shutil.which("squeue")} "$@"\n',
+        COUNTING_SQUEUE.format(calls=SQUEUE_CALLS, squeue=shutil.which("squeue")),
         0o755,
         0,
         0,

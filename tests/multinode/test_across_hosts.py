@@ -21,7 +21,9 @@ HOSTS = "plain,nogpu"
 # Each step all-reduces rank+1 over the ranks of every node (gloo, CPU) and keeps a
 # checkpoint (the step) in the node's run dir; a run started again resumes from the step all
 # nodes reached. `--fail-on TEXT`: the node whose run dir holds TEXT raises after its first
-# step, while the other sleeps outside any collective (so it fails of nothing but that).
+# step (with `--fail-when FILE`, after the first step that finds FILE in its run dir), while
+# the other sleeps outside any collective (so it fails of nothing but that) or, with no
+# --sleep, is in its next all-reduce (and fails of gloo's lost peer).
 TRAINER = """
 import argparse, os, sys, time
 import torch
@@ -31,6 +33,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--fail-on", default="")
+parser.add_argument("--fail-when", default="")
 args = parser.parse_args()
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -51,7 +54,8 @@ for step in range(start + 1, args.steps + 1):
         f.write(str(step))
     os.replace("checkpoint.tmp", "checkpoint")
     if args.fail_on and args.fail_on in os.getcwd():
-        raise ValueError(f"rank {rank} ran out of patience")
+        if not args.fail_when or os.path.exists(args.fail_when):
+            raise ValueError(f"rank {rank} ran out of patience")
     time.sleep(args.sleep)
 dist.destroy_process_group()
 if rank == 0:
@@ -59,13 +63,17 @@ if rank == 0:
 """
 
 
-def start_across(cli: Cli, run_id: str, *args: str, **options: str) -> None:
+def start_across(cli: Cli, run_id: str, *args: str, hosts: str = HOSTS, **options: str) -> None:
+    """A start of TRAINER across `hosts`, with the suite's torch python on every node unless
+    `python=""` leaves it to each host's config.toml."""
     cli.file("allreduce.py", TRAINER)
+    options.setdefault("python", far_torch_python())
+    if not options["python"]:
+        del options["python"]
     cli.start(
         run_id,
         "{torchrun}", "allreduce.py", *args,
-        host=HOSTS, nodes="2", gpus="1", python=far_torch_python(), code=str(cli.cwd),
-        **options,
+        host=hosts, nodes="2", gpus="1", code=str(cli.cwd), **options,
     )  # fmt: skip
 
 
@@ -111,6 +119,9 @@ def test_two_nodes_all_reduce_and_complete(two_hosts: Cli) -> None:
     assert "step 3 | sum 3.0 | world 2" in logs(cli, run_id)
     assert (second_run_dir(cli, run_id) / "checkpoint").read_text() == "3"
     assert run_pids(run_id) == []
+    # Each node's relay tags a rank's lines with its global rank, as torch's own lines do.
+    ready = re.findall(r"^\[rank(\d+)\]: rank (\d+) of 2 ready", logs(cli, run_id), re.M)
+    assert sorted(ready) == [("0", "0"), ("1", "1")], logs(cli, run_id)
 
     # tail: every node's lines behind its node, or one node's log as it is.
     both = cli("tail", "plain", run_id, "--no-follow")
@@ -148,6 +159,37 @@ def test_one_node_failing_fails_the_run_naming_node_and_rank_and_leaves_no_rank(
     assert re.search(r"node 1 \(nogpu\), rank [01]: ValueError: rank [01] ran out", out), out
     assert "ValueError: rank" in out and "ran out of patience" in out, out
     assert run_pids(run_id) == []  # node 0's rank was taken down with it
+
+
+def test_each_node_runs_its_own_python_from_config_toml_with_its_home_expanded(
+    two_hosts: Cli,
+) -> None:
+    """Each host's `python` in config.toml is a `~/` path that exists only in that host's
+    home: node 1 runs its own (not node 0's), and `~` is expanded for torchrun under the
+    relay too (it runs the python twice)."""
+    cli = two_hosts
+    lines = []
+    for host, user, name in (("plain", GPU_USER, "py0"), ("nogpu", NOGPU_USER, "py1")):
+        home = cli.hosts.home(user)
+        account = home.stat()
+        place = home / ".rtrain-cli" / cli.tag / name
+        place.mkdir(parents=True)
+        # A launcher of the venv's python (a link would lose the venv: it finds pyvenv.cfg
+        # beside the path it was started by).
+        (place / "python").write_text(f'#!/bin/sh\nexec {far_torch_python()} "$@"\n')
+        (place / "python").chmod(0o755)
+        for path in (place.parent.parent, place.parent, place, place / "python"):
+            os.chown(path, account.st_uid, account.st_gid)
+        lines.append(f'[hosts.{host}]\npython = "~/.rtrain-cli/{cli.tag}/{name}/python"\n')
+    (cli.daemon.config / "rtrain").mkdir(parents=True, exist_ok=True)
+    (cli.daemon.config / "rtrain" / "config.toml").write_text("".join(lines))
+    run_id = cli.new_run_id("pythons")
+    start_across(cli, run_id, python="")
+    assert wait_status(cli, run_id, "completed") == "completed", logs(cli, run_id)
+    assert "step 3 | sum 3.0 | world 2" in logs(cli, run_id)
+    ran = json.loads((second_run_dir(cli, run_id) / "meta.json").read_text())["command"]
+    assert any(word.endswith(f"/{cli.tag}/py1/python") for word in ran), ran
+    assert not any("/py0/" in word for word in ran), ran
 
 
 def test_stop_takes_every_node_down(two_hosts: Cli) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from rtrain.daemon.launchers.nodes.launcher import combined, rendezvous, standalone
-from rtrain.daemon.remote.contract.run_scripts import RunRow
+from rtrain.daemon.remote.contract.run_scripts import RunRow, run_row
 from rtrain.protocol.messages import RunNode
 
 RowState = Literal[
@@ -41,9 +41,15 @@ def test_a_lost_node_explains_the_others_failing_after_it() -> None:
     assert ended.detail.startswith("node 1 (h2)")
 
 
-def test_a_limit_stop_keeps_its_words_for_the_daemon() -> None:
-    ended = combined("r", NODES, [row("stopped", "limit: max_duration 60"), row("stopped")])
+def test_a_limit_stop_keeps_its_typed_fields_for_the_daemon() -> None:
+    limited = run_row(["r", "stopped", "-", "-", "5", "limit: max_duration 60"])
+    ended = combined("r", NODES, [limited, row("stopped")])
     assert (ended.state, ended.detail) == ("stopped", "limit: max_duration 60")
+    assert (ended.stopped_by, ended.limit_seconds, ended.ending) == (
+        "max_duration",
+        60,
+        "max_duration",
+    )
 
 
 def test_node_0_gone_is_the_run_gone_and_another_gone_is_lost() -> None:
@@ -78,3 +84,33 @@ Root Cause (first observed failure):
 """
     [failure] = summary_failures(summary)
     assert (failure["rank"], failure["local"], failure["pid"]) == ("1", "0", "4242")
+
+
+def failed(detail: str, at: float | None = None) -> RunRow:
+    return RunRow(run_id="r", state="failed", detail=detail, exit_code=1, failed_at=at)
+
+
+def test_a_lost_peer_is_a_consequence_and_the_first_failure_in_time_is_named() -> None:
+    peer = "rank 0: RuntimeError: [gloo/transport/tcp/pair.cc:534] Connection closed by peer"
+    own = "rank 1: ValueError: rank 1 ran out of patience"
+    # The peer-lost node failed earlier by its clock, and is first in the list: not blamed.
+    ended = combined("r", NODES, [failed(peer, 10.0), failed(own, 11.0)])
+    assert ended.detail == f"node 1 (h2), {own}; node 0 failed too", ended
+    nccl = (
+        "rank 2: DistBackendError: NCCL error: remote process exited or there was a network error"
+    )
+    ended = combined("r", NODES, [failed(nccl), failed(own)])
+    assert ended.detail is not None and ended.detail.startswith("node 1 (h2), rank 1: Value")
+    # Two failures of their own: the earlier one by the far side's times, whatever the order.
+    ended = combined("r", NODES, [failed("rank 0: KeyError: x", 12.5), failed(own, 12.25)])
+    assert ended.detail is not None and ended.detail.startswith("node 1 (h2)"), ended
+    ended = combined("r", NODES, [failed("rank 0: KeyError: x", 12.0), failed(own, 12.25)])
+    assert ended.detail is not None and ended.detail.startswith("node 0 (h1)"), ended
+
+
+def test_the_run_line_carries_the_first_failing_ranks_time() -> None:
+    from rtrain.daemon.remote.contract.run_scripts import run_row
+
+    line = ["r", "failed", "1", "-", "5", "rank 0: ValueError: x", "-", "1765000000.125"]
+    assert run_row(line).failed_at == 1765000000.125
+    assert run_row(line[:7]).failed_at is None

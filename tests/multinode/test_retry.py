@@ -92,3 +92,32 @@ def test_a_lost_run_comes_back_and_resumes_but_stopped_and_failed_runs_do_not(cl
     cli.wait_state("plain", lost, "lost (process gone without exit status)")
     assert run_pids(lost) == []
     assert len(attempts_of(cli, lost)) == 2
+
+
+def test_a_stop_during_the_back_off_ends_the_retries_and_says_so(cli: Cli) -> None:
+    cli.file("resume.py", RESUMING_TRAINER)
+    code = str(cli.cwd)
+    stopped, other = cli.new_run_id("backoff"), cli.new_run_id("witness")
+    for run_id in (stopped, other):
+        cli.start(run_id, "{python}", "resume.py", code=code, retry="2")
+        cli.wait_far_log(run_id, "step 2 |")
+    # Both lost in the same look of the host: their retries fall due together.
+    kill_run(stopped)
+    kill_run(other)
+    cli.wait_state("plain", stopped, "lost (process gone without exit status)")
+    done = cli("stop", "plain", stopped)
+    assert done.code == 0, done
+    assert done.out == (
+        f"{stopped} was not running on plain\n"
+        f"its 2 retries left are cancelled: the daemon will not start {stopped} again\n"
+    ), done
+    # The witness's retry comes after the back-off both shared; the stopped run's never.
+    wait_attempts(cli, other, 2, "running")
+    assert len(attempts_of(cli, stopped)) == 1
+    assert run_pids(stopped) == []
+    run = run_json(cli, stopped)
+    assert run["state"] == "lost", run
+    # Said once: a second stop has nothing left to cancel.
+    again = cli("stop", "plain", stopped)
+    assert again.out == f"{stopped} was not running on plain\n", again
+    assert cli("stop", "plain", other).code == 0

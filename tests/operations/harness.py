@@ -17,6 +17,7 @@ import pytest
 
 from rtrain.client.daemon_client import DaemonClient
 from rtrain.client.errors import RemoteError
+from rtrain.protocol.requests import Call
 from tests.daemon_fixtures import DaemonEnv
 from tests.hosts import GPU_USER, TestHosts
 from tests.operations.processes import marked_pids, process_gone, ssh_processes
@@ -61,7 +62,8 @@ class RequestInThread:
 
     def _run(self, method: str, params: dict[str, Any]) -> None:
         try:
-            self.result = self.client.request(method, params, on_notification=self._on)
+            call: Call[Any] = Call(method, params)  # any method: the wire's own call
+            self.result = self.client.call(call, on_notification=self._on)
         except BaseException as error:  # handed to the test
             self.error = error
 
@@ -118,7 +120,8 @@ class Ops:
 
     def request(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         client = self.clients[0] if self.clients else self.client()
-        return client.request(method, params, **kw)
+        call: Call[Any] = Call(method, params or {})  # any method: the wire's own call
+        return client.call(call, **kw)
 
     def kill_daemon(self) -> int:
         """`kill -9` the daemon and wait until it is gone; the next client starts a new one."""

@@ -29,6 +29,21 @@ def marked_pids(match: Callable[[str], bool]) -> list[int]:
     return found
 
 
+def argv_pids(match: Callable[[list[bytes]], bool]) -> list[int]:
+    """Processes whose argv (as /proc holds it, NUL-split) satisfies `match`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if match(argv):
+            found.append(int(entry.name))
+    return found
+
+
 def run_pids(run_id: str) -> list[int]:
     """Live processes of one run, found by its marker as the far side would."""
     return marked_pids(lambda marker: marker == run_id)

@@ -162,4 +162,5 @@ def test_fetch_paths_with_shell_syntax_are_only_names(ops: Ops) -> None:
         "rtrain-steps",
         "rtrain-limits",
         "rtrain-stop",
+        "limits.pid",
     }

@@ -101,3 +101,72 @@ def test_no_module_but_run_states_keeps_a_set_of_states() -> None:
                 continue  # requests.py: the generated copy of the wire type for the client
             offenders += _state_collections(path)
     assert offenders == []
+
+
+def test_a_settled_attempt_keeps_its_state_and_a_new_attempt_takes_any() -> None:
+    for before in RUN_STATES:
+        for after in RUN_STATES:
+            kept = run_states.advance(before, after, new_attempt=False)
+            if is_settled(before):
+                assert kept == before, (before, after)
+            else:
+                assert kept == after, (before, after)
+            assert run_states.advance(before, after, new_attempt=True) == after
+            assert run_states.advance(None, after, new_attempt=False) == after
+
+
+def test_every_ending_reads_as_an_ended_state_and_says_whether_it_is_retried() -> None:
+    for ending in run_states.ENDINGS:
+        assert is_ended(run_states.ending_rule(ending).state), ending
+    for state in RUN_STATES:
+        plain = run_states.ending_of(state)
+        assert (plain is None) == (not is_ended(state)), state
+        if plain is not None:
+            assert run_states.ending_rule(plain).state == state
+    # What a retry policy starts again: a vanished run on either policy, a failed one only
+    # on `failed`; never a stop, a limit's stop, or a run that never launched.
+    retried = {
+        (ending, on)
+        for ending in run_states.ENDINGS
+        for on in run_states.RETRY_ON
+        if run_states.is_retried(ending, on)
+    }
+    assert retried == {("vanished", "lost"), ("vanished", "failed"), ("exited", "failed")}
+    assert not run_states.is_retried(None, "failed")
+    # What was said wins only where it agrees with the state.
+    assert run_states.ending_of("lost", "never_launched") == "never_launched"
+    assert run_states.ending_of("failed", "never_launched") == "exited"
+    assert run_states.ending_of("running", "stall") is None
+
+
+def test_a_rows_ending_is_read_once_in_the_contract() -> None:
+    assert run_row(["r1", "lost", "-", "-", "-", "never launched"]).ending == "never_launched"
+    assert run_row(["r1", "lost", "-", "-", "-", "no status"]).ending is None
+    assert run_row(["r1", "stopped", "-", "-", "-", "limit: stalled 60"]).ending == "stall"
+    limited = run_row(["r1", "stopped", "-", "-", "-", "limit: max_duration 60"])
+    assert limited.ending == "max_duration"
+
+
+def test_only_the_recording_of_a_run_writes_its_state() -> None:
+    # Ops.record applies the table (run_states.advance); nothing else writes a run's row.
+    writers = []
+    for path in sorted((PACKAGE / "daemon").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "upsert":
+                writers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert len(writers) == 1 and writers[0].startswith("daemon/operations/context.py:"), writers
+    record = (PACKAGE / "daemon" / "operations" / "context.py").read_text()
+    assert "advance(" in record
+
+
+def test_a_run_recorded_before_endings_is_retried_as_its_state_says() -> None:
+    from rtrain.daemon.operations.retry import due
+    from rtrain.protocol.messages import RetryPolicy
+
+    policy = RetryPolicy(limit=2, on="lost")
+    lost = RunInfo(host="h", run_id="r", state="lost", retry=policy)
+    assert due(lost)
+    assert not due(
+        RunInfo(host="h", run_id="r", state="lost", ending="never_launched", retry=policy)
+    )
+    assert not due(RunInfo(host="h", run_id="r", state="failed", retry=policy))

@@ -35,15 +35,18 @@ def test_every_script_that_uses_a_code_uses_one_of_the_table() -> None:
 
 
 # Modules whose processes are no far-side script: the user's notify command on this machine,
-# and `ssh -W` under a port forward (ssh's own exit status).
-_NO_FAR_SCRIPT = {"run_end_notify.py", "forwards.py"}
+# `ssh -W` under a port forward or `ssh -O forward -R` (ssh's own exit status), and the
+# tracker's importer that a sync runs on this machine.
+_NO_FAR_SCRIPT = {"run_end_notify.py", "forwards.py", "reverse_forwards.py", "sync.py"}
+# Programs that run on the far host inside a script: they write machine lines, not read them.
+_FAR_PROGRAMS = {"cache_inputs.py", "preflight_probe.py"}
 
 
 def test_only_the_contract_reads_machine_lines_or_exit_numbers() -> None:
     offenders = []
     for path in DAEMON.rglob("*.py"):
         if (
-            path.name in _NO_FAR_SCRIPT
+            path.name in _NO_FAR_SCRIPT | _FAR_PROGRAMS
             # The contract's families, and each launcher's own (its package's contract.py).
             or path.name == "contract.py"
             or "contract" in path.relative_to(DAEMON).parts[:-1]

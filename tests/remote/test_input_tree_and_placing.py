@@ -9,6 +9,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.remote.conftest import Remote
 
 
@@ -39,8 +41,8 @@ def test_a_placed_input_is_the_runs_own_and_the_entry_stays_read_only(remote: Re
     entry.write_bytes(data)
     entry.chmod(0o400)
     for run_dir in (first, second):
-        args = [str(workdir), str(run_dir), digest, str(len(data)), "conf/config.yaml"]
-        done = remote.run("cache_place", *args)
+        listing = f"{digest}\t{len(data)}\tconf/config.yaml\n".encode()
+        done = remote.run("cache_place", str(workdir), str(run_dir), stdin=listing)
         assert done.returncode == 0, done
         assert done.values("placed") == [["conf/config.yaml", "copied"]]
     mine = first / "conf" / "config.yaml"
@@ -50,3 +52,43 @@ def test_a_placed_input_is_the_runs_own_and_the_entry_stays_read_only(remote: Re
         f.write(b"appended\n")
     assert entry.read_bytes() == data and (second / "conf" / "config.yaml").read_bytes() == data
     assert stat.S_IMODE(entry.stat().st_mode) == 0o400
+
+
+def _without_python(remote: Remote, tmp_path: Path) -> dict[str, str]:
+    """The environment of a host with every tool of this one's PATH but python."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for folder in remote.env["PATH"].split(os.pathsep):
+        for tool in Path(folder).glob("*") if Path(folder).is_dir() else []:
+            if not tool.name.startswith("python") and not (tools / tool.name).exists():
+                (tools / tool.name).symlink_to(tool)
+    return {**remote.env, "PATH": str(tools)}
+
+
+@pytest.mark.parametrize("python", ["python3", "no python"])
+def test_a_cache_entry_changed_in_place_with_the_same_size_is_dropped_not_placed(
+    remote: Remote, tmp_path: Path, python: str
+) -> None:
+    data = b"the shipped bytes\n" * 100
+    digest = hashlib.sha256(data).hexdigest()
+    workdir = remote.home / ".rtrain"
+    env = remote.env if python == "python3" else _without_python(remote, tmp_path)
+    entry = workdir / ".cache" / "inputs" / digest
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes(data)
+    entry.chmod(0o400)
+    listing = f"{digest}\t{len(data)}\tdata.bin\n".encode()
+    _, first = remote.prepare()
+    done = remote.run("cache_place", str(workdir), str(first), stdin=listing, env=env)
+    assert done.values("placed") == [["data.bin", "copied"]], done
+    # Same size, same mode, other bytes: as a trainer holding a link to it could leave it.
+    entry.chmod(0o600)
+    with open(entry, "r+b") as f:
+        f.write(b"THE")
+    entry.chmod(0o400)
+    _, second = remote.prepare()
+    done = remote.run("cache_place", str(workdir), str(second), stdin=listing, env=env)
+    assert done.returncode == 0, done
+    assert done.values("missing") == [["data.bin"]] and done.values("placed") == []
+    assert not entry.exists() and not (second / "data.bin").exists()
+    assert (first / "data.bin").read_bytes() == data

@@ -109,3 +109,29 @@ def test_a_bad_limits_line_launches_nothing(remote: Remote) -> None:
         assert done.returncode == 2, (bad, done)
         assert done.values("error") == [["usage", "bad limits"]], done
         assert not (run_dir / "meta.json").exists()
+
+
+def session_of(leader: int) -> list[int]:
+    """Live processes of the session `leader` leads (the watcher and its `sleep`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[3] == str(leader) and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_stop_answers_once_the_watcher_and_its_sleep_are_gone(remote: Remote) -> None:
+    run_id, run_dir = launch_limited(remote, STILL, "3600\t0\tflag\t1.0")
+    watcher = the_watcher(run_id)
+    wait_for(lambda: len(session_of(watcher)) >= 2, what="the watcher's sleep")
+    done = remote.stop(Launched(run_id, run_dir, 0, 0), grace="5", force="1")
+    assert done.value("outcome") == "stopped", done
+    # Nothing of the run outlives the answer: not the watcher, not its sleep.
+    assert session_of(watcher) == [], session_of(watcher)
+    assert watchers(run_id) == [] and marked_pids(run_id) == []

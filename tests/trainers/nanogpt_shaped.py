@@ -86,7 +86,7 @@ def main() -> None:
             fail_now()
         loss = torch.nn.functional.mse_loss(model(inputs), targets)
         optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+        loss.backward()
         if world > 1:
             for parameter in model.parameters():
                 assert parameter.grad is not None

@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from tests.cli.conftest import Cli
 from tests.trainers.trainer_runs import (
     assert_same_series,
@@ -31,6 +33,8 @@ def losses(log_history: list[dict[str, float]]) -> dict[int, float]:
     return {int(entry["step"]): entry["loss"] for entry in log_history if "loss" in entry}
 
 
+# Two real training runs and a restart, each allowed RUN_S (trainer_runs.py).
+@pytest.mark.timeout(900)
 def test_hf_trainer_metrics_resume_and_checkpoint(cli: Cli, trainers_python: str) -> None:
     run_id = cli.new_run_id("hf")
     start(cli, run_id, "hf_trainer", trainers_python, "{python}", "train.py", "--max_steps=20")

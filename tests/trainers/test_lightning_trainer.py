@@ -5,6 +5,7 @@ fetched checkpoint loads."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tests.cli.conftest import Cli
@@ -21,6 +22,8 @@ def losses(records: list[dict[str, float]]) -> dict[int, float]:
     return {int(record["step"]): record["loss"] for record in records}
 
 
+# Two real training runs and a restart, each allowed RUN_S (trainer_runs.py).
+@pytest.mark.timeout(900)
 def test_lightning_metrics_resume_and_checkpoint(cli: Cli, trainers_python: str) -> None:
     run_id = cli.new_run_id("pl")
     # 10 batches an epoch, a checkpoint every 5 steps: the run stops in its second epoch.

@@ -98,11 +98,10 @@ def test_a_striped_upload_and_fetch_are_byte_exact_and_the_second_start_sends_no
     # The same dataset again: placed from the host's cache, not one byte sent.
     second = ops.start("print('two')", dataset=str(dataset))
     assert second.uploaded_bytes == 0
-    # A small input becomes the run's own copy; one of 64 MiB and more stays shared,
-    # read-only, with the cache (the far user is not root).
+    # Every input becomes the run's own copy (or reflink): no run can change the cache.
     assert {f.path: (f.how, f.sent_bytes) for f in second.shipped} == {
         "config.yaml": ("copied", 0),
-        dataset.name: ("linked", 0),
+        dataset.name: ("copied", 0),
     }
     assert (ops.far_run_dir(second.run.run_id) / dataset.name).read_bytes() == dataset.read_bytes()
     ops.wait_state(second.run.run_id, lambda run: run.state != "running")

@@ -29,11 +29,15 @@ is the protocol's stable error kind, docs/protocol.md):
   free (`start(..., wait=True)` queues instead).
 - RunRefused (a RemoteError): the run cannot be acted on as asked (it is still running, its
   id is taken, the directory is not a run of rtrain's); nothing was done.
-- RemoteError: any other kind (`invalid_*`, `run_not_found`, `transfer_failed`, ...).
+- BadRequest, LoginRequired, HostRefused, NotFound, OperationFailed, DaemonMismatch: the
+  other meanings. Every error kind has a class of its own under its meaning (`RunActive`,
+  `RunExists`, `InvalidRunId`, `AuthFailed`, ...: docs/architecture.md); a kind this version
+  does not know is a plain RemoteError.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,12 +51,47 @@ from rtrain.protocol.run_states import RetryOn
 
 from .daemon_client import DaemonClient
 from .errors import (
+    AuthFailed,
+    BadRequest,
+    DaemonMismatch,
     DaemonUnavailable,
+    DiskFull,
+    HostBusy,
+    HostKeyChanged,
     HostNotReady,
+    HostRefused,
     HostUnreachable,
+    InvalidCommand,
+    InvalidHost,
+    InvalidModel,
+    InvalidPath,
+    InvalidRequirement,
+    InvalidRunId,
+    InvalidSecret,
+    InvalidWorkdir,
+    LocalFileMissing,
+    LocalIo,
+    LoginRequired,
+    NotARun,
+    NoTerminateCommand,
+    NotFound,
+    NotImplementedByDaemon,
+    OperationFailed,
+    PathOutsideRun,
+    PortInUse,
+    PortNotListening,
+    ProtocolVersionMismatch,
     RemoteError,
+    RemoteFailed,
+    RemoteFileMissing,
     RtrainError,
+    RunActive,
+    RunExists,
+    RunNotFound,
     RunRefused,
+    StopRefused,
+    TimedOut,
+    TransferFailed,
 )
 from .run_state_text import state_text
 
@@ -60,16 +99,51 @@ from .run_state_text import state_text
 R = TypeVar("R")
 
 __all__ = [
+    "AuthFailed",
+    "BadRequest",
+    "DaemonMismatch",
     "DaemonUnavailable",
+    "DiskFull",
+    "HostBusy",
+    "HostKeyChanged",
     "HostNotReady",
+    "HostRefused",
     "HostUnreachable",
+    "InvalidCommand",
+    "InvalidHost",
+    "InvalidModel",
+    "InvalidPath",
+    "InvalidRequirement",
+    "InvalidRunId",
+    "InvalidSecret",
+    "InvalidWorkdir",
+    "LocalFileMissing",
+    "LocalIo",
+    "LoginRequired",
+    "NoTerminateCommand",
+    "NotARun",
+    "NotFound",
+    "NotImplementedByDaemon",
+    "OperationFailed",
+    "PathOutsideRun",
+    "PortInUse",
+    "PortNotListening",
+    "ProtocolVersionMismatch",
     "RemoteError",
+    "RemoteFailed",
+    "RemoteFileMissing",
     "RemoteHost",
     "RemotePreflight",
     "RemoteRun",
     "RemoteRunner",
     "RtrainError",
+    "RunActive",
+    "RunExists",
+    "RunNotFound",
     "RunRefused",
+    "StopRefused",
+    "TimedOut",
+    "TransferFailed",
 ]
 
 
@@ -212,6 +286,8 @@ class RemoteRunner:
         priority: int = 0,
         requirements: str | Path | None = None,
         image: str | None = None,
+        sync: Sequence[Literal["mlflow"]] = (),
+        sync_to: str | None = None,
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
         A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
@@ -246,7 +322,9 @@ class RemoteRunner:
         docs/environments.md).
         `image`: a container image the setup and the trainer run in, in the host's podman or
         docker, `{python}` its python3 (on Slurm: pyxis' `--container-image`; default: the
-        host's config.toml `image`; "" for none; docs/containers.md)."""
+        host's config.toml `image`; "" for none; docs/containers.md).
+        `sync`: trackers whose files of the run reach this machine's tracker while it trains
+        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -297,6 +375,8 @@ class RemoteRunner:
             retry=retry,
             retry_on=retry_on,
             priority=priority or None,
+            sync=list(sync) or None,
+            sync_to=(sync_to or os.environ.get("MLFLOW_TRACKING_URI") or None) if sync else None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rtrain.protocol import errors as pe
 from rtrain.protocol import locations, requests
@@ -29,6 +29,9 @@ from rtrain.protocol.version import PROTOCOL_VERSION, RTRAIN_VERSION
 
 from . import daemon_notices
 from .errors import DaemonProtocolError, DaemonUnavailable, Interrupted, RemoteError, remote_error
+
+if TYPE_CHECKING:
+    from rtrain.protocol.requests import WireRequest
 
 # The answer a call promises (requests.py's `...Answer` views; a WireObject at run time).
 R = TypeVar("R")
@@ -201,16 +204,21 @@ class DaemonClient:
             raise
         raise Interrupted(result)
 
-    def request(
+    @property
+    def request(self) -> WireRequest:
+        """`call` with the wire's own method name and params, for tools and tests that
+        speak the wire directly; rtrain's own code builds its calls with `requests`. Typed
+        by the method's name: `request("daemon/info")` is a DaemonInfoAnswer."""
+        return self._request  # type: ignore[return-value]  # the overloads are WireRequest's
+
+    def _request(
         self,
         method: str,
         params: dict[str, Any] | None = None,
         on_notification: NotificationHandler | None = None,
         cancel_on_interrupt: bool = False,
-    ) -> Any:
-        """`call` with the wire's own method name and params, for tools and tests that
-        speak the wire directly; rtrain's own code builds its calls with `requests`."""
-        call: Call[Any] = Call(method, params or {})
+    ) -> object:
+        call: Call[object] = Call(method, params or {})
         return self.call(call, on_notification, cancel_on_interrupt)
 
     def _wait(self, msg_id: int, on_notification: NotificationHandler | None) -> Any:

@@ -27,7 +27,8 @@ class SpawnedDaemon:
         """What the daemon wrote to its log since it was started."""
         try:
             with open(self.log, "rb") as f:
-                f.seek(self.log_offset)
+                # A log past its cap starts afresh (daemon/daemon_log.py): then from its start.
+                f.seek(self.log_offset if os.fstat(f.fileno()).st_size >= self.log_offset else 0)
                 return f.read(64 * 1024).decode(errors="replace")
         except OSError:
             return ""

@@ -84,14 +84,7 @@ class Forwards:
 
     async def open(self, p: ForwardParams) -> ForwardInfo:
         validation.host(p.host)
-        if p.run_id is not None:
-            validation.run_id(p.run_id)
-            if self.ops.known(p.host, p.run_id) is None:
-                raise app_error(
-                    Kind.RUN_NOT_FOUND,
-                    f"rtrain knows of no run {p.run_id} on {p.host}; `rtrain runs {p.host}` "
-                    "lists the ones it does.",
-                )
+        owning_run(self.ops, p.host, p.run_id)
         for fwd in self._open.values():
             if fwd.host == p.host and fwd.remote_port == p.remote_port:
                 if p.local_port in (None, fwd.local_port):
@@ -130,13 +123,7 @@ class Forwards:
     async def close(self, p: ForwardCloseParams) -> list[ForwardInfo]:
         if p.host is not None:
             validation.host(p.host)
-        chosen = [
-            fwd
-            for fwd in self._open.values()
-            if (p.local_port is None or fwd.local_port == p.local_port)
-            and (p.host is None or fwd.host == p.host)
-            and (p.remote_port is None or fwd.remote_port == p.remote_port)
-        ]
+        chosen = [fwd for fwd in self._open.values() if closes(p, fwd.info())]
         closed = [fwd.info() for fwd in chosen]
         await asyncio.gather(*(self._stop(fwd) for fwd in chosen))
         return closed
@@ -263,6 +250,31 @@ class Forwards:
             fwd.last_error = classify(fwd.host, text, proc.returncode, master.config).message
         if fwd.last_error:
             log.info("forward %d: %s", fwd.local_port, fwd.last_error)
+
+
+def owning_run(ops: Ops, host: str, run_id: str | None) -> RunInfo | None:
+    """The run a forward is to belong to (None for none): one the registry knows."""
+    if run_id is None:
+        return None
+    validation.run_id(run_id)
+    run = ops.known(host, run_id)
+    if run is None:
+        raise app_error(
+            Kind.RUN_NOT_FOUND,
+            f"rtrain knows of no run {run_id} on {host}; `rtrain runs {host}` lists the ones "
+            "it does.",
+        )
+    return run
+
+
+def closes(p: ForwardCloseParams, fwd: ForwardInfo) -> bool:
+    """Whether `forwards/close` with `p` ends `fwd`: it matches everything `p` names."""
+    return (
+        (p.local_port is None or fwd.local_port == p.local_port)
+        and (p.host is None or fwd.host == p.host)
+        and (p.remote_port is None or fwd.remote_port == p.remote_port)
+        and (p.reverse is None or fwd.reverse == p.reverse)
+    )
 
 
 def channel_argv(master: ControlMaster, port: int) -> list[str]:

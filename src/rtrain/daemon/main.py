@@ -11,6 +11,7 @@ import sys
 from rtrain.protocol import locations
 from rtrain.protocol.daemon_process import LOST_RACE
 
+from .daemon_log import setup_daemon_log
 from .instance_lock import AlreadyRunning, InstanceLock
 from .private_dir import UnsafeDirectory, ensure_private_dir
 from .registry import Registry
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
         # Losing the start-up race is normal: the other daemon serves everyone.
         print(f"rtrain daemon: {LOST_RACE}", file=sys.stderr)
         return 0
-    _setup_logging(locations.log_path(), foreground)
+    setup_daemon_log(locations.log_path(), foreground)
     registry, damage = Registry.open_or_replace(state / "registry.sqlite3")
     service = Service(socket_path, runtime, state, locations.log_path(), registry)
     if damage is not None:
@@ -78,14 +79,3 @@ async def _serve(service: Service) -> None:
         for close in closers:
             await close()
         log.info("stopped")
-
-
-def _setup_logging(path: os.PathLike[str], foreground: bool) -> None:
-    handlers: list[logging.Handler] = [logging.FileHandler(path)]
-    if foreground:
-        handlers.append(logging.StreamHandler(sys.stderr))
-    logging.basicConfig(
-        level=os.environ.get("RTRAIN_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        handlers=handlers,
-    )

@@ -5,8 +5,10 @@ Changes are recorded (and so pushed to subscribers as `run/changed`); a host tha
 be reached turns its running runs `unknown`, with the reason, until it answers again.
 Every answer also counts as the host seen up (busy or idle), for what it costs; a host
 with a price is polled on while it answers, runs or none (docs/cost-safety.md).
-A run that ended before a poll read its files after the end (another request saw it end
-first) is read once more, for its last metrics (docs/metrics.md, "When the daemon reads").
+A stop that some nodes of a run across hosts did not answer is asked again each poll until
+they do (operations/stop.py). A run that ended before a poll read its files after the end
+(another request saw it end first) is read once more, for its last metrics (docs/metrics.md,
+"When the daemon reads").
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from collections.abc import Callable
 import msgspec
 
 from rtrain.protocol.errors import RpcError
-from rtrain.protocol.messages import RunInfo
+from rtrain.protocol.messages import RunInfo, StopParams
 from rtrain.protocol.run_states import HostSilent, Vanished, is_ended, is_live, next_state
 
 from .operations.context import Ops
 from .operations.status import refresh
+from .operations.stop import stop as stop_run
 from .operations.watch import watch_host
+from .registry import PendingStop
 
 log = logging.getLogger(__name__)
 # Two answers of a host further apart than this (or than three polls) are two spans of
@@ -42,6 +46,8 @@ class Monitor:
         self.polls = 0  # remote status commands sent, for the benchmarks
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Stops being finished on nodes that did not answer before, by (host, run id).
+        self._stopping: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop())
@@ -51,9 +57,10 @@ class Monitor:
         self._wake.set()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        tasks = [t for t in (self._task, *self._stopping.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _loop(self) -> None:
         while True:
@@ -71,6 +78,27 @@ class Monitor:
             except Exception:
                 log.exception("after the poll")
 
+    def _finish_stop(self, key: tuple[str, str], pending: PendingStop) -> None:
+        """Ask again for a stop some nodes of a run did not answer (operations/stop.py);
+        in a task of its own, so a node that is still away never holds up the polls."""
+        if key in self._stopping:
+            return
+        host, run_id = key
+
+        async def again() -> None:
+            try:
+                await stop_run(
+                    self.ops,
+                    StopParams(host=host, run_id=run_id, grace=pending.grace, force=pending.force),
+                )
+                log.info("the pending stop of %s/%s is done", host, run_id)
+            except RpcError as error:
+                log.info("the stop of %s/%s is still pending: %s", host, run_id, error.message)
+            finally:
+                self._stopping.pop(key, None)
+
+        self._stopping[key] = asyncio.create_task(again())
+
     @property
     def uptime_gap(self) -> float:
         return max(UPTIME_GAP, 3 * self.interval)
@@ -78,10 +106,15 @@ class Monitor:
     async def poll_once(self) -> None:
         by_host: dict[str, list[RunInfo]] = defaultdict(list)
         active = self.ops.registry.active()
+        pending = self.ops.registry.pending_stops()
+        for key, stop in pending.items():
+            self._finish_stop(key, stop)
         for run in active:
             if run.host.startswith("@"):
                 continue  # a run of a pool that no host holds yet (daemon/pools/)
-            if (run.host, run.run_id) not in self.ops.starting:
+            key = (run.host, run.run_id)
+            # A run with a stop pending: the stop itself, finished, says how it stands.
+            if key not in self.ops.starting and key not in pending:
                 by_host[run.host].append(run)
         ended = self._ended_unread({(run.host, run.run_id) for run in active})
         for run in ended:
@@ -153,6 +186,8 @@ class Monitor:
                 self.ops.metrics.final_read_failed(host, run.run_id)
             state = next_state(HostSilent())
             for run in runs:
+                if self.ops.registry.pending_stop(host, run.run_id) is not None:
+                    continue  # a stop recorded while this poll was under way says more
                 if run.state != state or run.reason != error.message:
                     self.ops.record(msgspec.structs.replace(run, state=state, reason=error.message))
             return

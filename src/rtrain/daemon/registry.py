@@ -14,7 +14,16 @@ from pathlib import Path
 
 import msgspec
 
-from rtrain.protocol.messages import AfterRun, Attempt, RetryPolicy, RunInfo, RunNode, Transport
+from rtrain.protocol.messages import (
+    AfterRun,
+    Attempt,
+    RetryPolicy,
+    RunInfo,
+    RunNode,
+    SyncTracker,
+    TrackerSync,
+    Transport,
+)
 from rtrain.protocol.run_states import ACTIVE_STATES
 
 _SCHEMA = """
@@ -41,10 +50,23 @@ CREATE TABLE IF NOT EXISTS runs (
     on_stall TEXT,
     stalled_since REAL,
     stopped_by TEXT,
+    ending TEXT,
     launcher TEXT,
     PRIMARY KEY (host, run_id)
 );
 CREATE INDEX IF NOT EXISTS runs_state ON runs (state);
+-- Trackers whose files the daemon syncs for a run (`sync` at start), and how far it got.
+CREATE TABLE IF NOT EXISTS tracker_syncs (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    tracker TEXT NOT NULL,
+    synced_at REAL,
+    error TEXT,
+    summary TEXT,
+    target TEXT,
+    done INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (host, run_id, tracker)
+);
 -- What the daemon does once a run completes (protocol AfterRun, as JSON), and how far it got.
 CREATE TABLE IF NOT EXISTS after_run (
     host TEXT NOT NULL,
@@ -68,6 +90,17 @@ CREATE TABLE IF NOT EXISTS host_spans (
     idle_now INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS host_spans_alias ON host_spans (alias, last_seen);
+-- A person's stop of a run across hosts that some nodes did not answer (node indices, as
+-- JSON): the monitor finishes it on those nodes once they answer (docs/multinode.md).
+CREATE TABLE IF NOT EXISTS pending_stops (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    nodes TEXT NOT NULL,
+    grace REAL NOT NULL,
+    force INTEGER NOT NULL,
+    asked_at REAL NOT NULL,
+    PRIMARY KEY (host, run_id)
+);
 CREATE TABLE IF NOT EXISTS host_prices (
     alias TEXT PRIMARY KEY,
     price_per_hour REAL NOT NULL
@@ -107,6 +140,7 @@ _COLUMNS = (
     "on_stall",
     "stalled_since",
     "stopped_by",
+    "ending",
     "launcher",
     "nodes",
     "retry",
@@ -136,6 +170,7 @@ _ADDED_COLUMNS = {
     "on_stall": "TEXT",
     "stalled_since": "REAL",
     "stopped_by": "TEXT",
+    "ending": "TEXT",
     "launcher": "TEXT",
     "nodes": "TEXT",
     "retry": "TEXT",
@@ -143,6 +178,19 @@ _ADDED_COLUMNS = {
     "sweep": "TEXT",
     "params": "TEXT",
 }
+# What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.
+_TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow"}
+
+
+class PendingStop(msgspec.Struct, frozen=True):
+    """A person's stop of a run across hosts, not yet done on `nodes` (which did not answer)."""
+
+    nodes: list[int]
+    grace: float
+    force: bool
+    asked_at: float
+
+
 # What a `hosts.transport` cell may hold; anything else (a file from a newer version) is unknown.
 _TRANSPORTS: dict[str, Transport] = {"exec": "exec", "console": "console", "local": "local"}
 
@@ -210,6 +258,93 @@ class Registry:
         """Forget a run that never was (a start that failed before its launch)."""
         self._db.execute("DELETE FROM runs WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM after_run WHERE host = ? AND run_id = ?", (host, run_id))
+        self._db.execute("DELETE FROM tracker_syncs WHERE host = ? AND run_id = ?", (host, run_id))
+        self.end_pending_stop(host, run_id)
+
+    def add_sync(self, host: str, run_id: str, tracker: SyncTracker, target: str | None) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO tracker_syncs (host, run_id, tracker, target) "
+            "VALUES (?, ?, ?, ?)",
+            (host, run_id, tracker, target),
+        )
+
+    def sync_target(self, host: str, run_id: str, tracker: SyncTracker) -> str | None:
+        """Where a run's tracker files go here, as its start said."""
+        row = self._db.execute(
+            "SELECT target FROM tracker_syncs WHERE host = ? AND run_id = ? AND tracker = ?",
+            (host, run_id, tracker),
+        ).fetchone()
+        return row[0] if row else None
+
+    def record_sync(self, host: str, run_id: str, sync: TrackerSync, done: bool = False) -> None:
+        """How the latest sync went; `done`: the run has ended and its last sync is made."""
+        self._db.execute(
+            "UPDATE tracker_syncs SET synced_at = ?, error = ?, summary = ?, done = ? "
+            "WHERE host = ? AND run_id = ? AND tracker = ?",
+            (sync.synced_at, sync.error, sync.summary, int(done), host, run_id, sync.tracker),
+        )
+
+    def syncs(
+        self, pending_only: bool = False
+    ) -> dict[tuple[str, str], builtins.list[TrackerSync]]:
+        """Every run's syncs (only those still to be made: `pending_only`)."""
+        found: dict[tuple[str, str], builtins.list[TrackerSync]] = {}
+        where = " WHERE done = 0" if pending_only else ""
+        for host, run_id, tracker, synced_at, error, summary in self._db.execute(
+            "SELECT host, run_id, tracker, synced_at, error, summary FROM tracker_syncs" + where
+        ):
+            if tracker in _TRACKERS:
+                found.setdefault((host, run_id), []).append(
+                    TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
+                )
+        return found
+
+    def syncs_of(self, host: str, run_id: str) -> builtins.list[TrackerSync]:
+        return [
+            TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
+            for tracker, synced_at, error, summary in self._db.execute(
+                "SELECT tracker, synced_at, error, summary FROM tracker_syncs "
+                "WHERE host = ? AND run_id = ?",
+                (host, run_id),
+            )
+            if tracker in _TRACKERS
+        ]
+
+    def set_pending_stop(self, host: str, run_id: str, stop: PendingStop) -> None:
+        """A stop that `stop.nodes` of the run did not answer: still to be done there."""
+        self._db.execute(
+            "INSERT INTO pending_stops (host, run_id, nodes, grace, force, asked_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (host, run_id) DO UPDATE SET "
+            "nodes = excluded.nodes, grace = excluded.grace, force = excluded.force",
+            (
+                host,
+                run_id,
+                msgspec.json.encode(stop.nodes).decode(),
+                stop.grace,
+                int(stop.force),
+                stop.asked_at,
+            ),
+        )
+
+    def end_pending_stop(self, host: str, run_id: str) -> None:
+        self._db.execute("DELETE FROM pending_stops WHERE host = ? AND run_id = ?", (host, run_id))
+
+    def pending_stop(self, host: str, run_id: str) -> PendingStop | None:
+        return self.pending_stops().get((host, run_id))
+
+    def pending_stops(self) -> dict[tuple[str, str], PendingStop]:
+        """Every stop still to be finished on some nodes, by (host, run id)."""
+        found = {}
+        for host, run_id, nodes, grace, force, asked_at in self._db.execute(
+            "SELECT host, run_id, nodes, grace, force, asked_at FROM pending_stops"
+        ):
+            found[(host, run_id)] = PendingStop(
+                nodes=msgspec.json.decode(nodes, type=list[int]),
+                grace=float(grace),
+                force=bool(force),
+                asked_at=float(asked_at),
+            )
+        return found
 
     def set_after_run(self, host: str, run_id: str, plan: AfterRun) -> None:
         self._db.execute(

@@ -108,6 +108,17 @@ def _named_literals() -> dict[frozenset[Any], str]:
     }
 
 
+# The msgspec types that read as one Python name.
+_SCALARS: dict[type[mi.Type], str] = {
+    mi.StrType: "str",
+    mi.BoolType: "bool",
+    mi.IntType: "int",
+    mi.FloatType: "float",
+    mi.NoneType: "None",
+    mi.AnyType: "Any",
+}
+
+
 class _Writer:
     def __init__(self) -> None:
         self.answers: dict[str, str] = {}
@@ -116,18 +127,9 @@ class _Writer:
         self._named = _named_literals()
 
     def annotation(self, info: mi.Type) -> str:
-        if isinstance(info, mi.StrType):
-            return "str"
-        if isinstance(info, mi.BoolType):
-            return "bool"
-        if isinstance(info, mi.IntType):
-            return "int"
-        if isinstance(info, mi.FloatType):
-            return "float"
-        if isinstance(info, mi.NoneType):
-            return "None"
-        if isinstance(info, mi.AnyType):
-            return "Any"
+        scalar = _SCALARS.get(type(info))
+        if scalar is not None:
+            return scalar
         if isinstance(info, mi.LiteralType):
             literal = "Literal[" + ", ".join(_q(v) for v in info.values) + "]"
             name = self._named.get(frozenset(info.values))
@@ -225,6 +227,29 @@ class _Writer:
         return "\n".join(lines)
 
 
+def _wire_request(writer: _Writer, methods: list[Method]) -> str:
+    """`DaemonClient.request`'s type: one overload per request method, answered with that
+    method's answer view."""
+    lines = [
+        "class WireRequest(Protocol):",
+        '    """`DaemonClient.request`: the answer\'s type follows the method\'s name."""',
+    ]
+    for method in sorted(methods, key=lambda m: m.name):
+        answer = writer.result(method).removeprefix("Call[").removesuffix("]")
+        lines += [
+            "",
+            "    @overload",
+            "    def __call__(",
+            "        self,",
+            f"        method: Literal[{_q(method.name)}],",
+            "        params: dict[str, Any] | None = None,",
+            "        on_notification: Callable[[str, Any], None] | None = None,",
+            "        cancel_on_interrupt: bool = False,",
+            f"    ) -> {answer}: ...",
+        ]
+    return "\n".join(lines)
+
+
 def _alias(name: str, literal: str) -> str:
     """`NAME = Literal[...]` inside the TYPE_CHECKING block, wrapped as `ruff format` would."""
     if len(name) + len(literal) + 7 <= 100:
@@ -251,12 +276,17 @@ def requests_module_source() -> str:
     parts = [header]
     # Types for the type checker only (the annotations are strings): building Literals and
     # TypedDicts at import would cost the CLI's start-up.
-    typing_only = ["from typing import Literal, NotRequired, TypedDict", ""]
+    typing_only = [
+        "from collections.abc import Callable",
+        "from typing import Literal, NotRequired, Protocol, TypedDict, overload",
+        "",
+    ]
     typing_only += [_alias(name, literal) for name, literal in sorted(writer.aliases.items())]
     for typed_dict in writer.typed_dicts.values():
         typing_only += ["", typed_dict]
     for name in sorted(writer.answers):
         typing_only += ["", writer.answers[name]]
+    typing_only += ["", _wire_request(writer, [m for m in sent if not m.is_notification])]
     indented = "\n".join(
         f"    {line}" if line else "" for text in typing_only for line in text.split("\n")
     )

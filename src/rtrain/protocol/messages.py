@@ -13,6 +13,7 @@ import msgspec
 
 from .launcher_words import Launcher as Launcher  # what a start may ask for
 from .launcher_words import RunLauncher as RunLauncher  # what a run records
+from .run_states import Ending as Ending  # how a run ended, typed
 from .run_states import RetryOn as RetryOn  # which ends a retry follows
 from .run_states import RunState as RunState  # the wire type of a run's state
 
@@ -241,6 +242,22 @@ class AfterRun(Result):
     terminated_at: float | None = None
 
 
+# The trackers whose files a run's `sync` brings home while it trains (docs/trackers.md).
+SyncTracker = Literal["mlflow"]
+
+
+class TrackerSync(Result):
+    """How a run's tracker files last reached this machine's tracker."""
+
+    tracker: SyncTracker
+    # Epoch seconds of the last sync that succeeded (null: none yet).
+    synced_at: float | None = None
+    # Why the latest one failed (null once one succeeds again).
+    error: str | None = None
+    # What the latest one brought: e.g. `3 metric points, 1 run`.
+    summary: str | None = None
+
+
 class RunInfo(Result):
     """What rtrain knows of one run. `state` is as of `lastSeen` (epoch seconds)."""
 
@@ -279,6 +296,10 @@ class RunInfo(Result):
     stalled_since: float | None = None
     # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
     stopped_by: StoppedBy | None = None
+    # How it ended (null while not ended): `completed`, `exited` (failed by its own exit or
+    # its scheduler), `stopped`, `max_duration`, `stall`, `vanished` (lost), `never_launched`
+    # (lost); each with its state and whether a retry starts it again (docs/architecture.md).
+    ending: Ending | None = None
     # What it has cost so far: its billed seconds (each attempt from its launch, or from the
     # end of its wait for GPUs, to its end or now) times the host's price per hour.
     billed_seconds: float | None = None
@@ -299,6 +320,8 @@ class RunInfo(Result):
     # The sweep it belongs to, and its parameters there (`rtrain sweep`).
     sweep: str | None = None
     params: dict[str, str] = {}
+    # Its tracker files synced to this machine's trackers (`sync` at start), and how far.
+    synced: list[TrackerSync] = []
 
 
 class RunNode(Result):
@@ -306,6 +329,9 @@ class RunNode(Result):
 
     host: str
     remote_dir: str
+    # The python this node runs torchrun with: `--python`, else its host's own `python` in
+    # config.toml, as the start chose it (null: a run of an older rtrain, node 0's).
+    python: str | None = None
 
 
 class RetryPolicy(Result):
@@ -552,6 +578,12 @@ class StartParams(Params):
     then_fetch: str | None = None
     then_fetch_into: str | None = None
     then_terminate: bool = False
+    # Trackers whose files the daemon brings home while the run trains and at its end, into
+    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here).
+    sync: list[SyncTracker] = []
+    # Where the synced files go here: MLflow's tracking URI (the CLI and the API send their
+    # own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
+    sync_to: str | None = None
     # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
     # leave them home; and whether links that leave the code directory ship what they point
     # to (else they ship as links).
@@ -742,19 +774,36 @@ class ForwardParams(Params):
     run_id: str | None = None
 
 
+class ReverseForwardParams(Params):
+    """`forwards/reverse`: let processes on the host reach 127.0.0.1:`localPort` of this
+    machine at 127.0.0.1:`remotePort` there (null: `localPort`'s own number where it is free
+    on the host, else any free one), over the host's ssh connection, set up again whenever
+    that connection is. With `runId`, the forward belongs to that run and ends when the run
+    ends or is removed."""
+
+    host: str
+    local_port: Port
+    remote_port: Port | None = None
+    run_id: str | None = None
+
+
 class ForwardInfo(Result):
     host: str
     remote_port: int
     local_port: int
-    # Where to point a browser: http://127.0.0.1:LOCAL/
+    # Where to point a browser: http://127.0.0.1:LOCAL/; for a reverse forward, the address
+    # the host's processes use: http://127.0.0.1:REMOTE/ (on the host).
     url: str
     # Epoch seconds it was opened.
     since: float
     run_id: str | None = None
     # Connections carried now.
     connections: int = 0
-    # Why the latest connection could not reach the host (null once one did again).
+    # Why the latest connection could not reach the host (null once one did again); for a
+    # reverse forward, why it could not be set up on the host's latest connection.
     last_error: str | None = None
+    # The host's processes reach this machine's `localPort` (at `remotePort` there).
+    reverse: bool = False
 
 
 class ForwardsListParams(Params):
@@ -772,10 +821,80 @@ class ForwardCloseParams(Params):
     local_port: Port | None = None
     host: str | None = None
     remote_port: Port | None = None
+    # Only reverse forwards (true), only the others (false), or both (null).
+    reverse: bool | None = None
 
 
 class ForwardCloseResult(Result):
     closed: list[ForwardInfo]
+
+
+class TensorBoardParams(Params):
+    """`tensorboard/open`: the host's one TensorBoard also serves this run (its run
+    directory, or `logdir` inside it), started with the run's python and forwarded to
+    127.0.0.1:`localPort` here (null: its own number where free, else any)."""
+
+    host: str
+    run_id: str
+    workdir: str | None = None
+    logdir: str | None = None
+    local_port: Port | None = None
+
+
+class TensorBoardInfo(Result):
+    host: str
+    # Where to point a browser: http://127.0.0.1:LOCAL/
+    url: str
+    local_port: int
+    remote_port: int
+    # The runs it serves, each under its run id.
+    runs: list[str]
+    python: str
+
+
+class TensorBoardStopParams(Params):
+    """`tensorboard/stop`: the host's TensorBoard no longer serves `runId` (null: it ends)."""
+
+    host: str
+    run_id: str | None = None
+
+
+class TensorBoardStopResult(Result):
+    # What it serves still (null: none runs on the host any more).
+    tensorboard: TensorBoardInfo | None = None
+
+
+class KernelParams(Params):
+    """`kernel/open`: without `runId`, start a Jupyter kernel (ipykernel, with `python`) as
+    a detached run; with the `runId` of one, reattach to it. Either way its five ports are
+    forwarded to this machine and the answer is its connection, this machine's ports in it."""
+
+    host: str
+    run_id: str | None = None
+    python: str | None = None
+    workdir: str | None = None
+    gpus: GpuCount = 1
+    progress_token: str | int | None = None
+
+
+class KernelInfo(Result):
+    """A Jupyter connection file's fields (ports: this machine's forwards), and the run."""
+
+    host: str
+    run_id: str
+    shell_port: int
+    iopub_port: int
+    stdin_port: int
+    control_port: int
+    hb_port: int
+    ip: str
+    # Signs every message; never written anywhere but the connection file (0600).
+    key: str
+    transport: str
+    signature_scheme: str
+    kernel_name: str = ""
+    # True when this request started the kernel; false: reattached.
+    started: bool = False
 
 
 class FetchParams(Params):
@@ -947,6 +1066,9 @@ class StopResult(Result):
     outcome: Literal["stopped", "not_running"]
     killed: list[int]
     run: RunInfo
+    # Attempts the daemon would still have started by itself (`--retry`) once the run was
+    # lost, which this stop cancelled.
+    retries_cancelled: int = 0
 
 
 class RestartParams(Params):
@@ -991,6 +1113,9 @@ class RemoveParams(Params):
     host: str
     run_ids: list[str]
     workdir: str | None = None
+    # Stop the processes that still run in a run's directory without being part of the run
+    # (started there with exec: a TensorBoard), then remove; without it they refuse it.
+    force: bool = False
 
 
 class RemovedRun(Result):

@@ -42,6 +42,7 @@ CLIENT_REQUESTS = frozenset(
         "forwards/close",
         "forwards/list",
         "forwards/open",
+        "forwards/reverse",
         "host/envs",
         "host/gc",
         "host/guard",
@@ -53,6 +54,7 @@ CLIENT_REQUESTS = frozenset(
         "hosts/list",
         "hosts/price",
         "initialize",
+        "kernel/open",
         "pools/list",
         "run/exec",
         "run/fetch",
@@ -67,6 +69,8 @@ CLIENT_REQUESTS = frozenset(
         "run/wait",
         "runs/list",
         "shutdown",
+        "tensorboard/open",
+        "tensorboard/stop",
     ]
 )
 CLIENT_NOTIFICATIONS = frozenset(
@@ -79,10 +83,14 @@ CLIENT_NOTIFICATIONS = frozenset(
 
 
 if TYPE_CHECKING:
-    from typing import Literal, NotRequired, TypedDict
+    from collections.abc import Callable
+    from typing import Literal, NotRequired, Protocol, TypedDict, overload
 
     AfterRunStage = Literal["done", "failed", "fetching", "terminating", "waiting"]
     ConnectionState = Literal["connected", "connecting", "disconnected", "failed"]
+    Ending = Literal[
+        "completed", "exited", "max_duration", "never_launched", "stall", "stopped", "vanished"
+    ]
     FindingLevel = Literal["info", "ok", "problem", "warning"]
     HubVerdict = Literal[
         "error", "no_token", "not_found", "not_granted", "ok", "token_scope", "unreachable"
@@ -93,6 +101,7 @@ if TYPE_CHECKING:
     RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
     StoppedBy = Literal["max_duration", "stall"]
+    SyncTracker = Literal["mlflow"]
     Transport = Literal["console", "exec", "local"]
     WaitOutcome = Literal["ended", "reached", "removed", "timeout"]
 
@@ -208,6 +217,7 @@ if TYPE_CHECKING:
         run_id: str | None
         connections: int
         last_error: str | None
+        reverse: bool
 
     class ForwardsListResultAnswer(dict[str, Any]):
         forwards: list[ForwardInfoAnswer]
@@ -317,6 +327,21 @@ if TYPE_CHECKING:
         capabilities: ServerCapabilitiesAnswer
         notices: list[str]
         settings: dict[str, str]
+
+    class KernelInfoAnswer(dict[str, Any]):
+        host: str
+        run_id: str
+        shell_port: int
+        iopub_port: int
+        stdin_port: int
+        control_port: int
+        hb_port: int
+        ip: str
+        key: str
+        transport: str
+        signature_scheme: str
+        kernel_name: str
+        started: bool
 
     class LeftHomePathAnswer(dict[str, Any]):
         path: str
@@ -472,6 +497,7 @@ if TYPE_CHECKING:
         on_stall: OnStall | None
         stalled_since: float | None
         stopped_by: StoppedBy | None
+        ending: Ending | None
         billed_seconds: float | None
         price_per_hour: float | None
         cost: float | None
@@ -482,10 +508,12 @@ if TYPE_CHECKING:
         pool: str | None
         sweep: str | None
         params: dict[str, str]
+        synced: list[TrackerSyncAnswer]
 
     class RunNodeAnswer(dict[str, Any]):
         host: str
         remote_dir: str
+        python: str | None
 
     class RunsListResultAnswer(dict[str, Any]):
         runs: list[RunInfoAnswer]
@@ -548,10 +576,22 @@ if TYPE_CHECKING:
         outcome: Literal["not_running", "stopped"]
         killed: list[int]
         run: RunInfoAnswer
+        retries_cancelled: int
 
     class TailResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
         offset: int
+
+    class TensorBoardInfoAnswer(dict[str, Any]):
+        host: str
+        url: str
+        local_port: int
+        remote_port: int
+        runs: list[str]
+        python: str
+
+    class TensorBoardStopResultAnswer(dict[str, Any]):
+        tensorboard: TensorBoardInfoAnswer | None
 
     class TerminateResultAnswer(dict[str, Any]):
         host: str
@@ -567,9 +607,324 @@ if TYPE_CHECKING:
         cuda_available: bool | None
         device_count: int | None
 
+    class TrackerSyncAnswer(dict[str, Any]):
+        tracker: SyncTracker
+        synced_at: float | None
+        error: str | None
+        summary: str | None
+
     class WaitResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
         outcome: WaitOutcome
+
+    class WireRequest(Protocol):
+        """`DaemonClient.request`: the answer's type follows the method's name."""
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["daemon/info"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> DaemonInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["daemon/stop"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StopDaemonResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/close"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardCloseResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/open"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["forwards/reverse"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForwardInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/envs"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> EnvsResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/gc"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> GcResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/guard"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> GuardResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/login"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> LoginResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/logout"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> LogoutResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/preflight"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> PreflightResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["host/terminate"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TerminateResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["hosts/forget"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ForgetHostResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["hosts/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> HostsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["hosts/price"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> HostPriceResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["initialize"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> InitializeResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["kernel/open"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> KernelInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["pools/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> PoolsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/exec"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ExecResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/fetch"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> FetchResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/metrics"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> MetricsResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/remove"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> RemoveResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/restart"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> RestartResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/shell"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> ShellResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/start"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StartResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/status"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StatusResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/stop"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> StopResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/tail"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TailResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["run/wait"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> WaitResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["runs/list"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> RunsListResultAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["shutdown"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> None: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["tensorboard/open"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TensorBoardInfoAnswer: ...
+
+        @overload
+        def __call__(
+            self,
+            method: Literal["tensorboard/stop"],
+            params: dict[str, Any] | None = None,
+            on_notification: Callable[[str, Any], None] | None = None,
+            cancel_on_interrupt: bool = False,
+        ) -> TensorBoardStopResultAnswer: ...
 
 
 def initialize(
@@ -768,6 +1123,8 @@ def run_start(
     then_fetch: str | None = None,
     then_fetch_into: str | None = None,
     then_terminate: bool | None = None,
+    sync: list[SyncTracker] | None = None,
+    sync_to: str | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
     priority: int | None = None,
@@ -811,6 +1168,8 @@ def run_start(
             thenFetch=then_fetch,
             thenFetchInto=then_fetch_into,
             thenTerminate=then_terminate,
+            sync=sync,
+            syncTo=sync_to,
             include=include,
             followLinks=follow_links,
             priority=priority,
@@ -926,6 +1285,90 @@ def forwards_open(
     )
 
 
+def forwards_reverse(
+    *,
+    host: str,
+    local_port: int,
+    remote_port: int | None = None,
+    run_id: str | None = None,
+) -> Call[ForwardInfoAnswer]:
+    """`forwards/reverse`: Reach a port of this machine from 127.0.0.1 of a host, over the host's
+    connection.
+    """
+    return Call(
+        "forwards/reverse",
+        _present(
+            host=host,
+            localPort=local_port,
+            remotePort=remote_port,
+            runId=run_id,
+        ),
+    )
+
+
+def tensorboard_open(
+    *,
+    host: str,
+    run_id: str,
+    workdir: str | None = None,
+    logdir: str | None = None,
+    local_port: int | None = None,
+) -> Call[TensorBoardInfoAnswer]:
+    """`tensorboard/open`: Serve a run in the host's one TensorBoard and forward it to this
+    machine.
+    """
+    return Call(
+        "tensorboard/open",
+        _present(
+            host=host,
+            runId=run_id,
+            workdir=workdir,
+            logdir=logdir,
+            localPort=local_port,
+        ),
+    )
+
+
+def tensorboard_stop(
+    *,
+    host: str,
+    run_id: str | None = None,
+) -> Call[TensorBoardStopResultAnswer]:
+    """`tensorboard/stop`: Take a run out of the host's TensorBoard, or end it."""
+    return Call(
+        "tensorboard/stop",
+        _present(
+            host=host,
+            runId=run_id,
+        ),
+    )
+
+
+def kernel_open(
+    *,
+    host: str,
+    run_id: str | None = None,
+    python: str | None = None,
+    workdir: str | None = None,
+    gpus: int | None = None,
+    progress_token: str | int | None = None,
+) -> Call[KernelInfoAnswer]:
+    """`kernel/open`: Start a Jupyter kernel as a detached run, or reattach to one; its ports
+    forwarded.
+    """
+    return Call(
+        "kernel/open",
+        _present(
+            host=host,
+            runId=run_id,
+            python=python,
+            workdir=workdir,
+            gpus=gpus,
+            progressToken=progress_token,
+        ),
+    )
+
+
 def forwards_list(
     *,
     host: str | None = None,
@@ -944,6 +1387,7 @@ def forwards_close(
     local_port: int | None = None,
     host: str | None = None,
     remote_port: int | None = None,
+    reverse: bool | None = None,
 ) -> Call[ForwardCloseResultAnswer]:
     """`forwards/close`: End port forwards: one by its local port, a host's, or all."""
     return Call(
@@ -952,6 +1396,7 @@ def forwards_close(
             localPort=local_port,
             host=host,
             remotePort=remote_port,
+            reverse=reverse,
         ),
     )
 
@@ -1036,6 +1481,7 @@ def run_remove(
     host: str,
     run_ids: list[str],
     workdir: str | None = None,
+    force: bool | None = None,
 ) -> Call[RemoveResultAnswer]:
     """`run/remove`: Remove runs that are not running: their far directories and registry rows."""
     return Call(
@@ -1044,6 +1490,7 @@ def run_remove(
             host=host,
             runIds=run_ids,
             workdir=workdir,
+            force=force,
         ),
     )
 

@@ -4,6 +4,11 @@ words too, and its start-up pays for every import.
 
 Every question an operation asks of a state ("is it over?", "does the monitor ask about
 it?", "does the host bill it?") is a predicate here; no other module keeps a set of states.
+
+Everything that decides a run's state lives here, as data (h11's rule): which state may
+follow which (`_MAY_FOLLOW`, applied by `advance` where the daemon records every run), how a
+run ended (`Ending`: the state it reads as and whether a retry policy starts it again), and
+which state an observation makes (`next_state`).
 """
 
 from __future__ import annotations
@@ -74,6 +79,97 @@ def is_billed(state: str) -> bool:
 # without a status, or its host came back without it), or `failed` as well.
 RetryOn = Literal["lost", "failed"]
 RETRY_ON: Final[tuple[RetryOn, ...]] = get_args(RetryOn)
+
+
+# ---- transitions -------------------------------------------------------------------------
+
+# Which states a recorded run may take next, within one attempt. A settled run has the far
+# side's own word on how it ended: no later look changes it (a restart begins a new attempt,
+# which may take any state). Every other state is a view that the next look may revise.
+_MAY_FOLLOW: Final[dict[RunState, frozenset[RunState]]] = {
+    "queued": frozenset(RUN_STATES),
+    "running": frozenset(RUN_STATES),
+    "unknown": frozenset(RUN_STATES),
+    "lost": frozenset(RUN_STATES),
+    "completed": frozenset({"completed"}),
+    "failed": frozenset({"failed"}),
+    "stopped": frozenset({"stopped"}),
+}
+
+
+def may_follow(before: RunState, after: RunState) -> bool:
+    """Whether a run that was `before` may become `after` within the same attempt."""
+    return after in _MAY_FOLLOW[before]
+
+
+def advance(before: RunState | None, after: RunState, new_attempt: bool) -> RunState:
+    """The state a run is recorded in when `after` is what was seen of it: `after`, unless
+    the run had settled in this attempt already (then it keeps `before`). A run seen for
+    the first time, or starting a new attempt, takes any state."""
+    if before is None or new_attempt or may_follow(before, after):
+        return after
+    return before
+
+
+# ---- how a run ended ---------------------------------------------------------------------
+
+# How a run ended, typed (dstack's JobTerminationReason): `completed`; `exited` (its own
+# non-zero exit or signal, or a scheduler's failure such as TIMEOUT); `stopped` (a person's
+# stop, or a scheduler's cancel); `max_duration` and `stall` (one of its limits stopped it);
+# `vanished` (its processes or its directory went without a status: an OOM kill, a reboot,
+# NODE_FAIL); `never_launched` (its directory was made, its trainer never started).
+Ending = Literal[
+    "completed", "exited", "stopped", "max_duration", "stall", "vanished", "never_launched"
+]
+ENDINGS: Final[tuple[Ending, ...]] = get_args(Ending)
+
+
+class EndingRule(NamedTuple):
+    """What an ending means: the state the run reads as, and the retry policies (`retryOn`)
+    that start it again."""
+
+    state: RunState
+    retried_on: frozenset[RetryOn]
+
+
+_ENDING_RULES: Final[dict[Ending, EndingRule]] = {
+    "completed": EndingRule("completed", frozenset()),
+    "exited": EndingRule("failed", frozenset({"failed"})),
+    "stopped": EndingRule("stopped", frozenset()),
+    "max_duration": EndingRule("stopped", frozenset()),
+    "stall": EndingRule("stopped", frozenset()),
+    "vanished": EndingRule("lost", frozenset({"lost", "failed"})),
+    # No command ever ran: there is nothing to run again.
+    "never_launched": EndingRule("lost", frozenset()),
+}
+
+
+def ending_rule(ending: Ending) -> EndingRule:
+    return _ENDING_RULES[ending]
+
+
+def ending_of(state: RunState, said: Ending | None = None) -> Ending | None:
+    """How a run in `state` ended: `said` (what the far side or a limit said of it) where
+    it agrees with the state, else the plain ending of the state; None while not ended."""
+    if not is_ended(state):
+        return None
+    if said is not None and _ENDING_RULES[said].state == state:
+        return said
+    return _PLAIN_ENDING[state]
+
+
+_PLAIN_ENDING: Final[dict[RunState, Ending]] = {
+    "completed": "completed",
+    "failed": "exited",
+    "stopped": "stopped",
+    "lost": "vanished",
+}
+
+
+def is_retried(ending: Ending | None, on: RetryOn) -> bool:
+    """Whether a run that ended so is started again by a retry policy of `on`."""
+    return ending is not None and on in _ENDING_RULES[ending].retried_on
+
 
 # How a run of several parts (the nodes of a run across hosts) takes its end from theirs,
 # first to last: a part whose run dir is gone (`missing`) or lost explains the others'

@@ -33,7 +33,7 @@ def resume_value(text: str) -> bool | str:
     return True if text == "True" else text
 
 
-class Windows(torch.utils.data.Dataset):  # type: ignore[type-arg]
+class Windows(torch.utils.data.Dataset):
     """Every BLOCK characters of the text, as token ids (GPT-2 shifts the labels itself)."""
 
     def __init__(self, ids: list[int]) -> None:

@@ -29,8 +29,9 @@ export class ForwardsWatch implements vscode.Disposable {
     if (connection.state.status === "connected") void this.reload();
   }
 
+  /** The forwards to `host` a browser here can open (a reverse one's URL is the host's). */
   of(host: string): ForwardInfo[] {
-    return this.forwards.filter((fwd) => fwd.host === host);
+    return this.forwards.filter((fwd) => fwd.host === host && !fwd.reverse);
   }
 
   set(forwards: ForwardInfo[]): void {
@@ -97,4 +98,17 @@ async function forwardPort(ctx: CommandContext, watch: ForwardsWatch, run: RunIn
   watch.set([...watch.of(run.host).filter((f) => f.localPort !== fwd.localPort), fwd]);
   ctx.log.appendLine(`forward: ${JSON.stringify(fwd)}`);
   await vscode.env.openExternal(vscode.Uri.parse(fwd.url));
+}
+
+/** The host's one TensorBoard over this run too (`tensorboard/open`), opened in the browser. */
+export async function openTensorBoard(ctx: CommandContext, watch: ForwardsWatch, arg: unknown): Promise<void> {
+  const run = await pickRun(ctx, arg, "show in TensorBoard");
+  if (!run) return;
+  const board = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `rtrain: starting TensorBoard on ${run.host}…` },
+    () => ctx.connection.request("tensorboard/open", { host: run.host, runId: run.runId }),
+  );
+  ctx.log.appendLine(`tensorboard: ${JSON.stringify(board)}`);
+  await watch.reload();
+  await vscode.env.openExternal(vscode.Uri.parse(board.url));
 }

@@ -5,7 +5,7 @@ import { daemonLogPath } from "../daemon/locations";
 import { describeError } from "../protocol/rpcError";
 import { showError } from "../ui/showError";
 import type { CommandContext } from "./context";
-import { ForwardsWatch, forwardPortCommand, openForwardedPort } from "./forwardCommands";
+import { ForwardsWatch, forwardPortCommand, openForwardedPort, openTensorBoard } from "./forwardCommands";
 import { preflightHost, startRun } from "./hostCommands";
 import { LogTails } from "./logTails";
 import { pickRun } from "./pickTarget";
@@ -45,6 +45,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     command("rtrain.openDaemonLog", () => openDaemonLog(ctx)),
     command("rtrain.openForward", (arg) => openForwardedPort(ctx, forwards, arg)),
     command("rtrain.forwardPort", (arg) => forwardPortCommand(ctx, forwards, arg)),
+    command("rtrain.tensorboard", (arg) => openTensorBoard(ctx, forwards, arg)),
   ];
 }
 

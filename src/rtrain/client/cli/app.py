@@ -16,6 +16,7 @@ from .forward_commands import forward, forwards
 from .gc_command import gc
 from .guard_commands import guard, terminate
 from .hosts_command import hosts
+from .kernel_command import kernel
 from .login_commands import login, logout
 from .pool_commands import pools
 from .preflight_command import preflight
@@ -24,6 +25,7 @@ from .runs_command import runs
 from .start_command import start
 from .stop_command import stop
 from .sweep_commands import sweep
+from .tensorboard_command import tensorboard
 from .usage import PlainUsage
 from .wait_command import wait
 from .watch_commands import metrics, status, tail
@@ -69,6 +71,8 @@ app.command(cls=PlainUsage)(logout)
 app.command(cls=PlainUsage)(wait)
 app.command(cls=PlainUsage)(forward)
 app.command(cls=PlainUsage)(forwards)
+app.command(cls=PlainUsage)(tensorboard)
+app.command(cls=PlainUsage)(kernel)
 app.add_typer(daemon_commands.app, name="daemon")
 app.add_typer(protocol_commands.app, name="protocol")
 

@@ -43,13 +43,34 @@ def forward(
         help="The run the forward belongs to: it ends when the run is removed.",
     ),
     stop: bool = typer.Option(False, "--stop", help="End the forwards to HOST's PORT."),
+    reverse: bool = typer.Option(
+        False,
+        "--reverse",
+        help="The other way: HOST's processes reach PORT of this machine (a server here).",
+    ),
+    remote: int | None = typer.Option(
+        None,
+        "--remote",
+        metavar="PORT",
+        help="With --reverse: listen on this port of HOST's 127.0.0.1 (default: PORT if free "
+        "there, else any).",
+    ),
     json: bool = JsonOpt,
 ) -> None:
     """Reach PORT on HOST from this machine: prints the local URL. The forward lasts as
-    long as the daemon, and comes back by itself when the connection to HOST does."""
+    long as the daemon, and comes back by itself when the connection to HOST does. With
+    --reverse, HOST's processes reach PORT of this machine: prints the address to use there."""
     check(host=host, run_id=run)
     _port(port, "PORT")
     _port(local, "--local")
+    _port(remote, "--remote")
+    if reverse:
+        if local is not None:
+            fail("--reverse takes --remote for HOST's port, not --local.", code=Exit.BAD_INPUT)
+        _reverse(host, port, remote, run, stop, json)
+        return
+    if remote is not None:
+        fail("--remote goes with --reverse; a forward to HOST takes --local.", code=Exit.BAD_INPUT)
     with DaemonClient.connect() as client:
         if stop:
             if local is not None or run is not None:
@@ -67,6 +88,36 @@ def forward(
     note(
         f"port {port} of {host} is at {info.url} (127.0.0.1 only); "
         f"end it with: rtrain forward {host} {port} --stop"
+    )
+
+
+def _reverse(
+    host: str, port: int, remote: int | None, run: str | None, stop: bool, json: bool
+) -> None:
+    with DaemonClient.connect() as client:
+        if stop:
+            if remote is not None or run is not None:
+                fail("--stop takes no --remote or --run.", code=Exit.BAD_INPUT)
+            closed = client.call(
+                requests.forwards_close(host=host, local_port=port, reverse=True)
+            ).closed
+            _say_closed(closed, json, f"no reverse forward from {host} to port {port} is open.")
+            return
+        info = client.call(
+            requests.forwards_reverse(host=host, local_port=port, remote_port=remote, run_id=run)
+        )
+    if json:
+        print_json(info)
+        return
+    print(f"127.0.0.1:{info.remote_port}")
+    ends = (
+        "it ends with the run"
+        if run
+        else f"end it with: rtrain forward --reverse {host} {port} --stop"
+    )
+    note(
+        f"processes on {host} reach port {port} of this machine at 127.0.0.1:"
+        f"{info.remote_port} (e.g. {info.url}); {ends}"
     )
 
 
@@ -115,15 +166,17 @@ def forwards(
         [
             fwd.host,
             str(fwd.remote_port),
-            fwd.url,
+            f"127.0.0.1:{fwd.local_port}" if fwd.reverse else fwd.url,
             fwd.run_id or "-",
             when(fwd.since),
-            str(fwd.connections),
+            "-" if fwd.reverse else str(fwd.connections),
+            "from host" if fwd.reverse else "to host",
             safe_for_terminal(fwd.last_error or "-"),
         ]
         for fwd in listed
     ]
-    print(table(["HOST", "PORT", "LOCAL", "RUN", "SINCE", "CONNS", "LAST ERROR"], rows))
+    header = ["HOST", "PORT", "LOCAL", "RUN", "SINCE", "CONNS", "WAY", "LAST ERROR"]
+    print(table(header, rows))
 
 
 def _say_closed(closed: list[Any], json: bool, none: str) -> None:
@@ -133,4 +186,10 @@ def _say_closed(closed: list[Any], json: bool, none: str) -> None:
     if not closed:
         fail(none, code=Exit.FAILED)
     for fwd in closed:
-        note(f"ended the forward of {fwd.url} to port {fwd.remote_port} of {fwd.host}")
+        if fwd.reverse:
+            note(
+                f"ended the reverse forward from port {fwd.remote_port} of {fwd.host} to port "
+                f"{fwd.local_port} here"
+            )
+        else:
+            note(f"ended the forward of {fwd.url} to port {fwd.remote_port} of {fwd.host}")

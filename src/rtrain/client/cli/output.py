@@ -49,7 +49,7 @@ def friendly_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except RemoteError as error:
-            kind = error.kind or KIND_BY_CODE.get(error.code or 0, ClientKind.INTERNAL_ERROR)
+            kind = error.kind_name or KIND_BY_CODE.get(error.code or 0, ClientKind.INTERNAL_ERROR)
             fail(error.message, kind=kind)
         except DaemonUnavailable as error:
             fail(error.message, kind=ClientKind.DAEMON_UNAVAILABLE)

@@ -76,25 +76,9 @@ def preflight(
     """Check that HOST can train: reachable, the python with torch and its CUDA, GPUs and
     their use, packages, disk for what start would ship, Hugging Face access."""
     check(host=host, workdir=workdir, python=python)
-    requires = list(require)
-    if require_file:
-        from .requirements_file import RequirementsFileError, read_requirements
-
-        try:
-            for path in require_file:
-                requires += read_requirements(path)
-        except RequirementsFileError as error:
-            fail(str(error), kind=Kind.INVALID_REQUIREMENT)
-    try:
-        for text in requires:
-            validation.requirement(text)
-        for model in hf_model:
-            validation.hf_model(model)
-    except RpcError as error:
-        fail(error.message, kind=error.kind or ClientKind.USAGE)
-    shipped = [p for p in (config, code, *dataset, *inputs) if p is not None]
+    requires = _requirements(require, require_file, hf_model)
     others = [*dataset, *inputs]
-    for path in shipped:
+    for path in [p for p in (config, code, *others) if p is not None]:
         if not path.exists():
             fail(f"Path {str(path)!r} does not exist.", kind=Kind.LOCAL_FILE_MISSING)
     secrets = local_secrets(secret)
@@ -128,6 +112,28 @@ def preflight(
                 print(f"  {reason}")
     if not verdict.ok:
         raise typer.Exit(1)
+
+
+def _requirements(require: list[str], require_file: list[Path], hf_model: list[str]) -> list[str]:
+    """The packages asked for, with those of the requirements files; exits with one
+    sentence on the first that is not a requirement (or model name) pip's rules read."""
+    requires = list(require)
+    if require_file:
+        from .requirements_file import RequirementsFileError, read_requirements
+
+        try:
+            for path in require_file:
+                requires += read_requirements(path)
+        except RequirementsFileError as error:
+            fail(str(error), kind=Kind.INVALID_REQUIREMENT)
+    try:
+        for text in requires:
+            validation.requirement(text)
+        for model in hf_model:
+            validation.hf_model(model)
+    except RpcError as error:
+        fail(error.message, kind=error.kind or ClientKind.USAGE)
+    return requires
 
 
 def _verdict_line(host: str, verdict: Any) -> str:

@@ -113,13 +113,20 @@ def rm(
         ..., metavar="RUN...", help="Runs to remove.", autocompletion=complete_run_id
     ),
     workdir: str | None = WorkdirOpt,
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Stop what still runs in the run directories (started there with exec), then remove.",
+    ),
     json: bool = JsonOpt,
 ) -> None:
     """Remove runs that are not running: their directories on HOST and rtrain's record."""
     check(host=host, workdir=workdir)
     for run_id in run_ids:
         check(run_id=run_id)
-    call = requests.run_remove(host=host, run_ids=list(run_ids), workdir=workdir or None)
+    call = requests.run_remove(
+        host=host, run_ids=list(run_ids), workdir=workdir or None, force=force
+    )
     with DaemonClient.connect() as client:
         result = client.call(call)
     if json:

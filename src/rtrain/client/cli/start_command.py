@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -27,7 +28,11 @@ from .shared_options import JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import OnStall
+    from rtrain.protocol.requests import OnStall, SyncTracker
+
+# protocol.messages.SyncTracker's words (not imported: msgspec costs start-up time);
+# tests/trackers/test_mlflow_sync.py checks the two agree.
+SYNC_TRACKERS = ("mlflow",)
 
 # The options of each launcher, in a panel of their own in `rtrain start --help` (a start
 # option of all launchers goes in the default panel; docs/architecture.md).
@@ -292,6 +297,19 @@ def start(
         help="After the run completed (and --then-fetch was verified), run the host's "
         "terminate command (config.toml: terminate = ...).",
     ),
+    sync: list[str] = typer.Option(
+        [],
+        "--sync",
+        metavar="mlflow",
+        help="Bring the run's tracker files home while it trains and at its end, into this "
+        "machine's tracker (mlflow: its mlruns/ into MLFLOW_TRACKING_URI here).",
+    ),
+    sync_to: str | None = typer.Option(
+        None,
+        "--sync-to",
+        metavar="URI",
+        help="With --sync mlflow: the tracking URI here (default: $MLFLOW_TRACKING_URI).",
+    ),
     command: list[str] = typer.Argument(
         None,
         metavar="COMMAND",
@@ -317,6 +335,13 @@ def start(
     if on_stall is not None and on_stall not in ("flag", "stop"):
         fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
     limits = _limits(max_duration, stall_after)
+    for tracker in sync:
+        if tracker not in SYNC_TRACKERS:
+            fail(f"--sync takes {', '.join(SYNC_TRACKERS)}, not {tracker!r}.", 2)
+    if sync_to is not None and not sync:
+        fail("--sync-to names where --sync brings files; give --sync mlflow too.", 2)
+    if sync and sync_to is None:
+        sync_to = os.environ.get("MLFLOW_TRACKING_URI") or None
     if out is not None and then_fetch is None:
         fail("-o/--out names where --then-fetch fetches to; give --then-fetch PATH too.", 2)
     secrets = local_secrets(secret)
@@ -356,6 +381,8 @@ def start(
         then_fetch_into=str((out or Path(".")).resolve()) if then_fetch is not None else None,
         then_terminate=then_terminate or None,
         priority=priority or None,
+        sync=cast("list[SyncTracker]", list(dict.fromkeys(sync))) or None,  # checked above
+        sync_to=sync_to,
         progress_token="upload",
     )
     bar = ProgressBar(None if not json else False)

@@ -6,15 +6,29 @@ Its caller checks the input and connects.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rtrain.client.run_state_text import attempt_text, state_text
 from rtrain.protocol import requests
 
-from .output import print_json
+from .output import note, print_json
 
 if TYPE_CHECKING:
     from rtrain.client.daemon_client import DaemonClient
+
+
+def sync_text(sync: Any) -> str:
+    """When a run's tracker files last reached this machine's tracker, for stderr."""
+    import time
+
+    if sync.synced_at is None:
+        last = "not synced yet"
+    else:
+        ago = max(0, round(time.time() - sync.synced_at))
+        last = f"synced {time.strftime('%H:%M:%S', time.localtime(sync.synced_at))} ({ago} s ago)"
+    extra = f"; {sync.summary}" if sync.summary else ""
+    error = f"; the latest sync failed: {sync.error}" if sync.error else ""
+    return f"{sync.tracker}: {last}{extra}{error}"
 
 
 def show_status(
@@ -47,3 +61,6 @@ def show_status(
             print(after_run_text(run.after))
     else:
         print(state_text(run))
+    if not json:
+        for sync in run.synced:
+            note(sync_text(sync))

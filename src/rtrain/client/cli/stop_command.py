@@ -40,3 +40,7 @@ def stop(
         print(f"stopped {run_id} on {host}")
     else:
         print(f"{run_id} was not running on {host}")
+    if not json and result.retries_cancelled:
+        left = result.retries_cancelled
+        retries = "its retry left is" if left == 1 else f"its {left} retries left are"
+        print(f"{retries} cancelled: the daemon will not start {run_id} again")

@@ -55,6 +55,18 @@ def read_free_text(text: str) -> dict[str, float] | None:
     """The values of a line the general rule reads (the step as `step`), else None."""
     if text[0] in "│┃":
         return _table_row(text)
+    cleaned = _worth_reading(text)
+    if cleaned is None:
+        return None
+    line = _LinePairs(cleaned)
+    if line.step is None and line.epoch is None and not line.named_loss:
+        return None  # it named no loss, step, epoch or iteration: not a metrics line
+    return line.placed()
+
+
+def _worth_reading(text: str) -> str | None:
+    """The line without what never holds a pair (URLs, a glog prefix), or None when it
+    names no loss, step, epoch or iteration at all."""
     # Cheap first look: plain `in` on the lower-cased line is ten times faster than a
     # case-blind regex, and most lines of a log stop here.
     lowered = text.lower()
@@ -71,54 +83,68 @@ def read_free_text(text: str) -> dict[str, float] | None:
         glog = _GLOG.match(text)
         if glog is not None:
             text = text[glog.end() :] or " "
-    values: dict[str, float] = {}
-    step: float | None = None
-    epoch: float | None = None
-    taken: list[tuple[int, int]] = []
-    fraction: tuple[float, float] | None = None
-    named_loss = False
-    for match in _PAIR.finditer(text):
+    return text
+
+
+class _LinePairs:
+    """The name-number pairs of one line: its values, and where it stands (step, epoch,
+    a fraction of an epoch)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.values: dict[str, float] = {}
+        self.step: float | None = None
+        self.epoch: float | None = None
+        self.taken: list[tuple[int, int]] = []
+        self.fraction: tuple[float, float] | None = None
+        self.named_loss = False
+        for match in _PAIR.finditer(text):
+            self._take(match)
+
+    def _take(self, match: re.Match[str]) -> None:
         name = _name(match[1])
         if name in NOT_METRICS or len(name) > MAX_NAME:
-            continue
+            return
         value = float(match[2].replace("Infinity", "inf"))
-        taken.append(match.span())
-        count = _COUNT_OF.match(text, match.end())
+        self.taken.append(match.span())
+        count = _COUNT_OF.match(self.text, match.end())
         if count is not None and match[3] is None and math.isfinite(value):
             name = count[1].lower()  # `done: 40 steps` is step 40, not a `done` of 40
         if match[3] is not None and name not in ("step", "epoch", "iter", "iteration"):
-            if name == "batch" and fraction is None:
-                fraction = value, float(match[3])  # `[Batch 200/937]`: within the epoch
-            continue  # `9800/10000` is a count of a count, not a value
+            if name == "batch" and self.fraction is None:
+                self.fraction = value, float(match[3])  # `[Batch 200/937]`: within the epoch
+            return  # `9800/10000` is a count of a count, not a value
         if not math.isfinite(value) and not name.endswith("loss"):
-            continue  # `is nan` in prose; a loss of nan is news
+            return  # `is nan` in prose; a loss of nan is news
         if name in STEP_WORDS:
-            if step is None:
-                step = value
+            if self.step is None:
+                self.step = value
         elif name == "epoch":
-            if epoch is None:
-                epoch = value
-        elif name not in values:
-            values[name] = value
-            named_loss = named_loss or "loss" in name
-    if step is None and epoch is None and not named_loss:
-        return None  # it named no loss, step, epoch or iteration: not a metrics line
-    if step is None:
-        fraction = fraction or _fraction(text, taken)
-        if fraction is not None:
-            n, total = fraction
-            step = epoch * total + n if epoch is not None else n
-            if epoch is not None:
-                values["epoch"] = epoch
+            if self.epoch is None:
+                self.epoch = value
+        elif name not in self.values:
+            self.values[name] = value
+            self.named_loss = self.named_loss or "loss" in name
+
+    def placed(self) -> dict[str, float] | None:
+        """The values with the step the line stands at; None when it says only that."""
+        values, step, epoch = self.values, self.step, self.epoch
+        if step is None:
+            fraction = self.fraction or _fraction(self.text, self.taken)
+            if fraction is not None:
+                n, total = fraction
+                step = epoch * total + n if epoch is not None else n
+                if epoch is not None:
+                    values["epoch"] = epoch
+            elif epoch is not None:
+                step = epoch
         elif epoch is not None:
-            step = epoch
-    elif epoch is not None:
-        values["epoch"] = epoch
-    if all(name == "epoch" for name in values):
-        return None  # only where it stands
-    if step is not None:
-        values["step"] = step
-    return values
+            values["epoch"] = epoch
+        if all(name == "epoch" for name in values):
+            return None  # only where it stands
+        if step is not None:
+            values["step"] = step
+        return values
 
 
 def _name(words: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,9 +24,18 @@ from rtrain.daemon.transfer.lease import TransferLeases
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo, RunNode
-from rtrain.protocol.run_states import HostSilent, is_billed, is_ended, next_state
+from rtrain.protocol.run_states import (
+    HostSilent,
+    advance,
+    ending_of,
+    is_billed,
+    is_ended,
+    next_state,
+)
 
 from .guard_book import GuardBook
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,17 +55,27 @@ class Ops:
     # The hosts' guards as last read, and the ones config.toml asks the daemon to arm.
     guards: GuardBook = field(default_factory=GuardBook)
 
-    def record(self, run: RunInfo, metrics_changed: bool = False) -> RunInfo:
+    def record(self, run: RunInfo, metrics_changed: bool = False, publish: bool = True) -> RunInfo:
         """Store `run`; tell subscribers when anything they show changed (its state, or, with
-        `metrics_changed`, what its log said)."""
+        `metrics_changed`, what its log said), unless `publish` is False. The one way a
+        run's state is recorded: through the table of protocol/run_states.py."""
         if run.created_at and run.started_at and run.started_at < run.created_at:
             # The host's clock says when it started, in whole seconds (`date +%s`) and maybe
             # skewed; a run never starts before rtrain created it, so no answer says so.
             run = msgspec.structs.replace(run, started_at=run.created_at)
-        run = with_latest_attempt(run)
         before = self.registry.get(run.host, run.run_id)
+        # Every state a run takes goes through the table (protocol/run_states.py): a look
+        # that would move a settled attempt elsewhere is not recorded.
+        new_attempt = before is not None and _attempt_number(before) != _attempt_number(run)
+        state = advance(before.state if before else None, run.state, new_attempt)
+        if before is not None and state != run.state:
+            _log.warning(
+                "%s/%s: %s may not become %s; kept", run.host, run.run_id, state, run.state
+            )
+            return before
+        run = with_latest_attempt(_replace(run, ending=ending_of(run.state, run.ending)))
         self.registry.upsert(run)
-        if (
+        if publish and (
             metrics_changed
             or before is None
             or (before.state, before.exit_code, before.reason, before.stalled_since)
@@ -65,7 +85,11 @@ class Ops:
         return run
 
     def annotate(self, run: RunInfo) -> RunInfo:
-        """`run` as clients see it: with what its log said, and what it has cost so far."""
+        """`run` as clients see it: with what its log said, what it has cost so far, and how
+        its tracker files were last synced."""
+        synced = self.registry.syncs_of(run.host, run.run_id)
+        if synced:
+            run = msgspec.structs.replace(run, synced=synced)
         return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
 
     def price(self, host: str) -> float | None:
@@ -169,7 +193,10 @@ class Ops:
         known = self.registry.get(host, run_id)
         state = next_state(HostSilent())
         base = known or RunInfo(host=host, run_id=run_id, state=state)
-        run = _replace(base, state=state, reason=error.message)
+        reason = error.message
+        if self.registry.pending_stop(host, run_id) is not None:
+            reason = f"stop pending: {reason}"  # some nodes may still train
+        run = _replace(base, state=state, reason=reason)
         if known is not None:
             self.record(run)
         return run
@@ -180,6 +207,10 @@ def launcher_group(ops: Ops, run: RunInfo) -> tuple[bool, str]:
     processes (watch.sh), a scheduler's jobs (its status), and each run across hosts alone
     (its launcher is its nodes')."""
     return ops.launcher_of(run).states_from_status, run.run_id if run.nodes else ""
+
+
+def _attempt_number(run: RunInfo) -> int:
+    return run.attempts[-1].number if run.attempts else 1
 
 
 def with_latest_attempt(run: RunInfo) -> RunInfo:

@@ -30,8 +30,8 @@ from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.fetching import fetch_file
 from rtrain.daemon.transfer.lanes import Lanes, first_error
+from rtrain.daemon.transfer.local_hashes import sha256_of
 from rtrain.daemon.transfer.plan import PIECE, channels_for
-from rtrain.daemon.transfer.shipping import sha256_of
 from rtrain.daemon.transfer.tree_fetch import TreeFile, WriteFailed, fetch_streamed
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error

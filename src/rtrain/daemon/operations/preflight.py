@@ -39,7 +39,7 @@ from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_environment import judge_environment
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
 from .preflight_hub import judge_hub
-from .preflight_packages import PackageVerdict, judge_packages, probe_names
+from .preflight_packages import PackageVerdict, judge_packages, probe_names, tracker_findings
 from .preflight_python import PythonVerdict, judge_python, torch_info
 from .run_inputs import Inputs
 
@@ -82,9 +82,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         follow_links=p.follow_links,
     )
     lock = read_lock(Path(p.requirements), "--requirements") if p.requirements else None
-    image = p.image if p.image is not None else settings.image
-    if image:
-        validation.image(image)
+    image = _image(p, settings.image)
     try:
         transport, report = await _probe(ops, p, interpreter, workdir)
     except RpcError as error:
@@ -104,6 +102,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
     for reason in judged.packages.reasons:
         verdict.problem("packages", reason)
     verdict.findings += judged.packages.findings
+    verdict.findings += tracker_findings(interpreter, report)
     judged.disk = _judge_workdir(verdict, report, workdir, gathered)
     judged.hub = _judge_hub_and_shell(verdict, report, p)
     if report.exit != answers.Exit.OK and not report.complete:
@@ -119,13 +118,23 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         if problem is not None:
             verdict.problem("environment", problem)
     if image and ops.launcher(p.host).runs_on_host:
-        found, problems = await judge_container(
-            transport, p.host, settings.container_runtime, image, p.gpus
-        )
-        verdict.findings += found
-        for reason in problems:
-            verdict.problem("container", reason)
+        await _judge_image(verdict, transport, p, settings.container_runtime, image)
     return _result(p, transport, report, verdict, judged)
+
+
+def _image(p: PreflightParams, host_image: str | None) -> str | None:
+    """The image to check (the request's, else the host's), its name judged before SSH."""
+    image = p.image if p.image is not None else host_image
+    return validation.image(image) if image else None
+
+
+async def _judge_image(
+    verdict: _Verdict, transport: Transport, p: PreflightParams, runtime: str, image: str
+) -> None:
+    found, problems = await judge_container(transport, p.host, runtime, image, p.gpus)
+    verdict.findings += found
+    for reason in problems:
+        verdict.problem("container", reason)
 
 
 async def _probe(

@@ -24,10 +24,14 @@ class PackageVerdict:
     findings: list[Finding] = field(default_factory=list)
 
 
+# Asked about on every preflight: what `rtrain tensorboard` and `rtrain kernel` run on the host.
+TRACKER_DISTS = {"tensorboard": "rtrain tensorboard", "ipykernel": "rtrain kernel"}
+
+
 def probe_names(requires: list[str]) -> list[str]:
     """The distribution names to ask the far python about, each once."""
     names: list[str] = []
-    for text in requires:
+    for text in [*requires, *TRACKER_DISTS]:
         name = canonicalize_name(Requirement(text).name)
         if name not in names:
             names.append(name)
@@ -108,3 +112,18 @@ def _check(python: str, text: str, report: PreflightReport) -> PackageCheck:
         except InvalidVersion:
             check.problem = f"{name} {installed} has a version pip cannot compare"
     return check
+
+
+def tracker_findings(python: str, report: PreflightReport) -> list[Finding]:
+    """Whether the python has what `rtrain tensorboard` and `rtrain kernel` run: one line."""
+    if not report.python_ok or report.dists_unchecked:
+        return []
+    have = [f"{name} {report.dists[name]}" for name in TRACKER_DISTS if report.dists.get(name)]
+    lacking = [name for name in TRACKER_DISTS if not report.dists.get(name)]
+    words = ", ".join(have)
+    if lacking:
+        needs = "; ".join(f"{TRACKER_DISTS[name]} needs {name}" for name in lacking)
+        fix = f"{python} -m pip install {' '.join(lacking)}"
+        words = f"{words}; " if words else ""
+        return [Finding("trackers", f"{words}{needs} ({fix})", "info")]
+    return [Finding("trackers", words)]

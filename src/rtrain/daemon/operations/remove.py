@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rtrain.daemon.remote.contract import run_scripts
+from rtrain.daemon.remote.contract.answers import Exit
+from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RemovedRun, RemoveParams, RemoveResult, RunRef
@@ -15,7 +17,9 @@ from .status import status as run_status
 
 async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
     """All or nothing as far as the daemon can tell: every run is checked (not running, not
-    queued, not being started) before the first one is removed."""
+    queued, not being started) before the first one is removed. A process of no run still
+    working in a run dir (started there with exec) refuses that run's removal, naming it,
+    unless `force` (then it is stopped first)."""
     validation.host(p.host)
     if not p.run_ids:
         raise app_error(Kind.INVALID_RUN_ID, "name at least one run to remove.")
@@ -37,8 +41,25 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
     transport = await ops.transport(p.host)
     removed = []
     for run_id, run_dir in dirs.items():
-        done = await run_scripts.remove(transport, run_dir, run_id)
+        done = await run_scripts.remove(transport, run_dir, run_id, p.force)
         refuse_unless_run(done, p.host, run_id, run_dir, "nothing was removed")
+        if done.refused == ErrorWord.BUSY:
+            raise app_error(
+                Kind.RUN_ACTIVE,
+                f"cannot remove {run_id} on {p.host}: {_named(done.dwellers)} still "
+                f"run{'s' if len(done.dwellers) == 1 else ''} in its run directory; "
+                f"`rtrain rm --force {p.host} {run_id}` stops "
+                f"{'it' if len(done.dwellers) == 1 else 'them'} and removes the run. "
+                "Nothing was removed.",
+                pids=[d.pid for d in done.dwellers],
+            )
+        if done.exit == Exit.SURVIVED:
+            raise app_error(
+                Kind.STOP_REFUSED,
+                f"cannot remove {run_id} on {p.host}: pid "
+                f"{', '.join(str(d.pid) for d in done.dwellers)} survived SIGKILL in its run "
+                "directory; nothing was removed.",
+            )
         if done.refused:
             raise _active(p.host, run_id, f"is {done.refused} (it started meanwhile)")
         if not done.ok:
@@ -51,6 +72,11 @@ async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
             ops.publish_removed(known)  # an open run tree drops it at once
         removed.append(RemovedRun(run_id=run_id, remote_dir=run_dir, had_dir=done.had_dir))
     return RemoveResult(removed=removed)
+
+
+def _named(dwellers: list[run_scripts.Dweller]) -> str:
+    """`pid 812 (tensorboard --logdir .)`, for each process, in one phrase."""
+    return ", ".join(f"pid {d.pid} ({d.command.strip() or '?'})" for d in dwellers)
 
 
 def _active(host: str, run_id: str, why: str) -> Exception:

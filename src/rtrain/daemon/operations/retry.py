@@ -20,12 +20,11 @@ import msgspec
 
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import RestartParams, RestartResult, RunInfo
+from rtrain.protocol.run_states import ending_of, is_retried
 
 from .context import Ops
 
 log = logging.getLogger(__name__)
-# Why the far side never ran a run: there is no command to run again.
-_NEVER_LAUNCHED = "never launched"
 
 Restart = Callable[[Ops, RestartParams, str], Awaitable[RestartResult]]
 
@@ -35,9 +34,8 @@ def due(run: RunInfo) -> bool:
     policy = run.retry
     if policy is None or policy.used >= policy.limit:
         return False
-    if run.state == "lost":
-        return run.reason != _NEVER_LAUNCHED
-    return run.state == "failed" and policy.on == "failed" and run.stopped_by is None
+    # A run recorded before endings were (its `ending` empty) ends as its state says.
+    return is_retried(ending_of(run.state, run.ending), policy.on)
 
 
 class Retrier:

@@ -19,7 +19,14 @@ DEFAULT_STALL_AFTER = 30 * 60
 LIMITS_FILE = "rtrain-limits"
 STOP_FILE = "rtrain-stop"
 # Files the watcher writes in the run dir.
-WATCHER_FILES = ("stalled", "stalled.tmp", "limit_stop", "limit_stop.tmp")
+WATCHER_FILES = (
+    "stalled",
+    "stalled.tmp",
+    "limit_stop",
+    "limit_stop.tmp",
+    "limits.pid",
+    "limits.pid.tmp",
+)
 
 
 class Limits(msgspec.Struct, frozen=True):

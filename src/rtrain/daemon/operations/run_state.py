@@ -34,6 +34,7 @@ def apply_row(base: RunInfo, row: RunRow) -> RunInfo | None:
         scheduler_state=row.scheduler_state,
         stalled_since=_stalled_since(base, row),
         stopped_by=row.stopped_by,
+        ending=row.ending,
     )
 
 

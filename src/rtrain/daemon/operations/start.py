@@ -34,6 +34,7 @@ from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
+    DEFAULT_PYTHON,
     Attempt,
     RunInfo,
     RunNode,
@@ -45,7 +46,7 @@ from rtrain.protocol.messages import (
 )
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, expand
-from .context import Ops, now
+from .context import Ops, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
 from .run_inputs import Inputs, LocalFile
@@ -193,7 +194,12 @@ async def _claim_ship_launch(
     on_host = ops.launcher(p.host).runs_on_host
     command, setup_command = _commands(plan, run_dir, on_host)
     nodes = (
-        [RunNode(host=c.host, remote_dir=c.run_dir) for c in claims] if plan.across_hosts else []
+        [
+            RunNode(host=c.host, remote_dir=c.run_dir, python=_node_python(ops, p, c.host))
+            for c in claims
+        ]
+        if plan.across_hosts
+        else []
     )
     launcher = ops.nodes_launcher(nodes, p.master_addr) if nodes else ops.launcher(p.host, command)
     # From here the run id is taken on the host, so the registry knows the run at once
@@ -218,7 +224,7 @@ async def _claim_ship_launch(
         retry=plan.retry,
     )
     pending = plan.limits.on_run(pending)
-    ops.registry.upsert(pending)
+    ops.record(pending, publish=False)
     if plan.after is not None:
         ops.registry.set_after_run(p.host, run_id, plan.after)
     ops.starting.add((p.host, run_id))
@@ -239,6 +245,12 @@ async def _claim_ship_launch(
         return await _ship_and_launch(ops, plan, ctx, placed)
     finally:
         ops.starting.discard((p.host, run_id))
+
+
+def _node_python(ops: Ops, p: StartParams, host: str) -> str:
+    """The python a node of a run across hosts runs: `--python` on every node, else each
+    host's own from config.toml (node 0's is the plan's)."""
+    return validation.python(chosen(p.python, ops.hosts.config.host(host).python, DEFAULT_PYTHON))
 
 
 def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], str | None]:
@@ -396,12 +408,19 @@ def _meta(
         meta["code_dir"] = str(plan.code_dir)
     if plan.environment is not None:
         meta["environment"] = True  # a restart's new command: {python} is the environment's
-    if p.image:
-        meta["image"] = p.image
-    if plan.container is not None:
-        meta["container_runtime"] = plan.container.runtime
+    meta.update(_container_meta(plan))
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
+    return meta
+
+
+def _container_meta(plan: StartPlan) -> dict[str, object]:
+    """The image a restart runs in again (also a batch job's), and the runtime."""
+    meta: dict[str, object] = {}
+    if plan.p.image:
+        meta["image"] = plan.p.image
+    if plan.container is not None:
+        meta["container_runtime"] = plan.container.runtime
     return meta
 
 

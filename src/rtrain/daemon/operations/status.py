@@ -23,6 +23,11 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
     if settled is not None:
         return StatusResult(run=settled)
     base = _base(ops, p, run_dir)
+    known = ops.known(p.host, p.run_id)
+    if p.workdir is None and known is not None and ops.registry.pending_stop(p.host, p.run_id):
+        # Some nodes did not answer a stop: the monitor finishes it once they do (stop.py);
+        # until then the run is unknown, never a node's own end read meanwhile.
+        return StatusResult(run=known)
     try:
         if not ops.launcher_of(base).states_from_status:
             # watch.sh: the same one round trip also brings the log's new lines, so the

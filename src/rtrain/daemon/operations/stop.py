@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from typing import NoReturn
+
 import msgspec
 
+from rtrain.daemon.registry import PendingStop
+from rtrain.daemon.remote.contract.run_scripts import StopReport
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
-from rtrain.protocol.messages import RunRef, StopParams, StopResult
+from rtrain.protocol.messages import RunInfo, RunRef, StopParams, StopResult
 
 from .context import Ops
+from .retry import due as retry_due
 from .run_proof import refuse_unless_run
 from .status import from_row
 from .status import status as run_status
@@ -42,6 +48,40 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
                 f"answers: `rtrain status {p.host} {p.run_id}` tells ({again.message}).",
             ) from None
     refuse_unless_run(report, p.host, p.run_id, run_dir, "nothing was stopped")
+    earlier = ops.registry.pending_stop(p.host, p.run_id)
+    outcome = report.outcome
+    if outcome == "pending":
+        _keep_pending(ops, p, report, grace, earlier)
+    _refuse_unless_stopped(p, report, grace)
+    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
+    # stop.sh says how the run stands once nothing of it is left (should its last line be
+    # missing, ask as status does); a missing run is run_not_found there.
+    if report.run is not None:
+        run = from_row(ops, ref, report.run)
+    else:
+        run = (await run_status(ops, ref)).run
+    if retried and outcome == "not_running" and run.state == "stopped":
+        outcome = "stopped"  # by this request's first attempt, whose answer was lost
+    if earlier is not None:
+        # The nodes that did not answer before are stopped now: the stop asked then is done.
+        ops.registry.end_pending_stop(p.host, p.run_id)
+        outcome = "stopped"
+        if run.state != "stopped":
+            run = ops.record(msgspec.structs.replace(run, state="stopped", reason=None))
+    run, cancelled = _end_retries(ops, run)
+    if outcome == "stopped" and run.state == "running":
+        # The far side saw nothing alive a moment ago; trust the later look, but say it.
+        run = msgspec.structs.replace(run, reason="still running after stop")
+    return StopResult(
+        outcome=outcome,  # type: ignore[arg-type]
+        killed=report.killed,
+        run=run,
+        retries_cancelled=cancelled,
+    )
+
+
+def _refuse_unless_stopped(p: StopParams, report: StopReport, grace: float) -> None:
+    """One sentence for a stop that did not end the run: refused, or something survived."""
     outcome = report.outcome
     if outcome == "refused":
         reason = report.reason or "the pid file does not name this run"
@@ -59,16 +99,40 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         )
     if outcome not in ("stopped", "not_running"):
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: stop failed: {report.error_text}")
-    ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
-    # stop.sh says how the run stands once nothing of it is left (should its last line be
-    # missing, ask as status does); a missing run is run_not_found there.
-    if report.run is not None:
-        run = from_row(ops, ref, report.run)
-    else:
-        run = (await run_status(ops, ref)).run
-    if retried and outcome == "not_running" and run.state == "stopped":
-        outcome = "stopped"  # by this request's first attempt, whose answer was lost
-    if outcome == "stopped" and run.state == "running":
-        # The far side saw nothing alive a moment ago; trust the later look, but say it.
-        run = msgspec.structs.replace(run, reason="still running after stop")
-    return StopResult(outcome=outcome, killed=report.killed, run=run)  # type: ignore[arg-type]
+
+
+def _end_retries(ops: Ops, run: RunInfo) -> tuple[RunInfo, int]:
+    """A person's stop ends the retries the daemon would still start by itself: the run,
+    and how many were left."""
+    if not retry_due(run):
+        return run, 0
+    assert run.retry is not None
+    cancelled = run.retry.limit - run.retry.used
+    policy = msgspec.structs.replace(run.retry, limit=run.retry.used)
+    return ops.record(msgspec.structs.replace(run, retry=policy)), cancelled
+
+
+def _keep_pending(
+    ops: Ops, p: StopParams, report: StopReport, grace: float, earlier: PendingStop | None
+) -> NoReturn:
+    """Some nodes of a run across hosts did not answer, the others stopped: the stop is kept
+    in the registry (the monitor finishes it there once they answer) and the run is unknown,
+    since those nodes may still train."""
+    pending = PendingStop(
+        nodes=report.pending,
+        grace=grace,
+        force=p.force,
+        asked_at=earlier.asked_at if earlier is not None else time.time(),
+    )
+    ops.registry.set_pending_stop(p.host, p.run_id, pending)
+    why = f"stop pending: {report.reason}"
+    known = ops.known(p.host, p.run_id)
+    if known is not None:
+        ops.record(msgspec.structs.replace(known, state="unknown", reason=why))
+    raise app_error(
+        Kind.HOST_UNREACHABLE,
+        f"{p.run_id} on {p.host} is not stopped yet: {report.reason}. Every other node "
+        "was stopped; the daemon stops the rest as soon as they answer again "
+        f"(`rtrain status {p.host} {p.run_id}` says when).",
+        pending=report.pending,
+    )

@@ -17,7 +17,7 @@ from rtrain.daemon.operations.context import Ops
 from rtrain.daemon.operations.local_file import LocalFile
 from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.remote.contract.answers import Exit
-from rtrain.daemon.transfer.shipping import sha256_of
+from rtrain.daemon.transfer.local_hashes import sha256_and_size
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import PoolHost
 
@@ -66,7 +66,10 @@ def input_keys(files: Sequence[LocalFile]) -> list[tuple[str, int]]:
 
 
 def _sha256(source: Path | bytes) -> str:
-    return hashlib.sha256(source).hexdigest() if isinstance(source, bytes) else sha256_of(source)
+    # The start that follows hashes the same files: remembered, it reads them only once.
+    if isinstance(source, bytes):
+        return hashlib.sha256(source).hexdigest()
+    return sha256_and_size(source)[0]
 
 
 async def look_hosts(

@@ -112,7 +112,7 @@ def dist_probe():
         from importlib import metadata
     except ImportError:
         try:
-            import importlib_metadata as metadata  # type: ignore[import-not-found,no-redef]
+            import importlib_metadata as metadata  # type: ignore[import-not-found,no-redef,unused-ignore]
         except ImportError:
             for name in names:
                 out("dist", name, "?")

@@ -6,15 +6,18 @@ Shipped into a torchrun run's directory as `rtrain-ranks` and run with the run's
 
 torchrun runs with `--redirects=3 --log-dir=LOG_DIR`, so each rank writes its own
 stdout.log and stderr.log; this relay copies every complete line of them to its own stdout
-(the run's train.log) as `[rankN]: LINE`, one write per batch of whole lines, so ranks that
-print at once never merge (with PYTHONUNBUFFERED a print is two writes: the text, then its
-newline). A line torch already prefixed (its excepthook writes `[rankN]: `) keeps its one
-prefix. torchrun's own lines (its warnings, its failure summary) go to train.log directly.
+(the run's train.log) as `[rankN]: LINE`, N the worker's global rank (its RANK, as torch's
+own lines number it; read from the worker's environment, else its local rank), one write
+per batch of whole lines, so ranks that print at once never merge (with PYTHONUNBUFFERED a
+print is two writes: the text, then its newline). A line torch already prefixed (its
+excepthook writes `[rankN]: `) keeps its one prefix. torchrun's own lines (its warnings,
+its failure summary) go to train.log directly.
 
 When torchrun fails, the relay writes RUN_DIR/rank_failure: the rank that failed first in
-time, as one line `RANK<TAB>EXIT<TAB>SIGNAL<TAB>PID<TAB>STDERR<TAB>ERROR_MESSAGE` (`-` where
-empty; STDERR relative to RUN_DIR when inside it), which status.sh turns into the run's
-reason. It exits as torchrun did (the same code, or the same signal).
+time, as one line `RANK<TAB>EXIT<TAB>SIGNAL<TAB>PID<TAB>STDERR<TAB>ERROR_MESSAGE<TAB>TIME`
+(`-` where empty; STDERR relative to RUN_DIR when inside it; TIME: the rank's last sign of
+life, epoch seconds), which status.sh turns into the run's reason (and, across hosts, which
+node failed first). It exits as torchrun did (the same code, or the same signal).
 
 Standard library only, and no rtrain import: it runs on the far host.
 """
@@ -102,6 +105,9 @@ class Relay:
     def __init__(self, run_dir: str, log_dir: str) -> None:
         self.run_dir = run_dir
         self.log_dir = log_dir
+        # torchrun's pid, once started: its workers' environment gives their global ranks.
+        self.torchrun: int | None = None
+        self.global_ranks: dict[int, int] = {}
         self.old = set(self._entries(log_dir))  # earlier attempts' folders: not ours
         self.followers: dict[str, Follower] = {}
         # local rank -> (attempt number, its folder) of the latest attempt seen
@@ -133,7 +139,21 @@ class Relay:
                     for name in ("stdout.log", "stderr.log"):
                         path = os.path.join(rank_path, name)
                         if path not in self.followers and os.path.exists(path):
-                            self.followers[path] = Follower(path, int(rank))
+                            self.followers[path] = Follower(path, self._global(int(rank)))
+
+    def _global(self, local: int) -> int:
+        """The global rank of the worker with `local` rank (torch's own `[rankN]` lines
+        number it so; on every node but the first of a run across hosts the two differ),
+        from the workers' environment; the local rank where that cannot be read."""
+        if local not in self.global_ranks and self.torchrun is not None:
+            deadline = time.monotonic() + HOLD
+            while True:
+                self.global_ranks.update(worker_ranks(self.torchrun))
+                if local in self.global_ranks or time.monotonic() > deadline:
+                    break
+                time.sleep(POLL)
+            self.global_ranks.setdefault(local, local)  # asked once: a worker gone says no more
+        return self.global_ranks.get(local, local)
 
     def pump(self, final: bool = False) -> None:
         self.discover()
@@ -172,6 +192,7 @@ class Relay:
 
         first = min(own, key=order)
         rank = int(first["rank"])
+        failed_at = self._last_sign_of_life(int(first.get("local", rank)))
         code = int(first["exit"])
         folder = self.rank_dirs.get(int(first.get("local", rank)), (0, ""))[1]
         stderr = os.path.join(folder, "stderr.log") if folder else ""
@@ -184,6 +205,7 @@ class Relay:
             first["pid"],
             stderr or "-",
             error_message(first.get("error_file", "")) or "-",
+            f"{failed_at / 1e9:.3f}" if failed_at != sys.maxsize else "-",
         ]
         return "\t".join(" ".join(field.split()) or "-" for field in fields) + "\n"
 
@@ -200,6 +222,30 @@ class Relay:
             except OSError:
                 pass
         return latest or sys.maxsize
+
+
+def worker_ranks(parent: int) -> dict[int, int]:
+    """LOCAL_RANK -> RANK of the live children of `parent` (torchrun's workers), read from
+    their environment in /proc; empty where there is none to read."""
+    found: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                if int(handle.read().rsplit(b") ", 1)[1].split()[1]) != parent:
+                    continue
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                items = handle.read().split(b"\0")
+            env = dict(item.split(b"=", 1) for item in items if b"=" in item)
+            found[int(env[b"LOCAL_RANK"])] = int(env[b"RANK"])
+        except (OSError, ValueError, KeyError, IndexError):
+            continue
+    return found
 
 
 def summary_failures(log: str) -> list[dict[str, str]]:
@@ -252,6 +298,7 @@ def main(argv: list[str]) -> int:
     run_dir, log_dir, command = argv[1], argv[2], argv[3:]
     relay = Relay(run_dir, log_dir)
     child = subprocess.Popen(command)
+    relay.torchrun = child.pid
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         # stop.sh signals every process of the run itself; passing its signal on as well

@@ -8,11 +8,13 @@ on a long link.
 
 Each script still runs as `sh -c SCRIPT rtrain ARGS...` in a child of that shell, exactly
 as on its own channel: what it does to its environment, its options or its exit status
-stays in the child. Its stdin is /dev/null (the shell's stdin is the command stream), so
-scripts that need stdin never come here. Around the script the shell prints markers with
-a fresh random nonce, on stdout (the end one with the exit status) and on stderr: that is
-how the daemon knows where the script's output begins and ends without escaping anything,
-and why stray bytes from before (a chatty rc file, a straggler) never count as output.
+stays in the child. Its stdin is /dev/null (the shell's stdin is the command stream), or,
+for a script given lines of text (a start's list of inputs), a here-document closed by a
+line holding the fresh nonce (`here_document_fits`); scripts fed bytes never come here.
+Around the script the shell prints markers with a fresh random nonce, on stdout (the end
+one with the exit status) and on stderr: that is how the daemon knows where the script's
+output begins and ends without escaping anything, and why stray bytes from before (a
+chatty rc file, a straggler) never count as output.
 
 A shell keeps the login environment it started with (PATH, tokens, what `.bashrc` set), so
 it retires after MAX_AGE, and scripts whose answer depends on that environment (preflight,
@@ -44,6 +46,12 @@ RETRY_AFTER = 5.0
 MAX_AGE = 600.0
 # How long a shell whose answer broke off gets to exit and say why before it is killed.
 EXIT_WAIT = 1.0
+
+
+def here_document_fits(data: bytes) -> bool:
+    """True when `data` can be a script's stdin through a shell: lines of text, each ending
+    in a line break (a here-document ends with one), with no NUL (sh drops it)."""
+    return data.endswith(b"\n") and b"\0" not in data and len(data) <= OUTPUT_LIMIT
 
 
 class ShellLost(Exception):
@@ -102,26 +110,34 @@ class CommandShell:
     def expired(self) -> bool:
         return asyncio.get_running_loop().time() - self.opened_at > MAX_AGE
 
-    async def run(self, text: str, args: Sequence[str], timeout: float) -> Completed:
-        """Run script `text` with `args`; raises ShellLost, TimeoutError or CancelledError,
-        after each of which this shell is closed (a script may still be running in it)."""
+    async def run(
+        self, text: str, args: Sequence[str], timeout: float, stdin: bytes = b""
+    ) -> Completed:
+        """Run script `text` with `args` (and `stdin`, which here_document_fits); raises
+        ShellLost, TimeoutError or CancelledError, after each of which this shell is closed
+        (a script may still be running in it)."""
         try:
-            return await asyncio.wait_for(self._exchange(text, args), timeout)
+            return await asyncio.wait_for(self._exchange(text, args, stdin), timeout)
         except BaseException:
             await self.close()
             raise
 
-    async def _exchange(self, text: str, args: Sequence[str]) -> Completed:
+    async def _exchange(self, text: str, args: Sequence[str], data: bytes = b"") -> Completed:
         stdin, stdout, stderr = self._proc.stdin, self._proc.stdout, self._proc.stderr
         assert stdin is not None and stdout is not None and stderr is not None
         nonce = f"rtrain-{secrets.token_hex(16)}"
+        if data and (not here_document_fits(data) or f"\n{nonce}-in\n".encode() in b"\n" + data):
+            raise ValueError("stdin that no here-document can carry")
+        feed = f" <<'{nonce}-in'; " if data else " </dev/null; "
         # An empty text is the handshake: only the markers.
-        command = shlex.join(["sh", "-c", text, "rtrain", *args]) + " </dev/null; " if text else ""
+        command = shlex.join(["sh", "-c", text, "rtrain", *args]) + feed if text else ""
         stdin.write(
             f'printf "%s\\n" {nonce}-start; printf "%s\\n" {nonce}-start >&2; '
             f'{command}rtrain_rc=$?; printf "\\n%s %s\\n" {nonce}-end "$rtrain_rc"; '
             f'printf "\\n%s\\n" {nonce}-end >&2\n'.encode()
         )
+        if data:
+            stdin.write(data + f"{nonce}-in\n".encode())
         end = f"\n{nonce}-end"
         try:
             await stdin.drain()

@@ -15,7 +15,7 @@ from rtrain.daemon.remote import script
 from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
 
-from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool
+from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool, here_document_fits
 from .control_master import ControlMaster
 from .failures import classify
 from .transport import STALL_TIMEOUT, Completed, ProcessTransport, Progress
@@ -37,6 +37,10 @@ SESSION_WAIT = 30.0
 # fresh login on a channel of their own, never a shell's older one. The trainer inherits
 # launch's environment.
 FRESH_LOGIN = frozenset({"preflight", "launch"})
+# Scripts whose stdin is lines of names (never a secret) may take it through a shell, as a
+# here-document. Any other stdin takes a channel of its own: a far bash may keep a
+# here-document in a temporary file, and a secret must never touch the host's disk.
+LINES_ON_STDIN = frozenset({"cache_place", "input_tree"})
 # Scripts that are safe to run twice: when a shell is lost under one, it runs again on a
 # channel of its own instead of failing.
 REPEATABLE = frozenset({"status", "read_log", "list_files", "hash_file", "stop"})
@@ -65,15 +69,17 @@ class ExecTransport(ProcessTransport):
         def on_channel() -> Awaitable[Completed]:
             return ProcessTransport.run(self, name, args, stdin=stdin, timeout=timeout)
 
-        # A shell's stdin carries its scripts, so one that needs stdin takes its own channel.
-        if stdin or name in FRESH_LOGIN:
+        # A shell's stdin carries its scripts: lines of names can follow as a here-document,
+        # any other stdin takes a channel of its own.
+        by_heredoc = name in LINES_ON_STDIN and here_document_fits(stdin or b"")
+        if (stdin and not by_heredoc) or name in FRESH_LOGIN:
             return await self._on_channel(on_channel)
         await self.connect()
         shell = self.shells.take()
         if shell is None:
             return await self._on_channel(on_channel)
         try:
-            return await shell.run(script(name), args, timeout)
+            return await shell.run(script(name), args, timeout, stdin or b"")
         except TimeoutError:
             raise self._timed_out(name, timeout) from None
         except ShellLost as lost:

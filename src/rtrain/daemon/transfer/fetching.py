@@ -88,81 +88,104 @@ async def _fetch_pieces(
     partial: Partial,
     progress: Progress,
 ) -> tuple[str, int]:
-    size, state = partial.size, partial.state
-    cut = pieces(size)
-    sent = 0
-    for offset, length in cut:
-        if partial.verified.get(offset) == length:
-            progress(length)
-    todo = [(o, n) for o, n in cut if partial.verified.get(o) != n]
+    return await _PieceFetch(transport, lanes, run_dir, rel, partial, progress).run()
 
-    async def whole_hash() -> str:
-        done = await lanes.run(
+
+class _PieceFetch:
+    """One file fetched as pieces side by side, each verified on arrival, then the whole:
+    the pieces verified by an earlier fetch are kept, not fetched again."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        lanes: Lanes,
+        run_dir: str,
+        rel: str,
+        partial: Partial,
+        progress: Progress,
+    ) -> None:
+        self.transport = transport
+        self.lanes = lanes
+        self.run_dir = run_dir
+        self.rel = rel
+        self.partial = partial
+        self.progress = progress
+        self.sent = 0
+
+    async def run(self) -> tuple[str, int]:
+        partial = self.partial
+        cut = pieces(partial.size)
+        for offset, length in cut:
+            if partial.verified.get(offset) == length:
+                self.progress(length)
+        todo = [(o, n) for o, n in cut if partial.verified.get(o) != n]
+        with open(partial.data, "r+b") as sink:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    # One piece is the whole file: its own hash is the whole file's.
+                    far_sha = group.create_task(self.whole_hash()) if len(cut) > 1 else None
+                    for offset, length in todo:
+                        group.create_task(self.get(sink.fileno(), offset, length))
+            except BaseExceptionGroup as failed:
+                raise first_error(failed) from None
+            sink.flush()
+        got_sha = await asyncio.to_thread(_sha256_of, partial.data)
+        if os.stat(partial.data).st_size != partial.size:
+            raise fetch_unverified(self.rel)
+        if far_sha is not None and far_sha.result() != got_sha:
+            raise fetch_unverified(self.rel)
+        if far_sha is None and not todo:
+            # Resumed with nothing left to fetch and no far hash taken: take it now.
+            if await self.whole_hash() != got_sha:
+                raise fetch_unverified(self.rel)
+        return got_sha, self.sent
+
+    async def whole_hash(self) -> str:
+        size, rel = self.partial.size, self.rel
+        done = await self.lanes.run(
             lambda: file_scripts.file_state(
-                transport, run_dir, rel, hashed=True, timeout=60 + size / HASH_RATE
+                self.transport, self.run_dir, rel, hashed=True, timeout=60 + size / HASH_RATE
             )
         )
-        if done.changed or (done.state is not None and done.state != state):
+        if done.changed or (done.state is not None and done.state != self.partial.state):
             raise fetch_unverified(rel)
         if done.exit != answers.Exit.OK or done.sha256 is None:
-            raise _failed(transport, rel, done.error, done.error_text)
+            raise _failed(self.transport, rel, done.error, done.error_text)
         return done.sha256
 
-    with open(partial.data, "r+b") as sink:
+    async def get(self, sink: int, offset: int, length: int) -> None:
+        rel, transport = self.rel, self.transport
+        digest = hashlib.sha256()
+        got = 0
 
-        async def get(offset: int, length: int) -> None:
-            nonlocal sent
-            digest = hashlib.sha256()
-            got = 0
-
-            def take(chunk: bytes) -> None:
-                nonlocal got
-                if got + len(chunk) > length:
-                    raise fetch_unverified(rel)
-                os.pwrite(sink.fileno(), chunk, offset + got)
-                got += len(chunk)
-                digest.update(chunk)
-                progress(len(chunk))
-
-            args = [run_dir, rel, str(offset), str(length), state]
-            done = await lanes.run(lambda: transport.stream_out("send_range", args, take))
-            said = file_scripts.range_sent(done)
-            if said.changed:
+        def take(chunk: bytes) -> None:
+            nonlocal got
+            if got + len(chunk) > length:
                 raise fetch_unverified(rel)
-            if done.returncode != answers.Exit.OK:
-                raise _failed(transport, rel, file_scripts.failed_read(done), done.error_text)
-            if said.sha256 is None or got != length:
-                # The stream broke off before the far side's verdict: a cut, not damage;
-                # the pieces verified so far stay for the next fetch.
-                raise app_error(
-                    Kind.TRANSFER_FAILED,
-                    f"{transport.alias}: reading {rel} broke off ({done.error_text}); "
-                    "fetch again to resume from the pieces that arrived.",
-                )
-            if said.sha256 != digest.hexdigest():
-                raise fetch_unverified(rel)
-            sent += length
-            partial.done(offset, length)
+            os.pwrite(sink, chunk, offset + got)
+            got += len(chunk)
+            digest.update(chunk)
+            self.progress(len(chunk))
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                # One piece is the whole file: its own hash is the whole file's.
-                far_sha = group.create_task(whole_hash()) if len(cut) > 1 else None
-                for offset, length in todo:
-                    group.create_task(get(offset, length))
-        except BaseExceptionGroup as failed:
-            raise first_error(failed) from None
-        sink.flush()
-    got_sha = await asyncio.to_thread(_sha256_of, partial.data)
-    if os.stat(partial.data).st_size != size:
-        raise fetch_unverified(rel)
-    if far_sha is not None and far_sha.result() != got_sha:
-        raise fetch_unverified(rel)
-    if far_sha is None and not todo:
-        # Resumed with nothing left to fetch and no far hash taken: take it now.
-        if await whole_hash() != got_sha:
+        args = [self.run_dir, rel, str(offset), str(length), self.partial.state]
+        done = await self.lanes.run(lambda: transport.stream_out("send_range", args, take))
+        said = file_scripts.range_sent(done)
+        if said.changed:
             raise fetch_unverified(rel)
-    return got_sha, sent
+        if done.returncode != answers.Exit.OK:
+            raise _failed(transport, rel, file_scripts.failed_read(done), done.error_text)
+        if said.sha256 is None or got != length:
+            # The stream broke off before the far side's verdict: a cut, not damage; the
+            # pieces verified so far stay for the next fetch.
+            raise app_error(
+                Kind.TRANSFER_FAILED,
+                f"{transport.alias}: reading {rel} broke off ({done.error_text}); "
+                "fetch again to resume from the pieces that arrived.",
+            )
+        if said.sha256 != digest.hexdigest():
+            raise fetch_unverified(rel)
+        self.sent += length
+        self.partial.done(offset, length)
 
 
 async def _fetch_plainly(

@@ -21,7 +21,7 @@ import os
 import posixpath
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from rtrain.protocol.errors import Kind, app_error
 
 from . import tree_ship
 from .lanes import Lanes, first_error
+from .local_hashes import sha256_and_size
 from .plan import channels_for, pieces
 
 CHUNK = 1024 * 1024
@@ -108,15 +109,15 @@ async def ship(
     input order. `progress` hears of bytes as they go, `landed` of each file in place."""
     temporaries: list[Path] = []
     try:
-        files = []
+        named = []
         for source, name in files_of(inputs):
             if isinstance(source, bytes):
                 path = _bytes_file(source)
                 temporaries.append(path)
             else:
                 path = source
-            size = path.stat().st_size
-            files.append(_File(path, name, size, await asyncio.to_thread(sha256_of, path)))
+            named.append((path, name))
+        files = await asyncio.to_thread(_hashed, named)
         advance = progress or (lambda _count: None)
         told = landed or (lambda _file: None)
         if not transport.streams:
@@ -163,72 +164,122 @@ async def _ship_through_cache(
     landed: Callable[[Shipped], None],
     channels: int | None,
 ) -> list[Shipped]:
-    began = time.monotonic()
-    placed = await file_scripts.cache_place(
-        transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in files]
-    )
-    round_trip = time.monotonic() - began
-    if not placed.ok:
-        raise _failure(transport, placed.error, placed.error_text, "looking in the host's cache")
-    how = placed.placed
-    verified = placed.pieces
-    shipped: dict[str, Shipped] = {}
-    for f in files:
-        if f.name in how:
-            shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, how[f.name])
-            advance(f.size)
-            landed(shipped[f.name])
-    # Many small files go in one stream each batch, straight into the run directory.
-    small = [f for f in files if f.name not in how and f.size <= tree_ship.MOST_BYTES]
-    streamed = small if len(small) >= tree_ship.FEWEST else []
-    in_stream = {f.name for f in streamed}
-    # Files of the same content are sent once; the others are placed from the cache after.
-    missing: list[_File] = []
-    copies: list[_File] = []
-    for f in files:
-        if f.name not in how and f.name not in in_stream:
-            (copies if any(m.sha256 == f.sha256 for m in missing) else missing).append(f)
-    largest = max((f.size for f in missing), default=0)
-    lanes = Lanes(max(channels_for(largest, round_trip, channels), min(len(missing), 4)))
+    shipment = _CacheShipment(transport, workdir, run_dir, advance, landed)
+    return await shipment.run(files, channels)
 
-    async def send(f: _File) -> None:
-        shipped[f.name] = await _send_file(
-            transport, lanes, workdir, run_dir, f, verified.get(f.name, set()), advance
+
+class _CacheShipment:
+    """Inputs shipped through the host's cache: what it holds is placed from there, the
+    rest is sent (small files streamed in batches, one of each content), copies of the
+    same content are placed from the cache after."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        workdir: str,
+        run_dir: str,
+        advance: Progress,
+        landed: Callable[[Shipped], None],
+    ) -> None:
+        self.transport = transport
+        self.workdir = workdir
+        self.run_dir = run_dir
+        self.advance = advance
+        self.landed = landed
+        self.shipped: dict[str, Shipped] = {}
+        self.verified: dict[str, set[int]] = {}
+        self.lanes = Lanes(1)
+
+    async def run(self, files: list[_File], channels: int | None) -> list[Shipped]:
+        transport = self.transport
+        began = time.monotonic()
+        placed = await file_scripts.cache_place(
+            transport, self.workdir, self.run_dir, [(f.sha256, f.size, f.name) for f in files]
         )
-        landed(shipped[f.name])
+        round_trip = time.monotonic() - began
+        if not placed.ok:
+            raise _failure(
+                transport, placed.error, placed.error_text, "looking in the host's cache"
+            )
+        how = placed.placed
+        self.verified = placed.pieces
+        self.from_cache(how, files)
+        streamed, missing, copies = _unplaced(files, how)
+        largest = max((f.size for f in missing), default=0)
+        self.lanes = Lanes(max(channels_for(largest, round_trip, channels), min(len(missing), 4)))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for batch in tree_ship.batches(streamed):
+                    group.create_task(self.stream(batch))
+                for f in missing:
+                    group.create_task(self.send(f))
+        except BaseExceptionGroup as failed:
+            raise first_error(failed) from None
+        if copies:
+            placed_copies = await _place_copies(transport, self.workdir, self.run_dir, copies)
+            self.from_cache(placed_copies, copies)
+        return [self.shipped[f.name] for f in files]
 
-    async def stream(batch: list[_File]) -> None:
-        shipped_now = await lanes.run(
-            lambda: _stream_batch(transport, workdir, run_dir, batch, advance)
+    def from_cache(self, placed: Mapping[str, str], among: list[_File]) -> None:
+        for f in among:
+            if f.name in placed:
+                self.shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, placed[f.name])
+                self.advance(f.size)
+                self.landed(self.shipped[f.name])
+
+    async def send(self, f: _File) -> None:
+        self.shipped[f.name] = await _send_file(
+            self.transport,
+            self.lanes,
+            self.workdir,
+            self.run_dir,
+            f,
+            self.verified.get(f.name, set()),
+            self.advance,
+        )
+        self.landed(self.shipped[f.name])
+
+    async def stream(self, batch: list[_File]) -> None:
+        shipped_now = await self.lanes.run(
+            lambda: _stream_batch(self.transport, self.workdir, self.run_dir, batch, self.advance)
         )
         if shipped_now is None:
             # No tar on the host: each file on its own, as any other.
             for f in batch:
-                await send(f)
+                await self.send(f)
             return
         for one in shipped_now:
-            shipped[one.name] = one
-            landed(one)
+            self.shipped[one.name] = one
+            self.landed(one)
 
-    try:
-        async with asyncio.TaskGroup() as group:
-            for batch in tree_ship.batches(streamed):
-                group.create_task(stream(batch))
-            for f in missing:
-                group.create_task(send(f))
-    except BaseExceptionGroup as failed:
-        raise first_error(failed) from None
-    if copies:
-        again = await file_scripts.cache_place(
-            transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in copies]
-        )
-        if not again.ok or any(f.name not in again.placed for f in copies):
-            raise _failure(transport, again.error, again.error_text, "placing copies of inputs")
-        for f in copies:
-            shipped[f.name] = Shipped(f.name, f.size, f.sha256, 0, again.placed[f.name])
-            advance(f.size)
-            landed(shipped[f.name])
-    return [shipped[f.name] for f in files]
+
+async def _place_copies(
+    transport: Transport, workdir: str, run_dir: str, copies: list[_File]
+) -> Mapping[str, str]:
+    """Files whose content was just sent under another name, placed from the cache."""
+    again = await file_scripts.cache_place(
+        transport, workdir, run_dir, [(f.sha256, f.size, f.name) for f in copies]
+    )
+    if not again.ok or any(f.name not in again.placed for f in copies):
+        raise _failure(transport, again.error, again.error_text, "placing copies of inputs")
+    return again.placed
+
+
+def _unplaced(
+    files: list[_File], placed: Mapping[str, str]
+) -> tuple[list[_File], list[_File], list[_File]]:
+    """The files the host's cache did not place, by how they go: streamed (many small
+    files, in one stream each batch, straight into the run directory), sent (one of each
+    content), and copies (the same content as one sent: placed from the cache after)."""
+    small = [f for f in files if f.name not in placed and f.size <= tree_ship.MOST_BYTES]
+    streamed = small if len(small) >= tree_ship.FEWEST else []
+    in_stream = {f.name for f in streamed}
+    missing: list[_File] = []
+    copies: list[_File] = []
+    for f in files:
+        if f.name not in placed and f.name not in in_stream:
+            (copies if any(m.sha256 == f.sha256 for m in missing) else missing).append(f)
+    return streamed, missing, copies
 
 
 async def _send_file(
@@ -279,20 +330,25 @@ async def _send_file(
     except BaseExceptionGroup as failed:
         raise first_error(failed) from None
     if not whole:
-        sealed = await file_scripts.seal_input(
-            transport,
-            workdir,
-            f.sha256,
-            f.size,
-            run_dir,
-            f.name,
-            timeout=STALL_TIMEOUT + f.size / HASH_RATE,
-        )
-        if sealed.mismatch:
-            raise _changed(f)
-        if not sealed.ok:
-            raise _failure(transport, sealed.error, sealed.error_text, f"shipping {f.name}")
+        await _seal(transport, workdir, run_dir, f)
     return Shipped(f.name, f.size, f.sha256, sent, "sent")
+
+
+async def _seal(transport: Transport, workdir: str, run_dir: str, f: _File) -> None:
+    """A file sent in pieces, checked whole on the host and placed in the run directory."""
+    sealed = await file_scripts.seal_input(
+        transport,
+        workdir,
+        f.sha256,
+        f.size,
+        run_dir,
+        f.name,
+        timeout=STALL_TIMEOUT + f.size / HASH_RATE,
+    )
+    if sealed.mismatch:
+        raise _changed(f)
+    if not sealed.ok:
+        raise _failure(transport, sealed.error, sealed.error_text, f"shipping {f.name}")
 
 
 async def _stream_batch(
@@ -361,12 +417,14 @@ def _piece_sha256(path: Path, offset: int, length: int) -> str:
     return digest.hexdigest()
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _hashed(named: list[tuple[Path, str]]) -> list[_File]:
+    """Each file with its size and sha256, in one thread for all of them (a thread each
+    would cost more than the hashing of a small file)."""
+    files = []
+    for path, name in named:
+        sha, size = sha256_and_size(path)
+        files.append(_File(path, name, size, sha))
+    return files
 
 
 def _bytes_file(data: bytes) -> Path:

@@ -10,14 +10,20 @@ nodes itself as they meet; rtrain names a node by its place in the host list.
 The run is recorded under node 0's host. Its state is every node's state together: running
 while every node runs, completed once all completed; once one node ends otherwise (failed,
 lost, stopped by its limits) the others are taken down and the run ends as that node did,
-naming it. A stop stops every node and says stopped only once each confirmed it.
+naming it. A stop stops every node at once and says stopped only once each confirmed it; a
+node that does not answer is named, and its stop is finished once it answers again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import posixpath
+import re
+import time
 from collections.abc import Sequence
+
+import msgspec
 
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
@@ -25,6 +31,7 @@ from rtrain.daemon.remote.contract import answers, launch_scripts, run_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
+from rtrain.daemon.ssh.failures import host_did_not_answer
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunNode, StartParams
@@ -36,6 +43,18 @@ from .contract import free_port
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")
 # Seconds a node still running gets after SIGTERM once another node ended the run.
 TAKE_DOWN_GRACE = 5.0
+# Seconds the other nodes of a run get to end by themselves once a node failed of a lost
+# peer: the node that went first says why (its status comes a moment after its ranks).
+PEER_WAIT = 30.0
+# What a rank says when a peer on another node went first: gloo's closed or reset pair,
+# NCCL's watchdog and "remote process exited", the c10d store's lost connection.
+PEER_LOST = re.compile(
+    r"Connection (?:closed|reset) by peer|remote process exited|ProcessGroupNCCL.*watchdog"
+    r"|Watchdog caught collective|NCCL communicator was aborted|DistNetworkError"
+    r"|DistStoreError|recvValue failed|Broken pipe|Socket Timeout|failed to recv, got 0 bytes"
+    r"|Connection refused.*(?:store|TCPStore)|TCPStore.*(?:closed|reset|timed out)",
+    re.IGNORECASE,
+)
 
 
 class NodesLauncher(OverTransport):
@@ -61,8 +80,9 @@ class NodesLauncher(OverTransport):
         secrets: bytes,
         params: StartParams | None = None,
     ) -> Launched:
-        """`command` is node 0's (in `run_dir`); every other node runs it with its own run
-        directory in place of node 0's. A node that did not start takes the others down."""
+        """`command` is node 0's (in `run_dir`, with `python`); every other node runs it with
+        its own run directory and its own python (RunNode.python) in place of node 0's. A
+        node that did not start takes the others down."""
         transport = await self.transport(self.nodes[0].host)
         port = await free_port(transport, python)
         if port.port is None:
@@ -78,9 +98,9 @@ class NodesLauncher(OverTransport):
                 node_transport,
                 node.remote_dir,
                 run_id,
-                python,
+                node.python or python,
                 rendezvous(
-                    _moved(plain, run_dir, node.remote_dir),
+                    _moved(plain, run_dir, node.remote_dir, python, node.python or python),
                     len(self.nodes),
                     f"{address}:{port.port}",
                     run_id,
@@ -131,6 +151,18 @@ class NodesLauncher(OverTransport):
             row = combined(run_id, self.nodes, rows)
             first = first_ended(rows)
             alive = [i for i, r in enumerate(rows) if is_live(r.state)]
+            if first is not None and alive and _peer_went_moments_ago(rows[first]):
+                # The node that went first is still ending (torchrun writes its status a
+                # moment after its ranks): taken down now, it would read stopped, and the
+                # run would blame the node that only lost it.
+                runs[run_id] = RunRow(
+                    run_id=run_id,
+                    state="running",
+                    started_at=rows[0].started_at,
+                    detail=f"node {first} ({self.nodes[first].host}) lost a peer; waiting "
+                    "for the node that failed first to end",
+                )
+                continue
             if first is not None and alive and rows[0].state != "missing":
                 await self._take_down(transport, run_id, alive)
                 rows = await self._rows(transport, run_id)
@@ -139,23 +171,35 @@ class NodesLauncher(OverTransport):
         return StatusReport(runs=runs, exit=answers.Exit.OK, error_text="")
 
     async def stop(self, run_dir: str, run_id: str, grace: float, force: bool) -> StopReport:
-        transports = await self._transports(await self.transport(self.nodes[0].host))
-        reports = await asyncio.gather(
-            *(
-                run_scripts.stop(t, node.remote_dir, run_id, grace, force)
-                for node, t in zip(self.nodes, transports, strict=True)
-            )
+        """Every node at once, each reached on its own (node 0 too): a node that does not
+        answer keeps no other from stopping. Such nodes are the report's `pending` (outcome
+        `pending`), with why in `reason`; the run is never said stopped while one of them
+        may still train."""
+
+        async def one(index: int) -> StopReport:
+            node = self.nodes[index]
+            reach = await self.transport(node.host)
+            return await run_scripts.stop(reach, node.remote_dir, run_id, grace, force)
+
+        got = await asyncio.gather(
+            *(one(i) for i in range(len(self.nodes))), return_exceptions=True
         )
-        outcomes = [r.outcome for r in reports]
-        survivors = [pid for r in reports for pid in r.survivors]
-        killed = [pid for r in reports for pid in r.killed]
-        rows = [
-            r.run or RunRow(run_id=run_id, state="missing", detail="no answer") for r in reports
-        ]
-        first = reports[0]
-        if first.outcome not in ("stopped", "not_running", "survived"):
+        silent: dict[int, RpcError] = {}
+        reports: dict[int, StopReport] = {}
+        for index, answer in enumerate(got):
+            if isinstance(answer, RpcError) and host_did_not_answer(answer):
+                silent[index] = answer
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                reports[index] = answer
+        outcomes = [r.outcome for r in reports.values()]
+        survivors = [pid for r in reports.values() for pid in r.survivors]
+        killed = [pid for r in reports.values() for pid in r.killed]
+        first = reports.get(0)
+        if first is not None and first.outcome not in ("stopped", "not_running", "survived"):
             return first  # node 0 refused, or has no such run: the operation says so
-        for index, report in enumerate(reports):
+        for index, report in reports.items():
             if report.outcome in ("refused", ""):
                 reason = (
                     f"node {index} ({self.nodes[index].host}): {report.reason or report.error_text}"
@@ -164,11 +208,44 @@ class NodesLauncher(OverTransport):
                     "survived" if report.outcome else "", reason, survivors, killed, None, report
                 )
         if "survived" in outcomes:
-            index = outcomes.index("survived")
+            index = next(i for i, r in reports.items() if r.outcome == "survived")
             reason = f"node {index} ({self.nodes[index].host}) still runs"
-            return _stop_report("survived", reason, survivors, killed, None, first)
+            return _stop_report("survived", reason, survivors, killed, None, reports[index])
+        if silent:
+            reason = "; ".join(
+                f"node {i} ({self.nodes[i].host}) did not answer ({error.message})"
+                for i, error in silent.items()
+            )
+            return StopReport(
+                outcome="pending",
+                reason=reason,
+                survivors=[],
+                killed=killed,
+                run=None,
+                pending=list(silent),
+                exit=0,
+                error_text="",
+            )
+        assert first is not None
+        rows = [
+            reports[i].run or RunRow(run_id=run_id, state="missing", detail="no answer")
+            for i in range(len(self.nodes))
+        ]
+        row = combined(run_id, self.nodes, rows)
+        if "stopped" in outcomes:
+            # This stop ended the run: a node whose ranks failed as its peers went (a
+            # collective's lost peer) failed of the stop.
+            row = msgspec.structs.replace(
+                row,
+                state="stopped",
+                exit_code=None,
+                signal=None,
+                detail=None,
+                stopped_by=None,
+                limit_seconds=None,
+            )
         outcome = "stopped" if "stopped" in outcomes else "not_running"
-        return _stop_report(outcome, None, [], killed, combined(run_id, self.nodes, rows), first)
+        return _stop_report(outcome, None, [], killed, row, first)
 
     async def _transports(self, first: Transport) -> list[Transport]:
         return [first, *[await self.connect(n.host) for n in self.nodes[1:]]]
@@ -231,8 +308,8 @@ def combined(
     why = rows[ended_first]
     state = "lost" if why.state == "missing" else why.state
     detail = why.detail or ("its run directory is gone" if why.state == "missing" else None)
-    if state != "stopped" or not (detail or "").startswith("limit: "):
-        # A limit's detail stays as the far side wrote it (the daemon reads which limit).
+    if why.stopped_by is None:
+        # A limit's stop keeps its typed fields and words (the daemon reads which limit).
         where = f"node {ended_first} ({nodes[ended_first].host})"
         detail = f"{where}, {detail}" if detail else where
         also = [i for i, r in enumerate(rows) if i != ended_first and r.state == "failed"]
@@ -245,16 +322,37 @@ def combined(
         signal=why.signal,
         started_at=rows[0].started_at,
         detail=detail,
+        stopped_by=why.stopped_by,
+        limit_seconds=why.limit_seconds,
+        ending=why.ending,
     )
 
 
 def first_ended(rows: Sequence[RunRow]) -> int | None:
     """The node whose end says most of why the run ended (a missing run dir: lost), or None
-    while no node ended but by completing."""
+    while no node ended but by completing. Among failed nodes, one whose ranks raised of
+    their own comes before one whose ranks lost a peer in a collective (a consequence),
+    then the one whose first failing rank failed first (the far side's time, not the order
+    the answers came in), then the first in the host list."""
     ranked = [
-        (rank, i) for i, r in enumerate(rows) if (rank := part_ending_rank(r.state)) is not None
+        (rank, _peer_lost(r), r.failed_at if r.failed_at is not None else math.inf, i)
+        for i, r in enumerate(rows)
+        if (rank := part_ending_rank(r.state)) is not None
     ]
-    return min(ranked, default=(None, None))[1]
+    return min(ranked, default=(None, None, None, None))[3]
+
+
+def _peer_went_moments_ago(row: RunRow) -> bool:
+    """`row` failed of a lost peer within PEER_WAIT seconds (by its host's clock)."""
+    if not _peer_lost(row):
+        return False
+    return row.failed_at is None or time.time() - row.failed_at < PEER_WAIT
+
+
+def _peer_lost(row: RunRow) -> bool:
+    """The node failed because another went: its reason is a collective's or the c10d
+    store's lost peer (gloo, NCCL, the store), not an exception of the trainer's own."""
+    return row.state == "failed" and PEER_LOST.search(row.detail or "") is not None
 
 
 def _named(nodes: Sequence[RunNode], rows: Sequence[RunRow], state: str) -> str | None:
@@ -293,11 +391,15 @@ def rendezvous(
     return [*command[:at], *words, *command[at + 1 :]]
 
 
-def _moved(command: Sequence[str], run_dir: str, node_dir: str) -> list[str]:
-    """Node 0's `command` for a node whose run dir is `node_dir`: node 0's work directory
-    (and so its run dir) in any word becomes that node's (homes differ between hosts)."""
+def _moved(
+    command: Sequence[str], run_dir: str, node_dir: str, python: str, node_python: str
+) -> list[str]:
+    """Node 0's `command` for a node whose run dir is `node_dir` and whose python is
+    `node_python`: node 0's work directory (and so its run dir) in any word becomes that
+    node's (homes differ between hosts), and each word that is node 0's python (the relay's,
+    torchrun's) that node's own."""
     here, there = posixpath.dirname(run_dir), posixpath.dirname(node_dir)
-    return [word.replace(here, there) for word in command]
+    return [node_python if word == python else word.replace(here, there) for word in command]
 
 
 def _not_launched(why: str) -> Launched:

@@ -141,8 +141,9 @@ def hashed(done: Completed) -> Hashed | None:
 
 
 class Placed(msgspec.Struct, frozen=True, kw_only=True):
-    """cache_place.sh's answer: each input placed from the cache (name -> `linked` or
-    `copied`), and for each other one the offsets of the pieces a cut upload left verified."""
+    """cache_place.sh's answer: each input placed from the cache (name -> `copied`: the
+    run's own copy or reflink), and for each other one the offsets of the pieces a cut
+    upload left verified."""
 
     placed: dict[str, str]
     pieces: dict[str, set[int]]
@@ -158,11 +159,12 @@ class Placed(msgspec.Struct, frozen=True, kw_only=True):
 async def cache_place(
     transport: Runner, workdir: str, run_dir: str, inputs: Sequence[tuple[str, int, str]]
 ) -> Placed:
-    """Place every input (sha256, size, name) the host's cache holds into `run_dir`."""
-    args = [workdir, run_dir]
-    for sha, size, name in inputs:
-        args += [sha, str(size), name]
-    done = await transport.run("cache_place", args, timeout=120)
+    """Place every input (sha256, size, name) the host's cache holds into `run_dir`; the list
+    travels on stdin, a line each."""
+    listing = "".join(f"{sha}\t{size}\t{name}\n" for sha, size, name in inputs)
+    done = await transport.run(
+        "cache_place", [workdir, run_dir], stdin=listing.encode(), timeout=120
+    )
     lines = Lines(done.stdout)
     pieces: dict[str, set[int]] = {}
     for row in lines.rows("piece"):

@@ -11,7 +11,7 @@ import msgspec
 
 from rtrain.daemon.remote.error_words import FarError
 from rtrain.protocol.messages import StoppedBy
-from rtrain.protocol.run_states import FarSide, RunState, next_state, state_word
+from rtrain.protocol.run_states import Ending, FarSide, RunState, next_state, state_word
 
 from .answers import Answer, Exit, Lines, Runner, as_float, as_int, pids
 
@@ -37,10 +37,16 @@ class RunRow(msgspec.Struct, frozen=True):
     scheduler_state: str | None = None
     # Seconds a running run has been still (limits.sh's `stalled`); None when it is not.
     stalled_for: int | None = None
+    # A failed torchrun run: when its first failing rank failed (epoch seconds, the host's
+    # clock; rank_failure's time), which says which node of a run across hosts failed first.
+    failed_at: float | None = None
     # A stop the run's own limits made (limits.sh): which limit, at how many seconds.
     # status.sh says so in its detail (`limit: max_duration 21600`); read here, once.
     stopped_by: StoppedBy | None = None
     limit_seconds: int | None = None
+    # How an ended run ended, where the row says more than its state (a limit, a run that
+    # never launched; protocol/run_states.py), read here once.
+    ending: Ending | None = None
 
     @property
     def exists(self) -> bool:
@@ -57,11 +63,14 @@ def far_state(word: str) -> RunState:
 
 def run_row(values: list[str]) -> RunRow:
     """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
-    run_id, word, exit_code, signal, started, detail, stalled = (values + ["-"] * 7)[:7]
+    run_id, word, exit_code, signal, started, detail, stalled, failed_at = (values + ["-"] * 8)[:8]
     state = "missing" if word == "missing" else far_state(word)
     # The far side cuts a reason at 300 bytes, maybe inside a character.
     said = None if detail in ("-", "") else detail.rstrip("\ufffd")
     limit = _limit_stop(said) if state == "stopped" else None
+    ending: Ending | None = limit[0] if limit else None
+    if state == "lost" and said == _NEVER_LAUNCHED:
+        ending = "never_launched"
     return RunRow(
         run_id=run_id,
         state=state,
@@ -70,11 +79,15 @@ def run_row(values: list[str]) -> RunRow:
         started_at=as_float(started),
         detail=said,
         stalled_for=as_int(stalled),
+        failed_at=as_float(failed_at),
         stopped_by=limit[0] if limit else None,
         limit_seconds=limit[1] if limit else None,
+        ending=ending,
     )
 
 
+# common.sh's words for a run directory whose trainer never started (run_state).
+_NEVER_LAUNCHED = "never launched"
 # common.sh's limit_detail: `limit: WHY SECONDS`, WHY as limits.sh writes it.
 _LIMIT_PREFIX = "limit: "
 _LIMIT_STOPS: dict[str, StoppedBy] = {"max_duration": "max_duration", "stalled": "stall"}
@@ -106,18 +119,27 @@ async def status(transport: Runner, workdir: str, run_ids: Sequence[str]) -> Sta
 # ---- remove.sh, exec.sh, log_lines.sh ---------------------------------------------------
 
 
+class Dweller(msgspec.Struct, frozen=True):
+    """A process of no run whose working directory is in a run dir (remove.sh's `dweller`)."""
+
+    pid: int
+    command: str
+
+
 class Removed(Answer, frozen=True, kw_only=True):
     """The run dir is gone (`ok`; `had_dir` false when nothing was there), or why not
-    (`refused`: `running` or `queued`; a directory that is not the run's exits NOT_A_RUN)."""
+    (`refused`: `running`, `queued`, or `busy`: `dwellers` still run in it; a directory
+    that is not the run's exits NOT_A_RUN; SURVIVED: `dwellers` outlived a forced KILL)."""
 
     ok: bool
     had_dir: bool
     refused: str | None
     error: FarError | None
+    dwellers: list[Dweller] = []
 
 
-async def remove(transport: Runner, run_dir: str, run_id: str) -> Removed:
-    done = await transport.run("remove", [run_dir, run_id], timeout=120)
+async def remove(transport: Runner, run_dir: str, run_id: str, force: bool = False) -> Removed:
+    done = await transport.run("remove", [run_dir, run_id, "1" if force else "0"], timeout=120)
     lines = Lines(done.stdout)
     error = lines.error()
     removed = lines.value("removed")
@@ -126,6 +148,11 @@ async def remove(transport: Runner, run_dir: str, run_id: str) -> Removed:
         had_dir=removed not in (None, "-"),
         refused=error.word.value if error and done.returncode == Exit.REFUSED else None,
         error=error,
+        dwellers=[
+            Dweller(pid=int(row[0]), command=row[1] if len(row) > 1 else "?")
+            for row in lines.rows("dweller")
+            if row and row[0].isdigit()
+        ],
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -185,7 +212,7 @@ async def log_lines(transport: Runner, run_dir: str, run_id: str, count: int) ->
 
 class StopReport(Answer, frozen=True, kw_only=True):
     """`outcome`: stopped | not_running | refused | survived, or "" when the script did not
-    get as far as saying one."""
+    get as far as saying one; `pending` (a run across hosts) when some nodes did not answer."""
 
     outcome: str
     reason: str | None
@@ -193,6 +220,8 @@ class StopReport(Answer, frozen=True, kw_only=True):
     killed: list[int]
     # How the run stands once nothing of it is left, when stop.sh said so.
     run: RunRow | None
+    # A run across hosts (outcome `pending`): the nodes that did not answer, still to stop.
+    pending: list[int] = []
 
 
 async def stop(

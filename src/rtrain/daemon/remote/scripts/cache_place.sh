@@ -1,27 +1,41 @@
-# cache_place.sh WORKDIR RUN_DIR [SHA256 SIZE NAME]...: each input already in the work
-# directory's cache (same sha256 and size) is placed in the run directory as NAME (`placed
-# NAME copied|linked`, see place_input: the run's own copy, or a large input shared
-# read-only); each other one is `missing NAME`, followed by a `piece NAME OFFSET LENGTH` for
-# each piece of it a cut upload left verified.
+# cache_place.sh WORKDIR RUN_DIR: stdin holds one line `SHA256<TAB>SIZE<TAB>NAME` per input.
+# Each input the work directory's cache holds (same sha256 and size), provably unchanged, is
+# placed in the run directory as NAME, owned by the run (`placed NAME copied`: a reflink
+# where the filesystem makes one, else a copy; never a link to the entry, so that no run can
+# change the cache); each other one is `missing NAME`, followed by a `piece NAME OFFSET
+# LENGTH` for each piece of it a cut upload left verified. One python3 does all of them
+# (cache_inputs.py: an entry whose identity moved since it was verified is hashed again, and
+# removed when it is not its sha256 any more); without python3, each entry is hashed.
 need_args "$#" 2
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 run_dir=$(expand_workdir "$2") || fail "$E_USAGE" bad_dest
 [ -d "$run_dir" ] || fail "$E_NOT_FOUND" run_not_found
 cache_dirs "$workdir"
-shift 2
-while [ "$#" -ge 3 ]; do
-	{ is_sha256 "$1" && is_uint "$2"; } || fail "$E_USAGE" usage
-	entry=$CACHE_INPUTS/$1
-	if [ -f "$entry" ] && [ "$(size_of "$entry")" = "$2" ]; then
-		place_input "$entry" "$run_dir" "$3" "$2"
+# daemon/remote/cache_inputs.py: the daemon puts its text in place of the word below.
+CACHE_PROGRAM='@cache_inputs.py@'
+if have python3; then
+	exec python3 -c "$CACHE_PROGRAM" place "$CACHE_DIR" "$run_dir"
+fi
+while IFS= read -r line || [ -n "$line" ]; do
+	[ -n "$line" ] || continue
+	sha=${line%%"$TAB"*}
+	rest=${line#*"$TAB"}
+	size=${rest%%"$TAB"*}
+	name=${rest#*"$TAB"}
+	{ [ "$rest" != "$line" ] && [ "$name" != "$rest" ] && is_sha256 "$sha" && is_uint "$size"; } ||
+		fail "$E_USAGE" usage
+	entry=$CACHE_INPUTS/$sha
+	if in_cache "$sha" "$size" && [ "$(sha256_of "$entry")" = "$sha" ]; then
+		place_input "$entry" "$run_dir" "$name"
 	else
-		emit missing "$3"
-		for marker in "$CACHE_PARTIAL/$1.pieces"/*-*; do
+		# Not its sha256 any more: changed in place, never to be placed again.
+		[ ! -f "$entry" ] || rm -f -- "$entry"
+		emit missing "$name"
+		for marker in "$CACHE_PARTIAL/$sha.pieces"/*-*; do
 			[ -e "$marker" ] || continue
 			marker=${marker##*/}
-			emit piece "$3" "${marker%-*}" "${marker#*-}"
+			emit piece "$name" "${marker%-*}" "${marker#*-}"
 		done
 	fi
-	shift 3
 done
 exit 0

@@ -13,7 +13,7 @@ META_STARTED='' META_BOOT='' META_ATTEMPT=''
 PF_PID=
 NAP_PER_SECOND=
 REAL_RUN='' REAL_PATH='' REL='' TARGET=''
-RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT=''
 TAB=$(printf '\t')
 NL='
 '
@@ -295,6 +295,33 @@ session_members() {
 		}'
 }
 
+# end_watcher RUN_ID: end the limits watcher of the run in RUN_DIR (limits.sh: a session of
+# its own, without the marker, whose pid is in limits.pid) and its `sleep`: it would end by
+# itself within its interval once the run is over; a stop or a removal ends it before it
+# answers, so nothing of the run outlives the answer. Not when the caller is the watcher's
+# own stop (it runs stop.sh as its child), nor a pid that is not this run's watcher any more.
+# Needs nap_init.
+end_watcher() {
+	ew_pid=
+	{ IFS= read -r ew_pid <"$RUN_DIR/limits.pid"; } 2>/dev/null
+	is_uint "$ew_pid" && [ "${#ew_pid}" -le 9 ] && [ "$ew_pid" -gt 1 ] || return 0
+	have_proc && pid_alive "$ew_pid" || return 0
+	is_kin "$ew_pid" && return 0
+	ew_argv=$({ tr '\0' '\n' <"/proc/$ew_pid/cmdline"; } 2>/dev/null | head -n 4)
+	[ "$ew_argv" = "/bin/sh$NL./rtrain-limits$NL$RUN_DIR$NL$1" ] || return 0
+	kill -s TERM -- "-$ew_pid" 2>/dev/null || kill -s TERM "$ew_pid" 2>/dev/null
+	ew_left=$((3 * NAP_PER_SECOND))
+	while [ -n "$(session_members "$ew_pid")" ]; do
+		if [ "$ew_left" -le 0 ]; then
+			kill -s KILL -- "-$ew_pid" 2>/dev/null
+			break
+		fi
+		nap
+		ew_left=$((ew_left - 1))
+	done
+	return 0
+}
+
 # meta.json -> META_STARTED META_BOOT META_ATTEMPT. launch.sh writes one key per line, so no
 # JSON parser is needed here.
 read_meta() {
@@ -481,16 +508,22 @@ signal_words() {
 	fi
 }
 
-# rank_failure (rtrain-ranks: RANK EXIT SIGNAL PID STDERR ERROR_MESSAGE, `-` for none) ->
+# rank_failure (rtrain-ranks: RANK EXIT SIGNAL PID STDERR ERROR_MESSAGE [TIME], `-` for none) ->
 # RS_DETAIL `rank R: WHY`, or `rank R (exit N): WHY` for an exit other than 1; WHY is the
 # rank's last exception line, else its error file's message, else its last stderr line.
+# TIME (epoch seconds, the rank's last sign of life) -> RS_FAILED_AT: which node of a run
+# across hosts failed first.
 rank_failure_reason() {
 	rf_line=
 	{ IFS= read -r rf_line <"$1/rank_failure"; } 2>/dev/null
-	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message <<RF_EOF
+	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message rf_time <<RF_EOF
 $rf_line
 RF_EOF
 	is_uint "$rf_rank" || return 1
+	case $rf_time in
+	'' | *[!0-9.]* | *.*.*) ;;
+	*) RS_FAILED_AT=$rf_time ;;
+	esac
 	fr_text=
 	case $rf_stderr in
 	/*) ;;
@@ -682,10 +715,12 @@ run_alive() {
 	return 1
 }
 
-# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED ("-" when
-# empty; RS_STALLED: seconds a running run has been still, see limits.sh).
+# The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED
+# RS_FAILED_AT ("-" when empty; RS_STALLED: seconds a running run has been still, see
+# limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
+# rank_failure_reason).
 run_state() {
-	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=-
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=-
 	if [ ! -d "$1" ]; then
 		RS_DETAIL='no run directory'
 		return 0
@@ -890,15 +925,10 @@ is_sha256() {
 	[ "${#1}" = 64 ]
 }
 
-# An input this large (bytes) may stay shared with the cache instead of copied per run.
-SHARE_FROM=67108864
-
-# place_input ENTRY RUN_DIR NAME SIZE: the cached ENTRY (SIZE bytes) appears as RUN_DIR/NAME,
-# the run's own to rewrite, append to or delete without changing the cache or another run:
-# a reflink where the filesystem makes one (no bytes copied), else a private copy. Only an
-# input of SHARE_FROM bytes or more, for a user other than root, stays a hard link to the
-# read-only entry (the mode keeps the run from changing it; root ignores modes, so root
-# gets copies). `placed NAME copied|linked`.
+# place_input ENTRY RUN_DIR NAME: the cached ENTRY appears as RUN_DIR/NAME, the run's own to
+# rewrite, append to or delete without changing the cache or another run: a reflink where the
+# filesystem makes one (no bytes copied), else a private copy. Never a hard link: a run could
+# make its link writable (it owns the file) and change the cache. `placed NAME copied`.
 place_input() {
 	case /$3/ in
 	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
@@ -908,7 +938,6 @@ place_input() {
 	*/*) mkdir -p -- "${pi_dest%/*}" 2>/dev/null ;;
 	esac
 	pi_tmp=${pi_dest%/*}/.${3##*/}.placing-$$
-	pi_how=copied
 	# Tried once a script: a filesystem that cannot reflink one input cannot reflink the next.
 	if [ "${PI_REFLINK-}" != no ] && cp --reflink=always -- "$1" "$pi_tmp" 2>/dev/null &&
 		chmod u+w -- "$pi_tmp" 2>/dev/null; then
@@ -916,10 +945,7 @@ place_input() {
 	else
 		[ "${PI_REFLINK-}" = no ] || rm -f -- "$pi_tmp"
 		PI_REFLINK=no
-		if [ "${4:-0}" -ge "$SHARE_FROM" ] && [ "${PI_UID:=$(id -u)}" != 0 ] &&
-			ln -f -- "$1" "$pi_tmp" 2>/dev/null; then
-			pi_how=linked
-		elif ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
+		if ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
 			# A new file, so it is writable (and private: umask 077).
 			pi_msg=$(cat -- "$1" 2>&1 >"$pi_tmp")
 			rm -f -- "$pi_tmp"
@@ -930,7 +956,18 @@ place_input() {
 		rm -f -- "$pi_tmp"
 		fail "$E_WRITE" write "$(flat "$pi_msg")"
 	}
-	emit placed "$3" "$pi_how"
+	emit placed "$3" copied
+}
+
+# seal_entries: stdin names (a sha256 a line) entries just verified and moved into the cache,
+# read-only; their identity is written down (cache_inputs.py, whose text the calling script
+# holds in CACHE_PROGRAM), so that the next start places them without hashing them again.
+seal_entries() {
+	if have python3; then
+		python3 -c "$CACHE_PROGRAM" seal "$CACHE_DIR" 2>/dev/null || :
+	else
+		cat >/dev/null
+	fi
 }
 
 # run_rel RUN_DIR REL: RUN_DIR, REAL_RUN (its real path), REL (normalized) and TARGET (the
@@ -1174,6 +1211,11 @@ states_of() {
 	else
 		per_path "$1" file_state
 	fi
+}
+
+# file_ids LIST: each file's `DEVICE:INODE` (following links); fails where a path has none.
+file_ids() {
+	each_path "$1" stat -L -c '%d:%i' 2>/dev/null || each_path "$1" stat -L -f '%d:%i' 2>/dev/null
 }
 
 # hashes_of LIST: each file's hex sha256, with the batch form of the hasher sha256_of picks.

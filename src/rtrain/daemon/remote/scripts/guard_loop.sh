@@ -57,6 +57,9 @@ look() {
 		run_state "$lk_dir" "$lk_id"
 		# A host that opted in lets a stalled run (limits.sh: log still, GPUs idle) be idle.
 		[ "$stalled_idle" = 1 ] && [ "$RS_STATE" = running ] && [ -f "$lk_dir/stalled" ] && continue
+		# A Jupyter kernel (rtrain kernel) is busy while a cell runs (`kernel_busy`), not for
+		# merely being open.
+		[ "$RS_STATE" = running ] && [ -f "$lk_dir/rtrain-kernel" ] && ! [ -f "$lk_dir/kernel_busy" ] && continue
 		case $RS_STATE in
 		running | queued)
 			HOST_BUSY="run $lk_id is $RS_STATE"

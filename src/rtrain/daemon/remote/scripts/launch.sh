@@ -229,11 +229,12 @@ started_at=$(date +%s)
 mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" || fail "$E_IO" meta "cannot write meta.json"
 
 # A `~/...` program (`--python ~/venv/bin/python`) means the far user's home, as it does
-# for preflight; nothing else of the command is touched.
+# for preflight; so does each later word that is that python exactly (torchrun under the
+# relay runs it twice: the relay, then torchrun). Nothing else of the command is touched.
 [ "$wrapper" -lt "$#" ] || fail "$E_USAGE" usage "no command after the wrapper"
 word_no=0
 for word in "$@"; do
-	if [ "$word_no" = "$wrapper" ]; then
+	if [ "$word_no" = "$wrapper" ] || { [ "$word_no" -gt "$wrapper" ] && [ "$word" = "$python_arg" ]; }; then
 		# shellcheck disable=SC2088 # the word as typed: expand_workdir expands it
 		case $word in
 		'~' | '~/'*) expanded=$(expand_workdir "$word") && word=$expanded ;;

@@ -2,7 +2,8 @@
 # limits, kept on the host itself, so they hold with the daemon and the laptop gone.
 # launch.sh writes this text (after common.sh) as `rtrain-limits` in the run dir and starts it
 # detached, in a session of its own and without the run's marker: it is no part of the run,
-# so status and stop never count it. It ends when the attempt ends (or a later one begins).
+# so status and stop never count it. It ends when the attempt ends (or a later one begins),
+# and a stop ends it (and its `sleep`) at once: its pid is in `limits.pid`.
 #   MAX_SECONDS (0: none): once the attempt has run that long (from its launch, setup
 #     included; from the end of its wait when it was queued for GPUs), the run is stopped as
 #     `rtrain stop --force` stops it (`rtrain-stop`, stop.sh's text, beside this one: TERM,
@@ -31,6 +32,8 @@ case $grace in
 '' | . | *[!0-9.]* | *.*.*) fail "$E_USAGE" usage ;;
 esac
 cd "$RUN_DIR" 2>/dev/null || exit 0
+# Where stop.sh finds this watcher (the leader of its own session) to end it with the run.
+printf '%s\n' "$$" >limits.pid.tmp 2>/dev/null && mv -f limits.pid.tmp limits.pid
 
 # A look every 10 s, or every third of the stall limit when that is shorter; the duration
 # limit is met on time whatever the interval (the sleep before it is cut to fit).

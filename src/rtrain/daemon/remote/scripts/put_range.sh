@@ -5,6 +5,8 @@
 # that is the whole input (RUN_DIR and NAME given) is sealed at once: into the cache, placed
 # in the run directory (`placed ...`).
 need_args "$#" 6
+# daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
+CACHE_PROGRAM='@cache_inputs.py@'
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 sha=$2 size=$3 offset=$4 length=$5 expected=$6
 { is_sha256 "$sha" && is_sha256 "$expected"; } || fail "$E_USAGE" usage
@@ -34,11 +36,11 @@ sums=$({
 split_sums "$sums"
 if [ "$whole" = 1 ] && [ "$TH_DIGEST" = "$expected" ] && [ "$expected" = "$sha" ] &&
 	in_cache "$sha" "$size"; then
-	# Another start sealed the same input meanwhile.
-	rm -f -- "$part"
+	# Another start sealed the same input meanwhile: the run gets these verified bytes.
 	run_dir=$(expand_workdir "$7") || fail "$E_USAGE" bad_dest
 	emit piece "$offset" "$length"
-	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8" "$size"
+	place_input "$part" "$run_dir" "$8"
+	rm -f -- "$part"
 	exit 0
 fi
 if [ "$TH_OK" != 2 ] || [ -z "$TH_DIGEST" ]; then
@@ -63,10 +65,10 @@ if [ "$whole" = 1 ]; then
 		rm -rf -- "$part" "$pieces"
 		fail "$E_MISMATCH" mismatch "$expected"
 	fi
-	# Read-only: a run's hard link to it must not let a trainer change the cached input.
 	chmod a-w -- "$part"
 	msg=$(mv -f -- "$part" "$CACHE_INPUTS/$sha" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+	printf '%s\n' "$sha" | seal_entries
 	rm -rf -- "$pieces"
-	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8" "$size"
+	place_input "$CACHE_INPUTS/$sha" "$run_dir" "$8"
 fi
 exit 0

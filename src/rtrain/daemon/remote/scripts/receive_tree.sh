@@ -2,13 +2,16 @@
 # Stdin: a line `COUNT`, then COUNT lines `SHA256<TAB>NAME` (NAME relative to the run dir),
 # then a tar stream holding each content once, as `c/SHA256`, and each NAME as `t/NAME`, a
 # hard link to its content. It is unpacked into a hidden folder of the run dir
-# (`.rtrain-receiving-PID`); each content and each name is hashed there (one hasher run for
-# each), and only when every one is its SHA256: the files move under their
+# (`.rtrain-receiving-PID`); every content is hashed there (one hasher run), each name must
+# be a link to its content (one stat run; else names are hashed too), and only when every
+# one is its SHA256: the files move under their
 # names in the run dir (the run's own copies), the contents into the work directory's input
 # cache (read-only, so the next start places them instead of receiving them again), and
 # `received COUNT`. Else nothing moves and the folder goes: `mismatch NAME` for each file
 # whose bytes are not its SHA256, exit 3. No tar: `error no_tar`, exit 2, before any byte.
 need_args "$#" 3
+# daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
+CACHE_PROGRAM='@cache_inputs.py@'
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 take_run_dir "$2" "$3"
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
@@ -49,9 +52,21 @@ n=$(printf '%s\n' "$contents" | wc -l)
 good=$(printf '%s\n%s\n' "$contents" "$got" | awk -v n="$n" '
 	NR <= n { want[NR] = $0; next }
 	$0 == want[NR - n] { print $0 }')
-# Each name too (what the run gets): one more hasher run, over the names' links.
+# Each name too (what the run gets): the very file of its content (one stat run over each
+# list: a link to a hashed file holds its bytes), else one more hasher run, over the names.
 names=$(printf '%s' "$entries" | STAGE=$stage/t/ awk -F "$TAB" '{ print ENVIRON["STAGE"] $2 }')
-got_names=$(hashes_of "$names")
+got_names=-
+if content_ids=$(file_ids "$staged") && name_ids=$(file_ids "$names"); then
+	got_names=$(printf '%s\n%s\n%s%s\n' "$contents" "$content_ids" "$entries" "$name_ids" |
+		awk -v n="$n" -v m="$count" '
+			NR <= n { sha[NR] = $0; next }
+			NR <= 2 * n { of[$0] = sha[NR - n]; next }
+			NR <= 2 * n + m { next }
+			{ print (($0 in of) ? of[$0] : "-") }')
+fi
+case $NL$got_names$NL in
+*"$NL-$NL"*) got_names=$(hashes_of "$names") ;;
+esac
 failed=$(printf '%s%s\n' "$entries" "$got_names" | awk -F "$TAB" -v n="$count" -v good="$good" '
 	BEGIN { split(good, list, "\n"); for (i in list) ok[list[i]] = 1 }
 	NR <= n { sha[NR] = $1; name[NR] = $2; next }
@@ -79,7 +94,11 @@ fi
 # Into the cache, read-only (one chmod and one mv for all where xargs takes many).
 each_path "$staged" chmod a-w 2>/dev/null
 # shellcheck disable=SC2016 # expanded by the inner sh
-if ! each_path "$staged" sh -c 'mv -f -- "$@" "$0"' "$CACHE_INPUTS" 2>/dev/null; then
+if each_path "$staged" sh -c 'mv -f -- "$@" "$0"' "$CACHE_INPUTS" 2>/dev/null; then
+	# The names' links go first: dropping a link moves an entry's ctime, part of its identity.
+	rm -rf -- "$stage"
+	printf '%s\n' "$contents" | seal_entries
+else
 	say "the input cache was not filled; the next start sends these files again"
 fi
 emit received "$count"

@@ -1,6 +1,7 @@
 # status.sh WORKDIR RUN_ID [RUN_ID ...]: one `run` line per run id, in the order given:
-# `run RUN_ID STATE EXIT SIGNAL STARTED DETAIL STALLED` (STALLED: seconds a running run has
-# been still, see limits.sh; `-` when it is not).
+# `run RUN_ID STATE EXIT SIGNAL STARTED DETAIL STALLED FAILED_AT` (STALLED: seconds a running
+# run has been still, see limits.sh; `-` when it is not; FAILED_AT: when a failed torchrun
+# run's first failing rank failed, epoch seconds, `-` when not known).
 need_args "$#" 2
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 shift
@@ -11,6 +12,6 @@ for run_id in "$@"; do
 		continue
 	fi
 	run_state "$workdir/$run_id" "$run_id"
-	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
 done
 exit 0

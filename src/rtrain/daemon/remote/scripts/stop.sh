@@ -163,7 +163,7 @@ wait_gone() {
 # After the outcome: the `run` line of status.sh, now that nothing of the run is alive.
 emit_state() {
 	run_state "$RUN_DIR" "$run_id"
-	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
 }
 
 # A run in a container (rtrain-container): the container goes too, also when its runtime's
@@ -181,6 +181,7 @@ remove_container() {
 collect
 if [ -z "$LIVE" ]; then
 	remove_container
+	end_watcher "$run_id"
 	emit outcome not_running
 	emit_state
 	exit 0
@@ -203,6 +204,7 @@ if ! wait_gone "$grace_naps" "" && [ "$force" = 1 ]; then
 fi
 
 collect
+[ -z "$LIVE" ] && end_watcher "$run_id"
 set -f
 if [ -z "$LIVE" ]; then
 	remove_container

@@ -1,0 +1,285 @@
+# The Python half of the far side of the input cache (cache_place.sh, and the scripts that put
+# an entry into the cache): one interpreter for all the inputs of a start, so that placing
+# 3,000 cached files is a few syscalls each, not a few processes each. Run as
+# `python3 -c PROGRAM MODE CACHE_DIR ...`; the daemon sends it inside those scripts as one
+# single-quoted sh word (daemon/remote/__init__.py), so it holds no single quote. Python 3
+# and its standard library only (the far host has nothing of rtrain installed).
+#
+#   place CACHE_DIR RUN_DIR   stdin: `SHA256<TAB>SIZE<TAB>NAME` lines. Each input the cache
+#                             holds, provably unchanged, becomes RUN_DIR/NAME, owned by the run
+#                             (a reflink where the filesystem makes one, else a copy):
+#                             `placed<TAB>NAME<TAB>copied`. Every other one: `missing<TAB>NAME`
+#                             and `piece<TAB>NAME<TAB>OFFSET<TAB>LENGTH` for each piece a cut
+#                             upload left verified.
+#   seal CACHE_DIR            stdin: `SHA256` lines, entries just verified and moved into the
+#                             cache: their identity is written down.
+#
+# Trust: an entry is placed without reading it only while its identity (device, inode, size,
+# mtime and ctime to the nanosecond, no write bit) is the one written down when it was last
+# verified. Any change to the file (a write, a chmod, a new link) moves its ctime, which no
+# user can set back. An entry in doubt is hashed again: kept (and its identity written down
+# anew) when it is still its sha256, else removed, and the input is sent again.
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import sys
+
+CHUNK = 1 << 20
+# ioctl FICLONE (linux/fs.h): a reflink, no bytes copied, on btrfs, XFS and the like.
+FICLONE = 0x40049409
+# Exit codes of common.sh.
+E_USAGE = 2
+E_WRITE = 4
+E_OUTSIDE = 7
+# The identity file is rewritten without the lines of gone or replaced entries once it holds
+# this many more lines than entries.
+SLACK = 1000
+
+
+def emit(*fields: str) -> None:
+    sys.stdout.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+
+
+def fail(code: int, *fields: str) -> None:
+    emit("error", *fields)
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def identity(st: os.stat_result) -> str:
+    return (
+        f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} "
+        f"{stat.S_IMODE(st.st_mode):o}"
+    )
+
+
+class Identities:
+    """The identity of each entry as it was when last verified (`CACHE_DIR/identities`:
+    `SHA256 IDENTITY` lines, appended; the last line of an entry counts)."""
+
+    def __init__(self, cache_dir: str) -> None:
+        self.path = os.path.join(cache_dir, "identities")
+        self.known: dict[str, str] = {}
+        self.lines = 0
+        try:
+            with open(self.path) as f:
+                for line in f:
+                    sha, _, rest = line.rstrip("\n").partition(" ")
+                    self.known[sha] = rest
+                    self.lines += 1
+        except OSError:
+            pass
+
+    def trusts(self, sha: str, st: os.stat_result) -> bool:
+        read_only = not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        return read_only and self.known.get(sha) == identity(st)
+
+    def write_down(self, entries: dict[str, os.stat_result], inputs_dir: str) -> None:
+        if not entries:
+            return
+        for sha, st in entries.items():
+            self.known[sha] = identity(st)
+        try:
+            if self.lines + len(entries) > len(self.known) + SLACK:
+                self._rewrite(inputs_dir)
+            else:
+                text = "".join(f"{sha} {identity(st)}\n" for sha, st in entries.items())
+                # One write to an O_APPEND file: starts side by side never mix their lines.
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, text.encode())
+                finally:
+                    os.close(fd)
+        except OSError:
+            pass  # no record only means the next start hashes the entry again
+
+    def _rewrite(self, inputs_dir: str) -> None:
+        kept = [
+            f"{sha} {ident}\n"
+            for sha, ident in sorted(self.known.items())
+            if os.path.exists(os.path.join(inputs_dir, sha))
+        ]
+        temporary = f"{self.path}.{os.getpid()}"
+        with open(temporary, "w") as f:
+            f.write("".join(kept))
+        os.replace(temporary, self.path)
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        block = f.read(CHUNK)
+        while block:
+            digest.update(block)
+            block = f.read(CHUNK)
+    return digest.hexdigest()
+
+
+def checked(
+    inputs_dir: str, sha: str, identities: Identities, fresh: dict[str, os.stat_result]
+) -> bool:
+    """True when entry `sha` is provably its bytes (`fresh` gets its identity when it was
+    hashed again); an entry that is not its sha256 any more is removed."""
+    entry = os.path.join(inputs_dir, sha)
+    try:
+        st = os.stat(entry)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    if identities.trusts(sha, st):
+        return True
+    try:
+        same = sha256_of(entry) == sha
+    except OSError:
+        return False
+    if not same:
+        sys.stderr.write(f"rtrain: the cached input {sha} was changed in place; it is sent again\n")
+        try:
+            os.remove(entry)
+        except OSError:
+            pass
+        return False
+    try:
+        os.chmod(entry, stat.S_IMODE(st.st_mode) & ~0o222)
+        fresh[sha] = os.stat(entry)
+    except OSError:
+        return False
+    return True
+
+
+def bad_name(name: str) -> bool:
+    parts = name.split("/")
+    return name.startswith("/") or any(p in ("", ".", "..") for p in parts)
+
+
+def copy_into(source: str, target: str) -> None:
+    """`target`, new (private: the umask of the caller), holding the bytes of `source`."""
+    with open(source, "rb") as src:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as dst:
+            try:
+                import fcntl
+
+                fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+                return
+            except (ImportError, OSError):
+                pass
+            size = os.fstat(src.fileno()).st_size
+            copy_range = getattr(os, "copy_file_range", None)
+            done = 0
+            if copy_range is not None:
+                try:
+                    while done < size:
+                        moved = copy_range(src.fileno(), dst.fileno(), size - done)
+                        if moved == 0:
+                            break
+                        done += moved
+                except OSError as error:
+                    if error.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EPERM):
+                        raise
+            src.seek(done)
+            dst.seek(done)
+            block = src.read(CHUNK)
+            while block:
+                dst.write(block)
+                block = src.read(CHUNK)
+
+
+def parsed(line: str) -> tuple[str, int, str]:
+    """One line of stdin, `SHA<TAB>SIZE<TAB>NAME`; a malformed one ends the script."""
+    fields = line.rstrip("\n").split("\t", 2)
+    if len(fields) != 3 or not fields[1].isdigit():
+        fail(E_USAGE, "usage")
+    sha, size, name = fields
+    if len(sha) != 64 or sha.strip("0123456789abcdef"):
+        fail(E_USAGE, "usage")
+    if bad_name(name):
+        fail(E_OUTSIDE, "path_outside_run", name)
+    return sha, int(size), name
+
+
+def place_copy(entry: str, target: str, made: set[str]) -> None:
+    """A copy of a verified entry for the run, renamed into place only when whole."""
+    folder = os.path.dirname(target)
+    temporary = os.path.join(folder, f".{os.path.basename(target)}.placing-{os.getpid()}")
+    try:
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        copy_into(entry, temporary)
+        os.replace(temporary, target)
+    except OSError:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def say_missing(partial_dir: str, sha: str, name: str) -> None:
+    """An input to send, with the pieces of it that an earlier upload left."""
+    emit("missing", name)
+    try:
+        markers = os.listdir(os.path.join(partial_dir, sha + ".pieces"))
+    except OSError:
+        markers = []
+    for marker in sorted(markers):
+        offset, _, length = marker.partition("-")
+        if offset.isdigit() and length.isdigit():
+            emit("piece", name, offset, length)
+
+
+def place(cache_dir: str, run_dir: str) -> None:
+    inputs_dir = os.path.join(cache_dir, "inputs")
+    partial_dir = os.path.join(cache_dir, "partial")
+    identities = Identities(cache_dir)
+    fresh: dict[str, os.stat_result] = {}
+    good: dict[str, bool] = {}
+    made: set[str] = set()
+    for line in sys.stdin:
+        sha, size, name = parsed(line)
+        if sha not in good:
+            good[sha] = checked(inputs_dir, sha, identities, fresh)
+        entry = os.path.join(inputs_dir, sha)
+        if not (good[sha] and os.path.getsize(entry) == size):
+            say_missing(partial_dir, sha, name)
+            continue
+        try:
+            place_copy(entry, os.path.join(run_dir, name), made)
+        except OSError as error:
+            identities.write_down(fresh, inputs_dir)
+            fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
+        emit("placed", name, "copied")
+    identities.write_down(fresh, inputs_dir)
+
+
+def seal(cache_dir: str) -> None:
+    inputs_dir = os.path.join(cache_dir, "inputs")
+    identities = Identities(cache_dir)
+    entries: dict[str, os.stat_result] = {}
+    for line in sys.stdin:
+        sha = line.strip()
+        if len(sha) != 64 or sha.strip("0123456789abcdef"):
+            continue
+        try:
+            entries[sha] = os.stat(os.path.join(inputs_dir, sha))
+        except OSError:
+            pass
+    identities.write_down(entries, inputs_dir)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) == 4 and argv[1] == "place":
+        place(argv[2], argv[3])
+    elif len(argv) == 3 and argv[1] == "seal":
+        seal(argv[2])
+    else:
+        fail(E_USAGE, "usage")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

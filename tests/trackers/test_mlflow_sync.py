@@ -1,0 +1,124 @@
+"""`rtrain start --sync mlflow`: a real MLflow trainer on the plain host writes its file store
+in the run dir; the daemon brings it home while the run trains and at its end, into this
+machine's tracking URI, read back here with the mlflow package."""
+
+from __future__ import annotations
+
+import importlib
+import time
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rtrain.client.cli.start_command import SYNC_TRACKERS
+from rtrain.protocol.messages import SyncTracker
+from tests.cli.conftest import WAIT_S, Cli
+
+TRAINER = """
+import os, time, mlflow
+mlflow.set_experiment("rtrain-sync")
+with mlflow.start_run(run_name="far-run"):
+    mlflow.log_param("lr", 0.1)
+    for step in range(3):
+        mlflow.log_metric("loss", 1.0 / (step + 1), step=step)
+    print("first half", flush=True)
+    while not os.path.exists("finish"):
+        time.sleep(0.05)
+    for step in range(3, 6):
+        mlflow.log_metric("loss", 1.0 / (step + 1), step=step)
+print("done", flush=True)
+"""
+
+
+# What mlflow raises for a file it finds half written (imported by name: untyped).
+MLFLOW_ERROR: type[Exception] = importlib.import_module("mlflow.exceptions").MlflowException
+
+
+def test_the_cli_knows_every_tracker_the_protocol_does() -> None:
+    assert SYNC_TRACKERS == typing.get_args(SyncTracker)
+
+
+@pytest.fixture
+def tracking_uri(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This machine's MLflow: a tracking directory of its own, given to the daemon."""
+    uri = (tmp_path / "here-mlruns").as_uri()
+    for name, value in (
+        ("MLFLOW_TRACKING_URI", uri),
+        ("MLFLOW_ALLOW_FILE_STORE", "true"),
+        ("RTRAIN_SYNC_INTERVAL", "1"),
+    ):
+        monkeypatch.setenv(name, value)
+        cli.env[name] = value
+    return uri
+
+
+def losses(client: Any) -> tuple[Any, list[float]]:
+    """The synced run here (None before one is) and its loss curve, by step."""
+    try:
+        experiment = client.get_experiment_by_name("rtrain-sync")
+        runs = client.search_runs([experiment.experiment_id]) if experiment else []
+        if not runs:
+            return None, []
+        [run] = runs
+        history = client.get_metric_history(run.info.run_id, "loss")
+        run = client.get_run(run.info.run_id)
+    except (ValueError, OSError, MLFLOW_ERROR):
+        # The importer is writing one of the store's files this moment: not yet.
+        return None, []
+    points = sorted(history, key=lambda m: m.step)
+    return run, [round(m.value, 4) for m in points]
+
+
+def wait_for_losses(client: Any, count: int) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        run, curve = losses(client)
+        if len(curve) >= count:
+            assert curve == [round(1.0 / (s + 1), 4) for s in range(count)], curve
+            return run
+        assert time.monotonic() < deadline, f"{count} points never arrived here: {curve}"
+        time.sleep(0.2)
+
+
+def test_an_mlflow_file_store_is_synced_while_it_trains_and_at_the_end(
+    cli: Cli, trackers_python: str, tracking_uri: str
+) -> None:
+    tracking: Any = importlib.import_module("mlflow.tracking")
+    client = tracking.MlflowClient(tracking_uri)
+    run_id = cli.new_run_id("mlf")
+    cli.start(run_id, "{python}", "-c", TRAINER, python=trackers_python, sync="mlflow")
+    cli.wait_far_log(run_id, "first half")
+
+    # While it trains: the first half is here, with its param and where it came from.
+    synced = wait_for_losses(client, 3)
+    assert synced.data.params == {"lr": "0.1"}
+    assert synced.data.tags["rtrain.source"].startswith(f"plain:{run_id}:")
+    assert synced.info.status == "RUNNING"
+    # The points are here a moment before the daemon records the sync that brought them.
+    deadline = time.monotonic() + WAIT_S
+    while not (sync := cli("status", "plain", run_id, "--json").json()["synced"][0]).get(
+        "syncedAt"
+    ):
+        assert time.monotonic() < deadline, f"no sync was recorded: {sync}"
+        time.sleep(0.2)
+    assert sync["tracker"] == "mlflow" and "metric points" in sync["summary"], sync
+    said = cli("status", "plain", run_id)
+    assert said.err_lines[-1].startswith("mlflow: synced "), said
+
+    # At its end: the rest, once (no point twice), and the run's end.
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+    deadline = time.monotonic() + WAIT_S
+    while (run := wait_for_losses(client, 6)).info.status != "FINISHED":
+        assert time.monotonic() < deadline, "the run's end never arrived here"
+        time.sleep(0.2)
+    assert len(losses(client)[1]) == 6
+    assert len(client.search_runs([run.info.experiment_id])) == 1
+
+
+def test_an_unknown_tracker_is_refused_before_anything_starts(cli: Cli) -> None:
+    done = cli("start", "plain", "--sync", "neptune", "--", "python3", "-c", "print(1)")
+    assert done.code == 2, done
+    assert done.err_lines == ["rtrain: --sync takes mlflow, not 'neptune'."], done
