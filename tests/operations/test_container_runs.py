@@ -204,3 +204,13 @@ def test_an_image_that_sees_no_gpu_is_a_preflight_problem(ops: Ops, podman_image
     verdict = preflight(ops, podman_image, 1)
     [problem] = container_lines(verdict, "problem")
     assert problem.startswith(f"the image {podman_image} sees no GPU through podman: ")
+
+
+def test_python_is_the_images_own(ops: Ops, podman_image: str) -> None:
+    run_id = ops.new_run_id()
+    # The host has python3; this image has none, so a {python} looked up inside it fails.
+    ops.start(run_id=run_id, command=["{python}", "-c", "print(1)"], image=podman_image)
+    run = ops.wait_state(run_id, lambda run: run.state not in ("running", "unknown"))
+    assert (run.state, run.exit_code) == ("failed", 127)
+    log = (ops.far_run_dir(run_id) / "train.log").read_text()
+    assert "cannot start the trainer: python3 is not a program" in log
