@@ -26,7 +26,8 @@ PYTHON = VENV / "bin" / "python"
 BASE_PYTHON = "/usr/bin/python3"
 REQUIREMENTS = ["torch==2.13.0", "numpy"]
 # The current majors of the real trainers; `[torch]` brings accelerate, which Trainer needs.
-TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3"]
+# Keras 3 runs on torch (KERAS_BACKEND=torch): no TensorFlow.
+TRAINERS = ["transformers[torch]>=5,<6", "lightning>=2,<3", "keras>=3,<4"]
 # What the tracker tests run on the far side (tests/trackers): TensorBoard, a Jupyter kernel,
 # MLflow's file store and W&B's offline runs.
 TRACKERS = ["tensorboard", "ipykernel", "jupyter_client", "mlflow-skinny", "wandb"]
@@ -34,7 +35,7 @@ TORCH_PROBE = "import torch.distributed.run, numpy"
 # Found, not imported: importing them all takes seconds per test on a busy machine.
 TRAINERS_PROBE = (
     "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in "
-    "('torch', 'numpy', 'transformers', 'accelerate', 'lightning')))"
+    "('torch', 'numpy', 'transformers', 'accelerate', 'lightning', 'keras')))"
 )
 
 
@@ -58,9 +59,9 @@ def far_torch_python() -> str:
 
 
 def far_trainers_python() -> str:
-    """The venv's python with transformers and Lightning too (installed in place when
+    """The venv's python with transformers, Lightning and Keras too (installed in place when
     missing), or the test skips (fails in CI)."""
-    return _with_packages(TRAINERS_PROBE, TRAINERS, "transformers and lightning")
+    return _with_packages(TRAINERS_PROBE, TRAINERS, "transformers, lightning and keras")
 
 
 def far_trackers_python() -> str:

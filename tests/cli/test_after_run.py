@@ -132,7 +132,7 @@ def test_a_daemon_killed_before_the_run_ends_fetches_and_terminates_once_back(cl
         time.sleep(0.02)
     # The run ends while no daemon is there to see it.
     cli.finish(run_id)
-    status_file = cli.far_run_dir(run_id) / "status"
+    status_file = cli.far_run_dir(run_id) / ".rtrain" / "status"
     while not status_file.exists():
         assert time.monotonic() < deadline, "the run never ended"
         time.sleep(0.05)

@@ -45,12 +45,22 @@ def test_forget_drops_a_host_on_request_but_not_one_with_runs(cli: Cli) -> None:
 
 def test_a_long_error_is_cut_to_the_width(cli: Cli) -> None:
     assert cli("preflight", "typo-host-with-a-long-name").code == 1
-    narrow = run_rtrain(["hosts"], env={**cli.env, "COLUMNS": "70"}, cwd=cli.cwd)
+    narrow = run_rtrain(["hosts"], env={**cli.env, "COLUMNS": "90"}, cwd=cli.cwd)
     assert narrow.code == 0, narrow
-    assert all(len(line) <= 70 for line in narrow.out_lines), narrow
+    assert all(len(line) <= 90 for line in narrow.out_lines), narrow
     (row,) = [line for line in narrow.out_lines if line.startswith("typo-host")]
     assert row.split()[1] == "failed" and "…" in row, row
     # --json keeps all of it.
     (info,) = [h for h in cli("hosts", "--json").json() if h["alias"].startswith("typo")]
     assert info["lastError"].startswith("host unreachable: typo-host-with-a-long-name")
-    assert len(info["lastError"]) > 70
+    assert len(info["lastError"]) > 90
+
+
+def test_a_narrow_terminal_keeps_the_connection_word_whole(cli: Cli) -> None:
+    assert cli("preflight", "typo-host-with-a-long-name").code == 1
+    # Too narrow for any of the error: the word alone, never `faile…`.
+    narrow = run_rtrain(["hosts"], env={**cli.env, "COLUMNS": "40"}, cwd=cli.cwd)
+    assert narrow.code == 0, narrow
+    (row,) = [line for line in narrow.out_lines if line.startswith("typo-host")]
+    assert row.split()[1] == "failed", row
+    assert "…" not in row, row

@@ -87,12 +87,11 @@ def test_each_format_comes_out_as_series(cli: Cli) -> None:
         "total": 10,
         "percent": 40,
         "rate": 2,
-        "eta": 3,
         "elapsed": 2,
-    }
+    }, "the run has ended: where its bar stopped, and no time left"
     table = cli("runs").out_lines
     [row] = [line for line in table if line.startswith(run_id)]
-    assert "40% (4/10) ETA 00:03" in row and "loss nan" in row
+    assert "40% (4/10)" in row and "ETA" not in row and "loss nan" in row
     status = cli("status", "plain", run_id, "--json").json()
     assert status["latest"]["accuracy"] == 0.75
     # Piped, status says the state alone: scripts compare it.
@@ -106,7 +105,7 @@ def test_on_a_terminal_status_and_metrics_say_more(cli: Cli, terminal: Tmux) -> 
     rtrain = rtrain_executable()
     terminal.start(f"{rtrain} status plain {run_id}; {rtrain} metrics plain {run_id}")
     shown = terminal.wait_for("lr ")
-    assert "completed  50% (5/10) ETA 00:05  loss 0.5" in shown
+    assert "completed  50% (5/10)  loss 0.5" in shown, "an ended run: no ETA"
     [loss] = [line for line in shown if line.startswith("loss")]
     # The sparkline: falling from the highest bar to the lowest.
     assert loss.split()[1:] == ["0.5", "█▆▅▃▁"], loss
@@ -393,3 +392,28 @@ def test_metrics_of_the_torchrun_launchers_rank_lines(cli: Cli) -> None:
     assert [row["loss"] for row in rows] == pytest.approx([v for _, v in printed], abs=1e-4)
     # `[rank0]: done: 40 steps, final loss 0.0124, ...` is in the log alone.
     assert rows[-1]["final_loss"] == pytest.approx(printed[-1][1], abs=1e-4)
+
+
+def test_runs_keeps_loss_and_progress_of_an_ended_run_after_a_daemon_restart(cli: Cli) -> None:
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "-c", SLOPE_TRAINER)
+    cli.wait_state("plain", run_id, "completed")
+
+    def shown(done: Any) -> Any:
+        [run] = [r for r in done.json() if r["runId"] == run_id]
+        return run if run.get("latest") and run.get("progress") else None
+
+    before = wait_for(cli, ["runs", "--json"], shown)
+    assert before["latest"] == {"loss": 0.5, "lr": 0.01}
+    assert "eta" not in before["progress"], "an ended run has no time left"
+    # config.toml edits need one; the new daemon has read no log yet, and `metrics` is not
+    # asked for the run.
+    assert cli("daemon", "stop").code == 0
+    [after] = [r for r in cli("runs", "--json").json() if r["runId"] == run_id]
+    assert after["latest"] == before["latest"]
+    assert after["progress"] == before["progress"]
+    assert (after["progress"]["n"], after["progress"]["total"]) == (5, 10)
+    table = cli("runs")
+    assert table.code == 0, table
+    [row] = [line for line in table.out.splitlines() if line.startswith(run_id)]
+    assert "50% (5/10)" in row and "loss 0.5" in row, row

@@ -41,12 +41,25 @@ def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
 def test_the_verdict_line_names_a_python_without_torch(cli: Cli, notorch_host: str) -> None:
     # plain's python3 has no torch, the suite's venv under /opt has: the line says which.
     venv = far_torch_python()
-    done = cli("preflight", "plain", "--workdir", cli.workdir)
+    done = cli("preflight", "plain", "--gpus", "0", "--workdir", cli.workdir)
     assert done.code == 0, done
     verdict = done.out_lines[0]
     assert verdict.startswith("plain is ready to train, but python3 has no torch; "), verdict
     assert verdict.endswith(f" — use --python {venv}."), verdict
     assert f"  ! torch: {verdict.split(', but ', 1)[1].removesuffix('.')}" in done.out_lines
+
+    # For a GPU run, that venv's CPU-only torch is said at once, not offered.
+    done = cli("preflight", "plain", "--workdir", cli.workdir)
+    assert done.code == 0, done
+    verdict = done.out_lines[0]
+    assert verdict.startswith(f"plain is ready to train, but python3 has no torch; {venv} "), (
+        verdict
+    )
+    assert verdict.endswith(
+        "(a CPU-only build), which cannot use this host's 2 GPUs: install a torch built for "
+        "CUDA 12.4 or older."
+    ), verdict
+    assert "use --python" not in done.out
 
     # A GPU host where no python has torch at all.
     done = cli("preflight", notorch_host)

@@ -133,7 +133,7 @@ def test_runs_and_hosts_list_what_happened(cli: Cli) -> None:
 def test_no_runs_yet(cli: Cli) -> None:
     done = cli("runs")
     assert (done.code, done.out) == (0, ""), done
-    assert done.err == "no runs yet; start one with `rtrain start HOST -c CONFIG`\n"
+    assert done.err == "no runs yet; start one with `rtrain start HOST -- python train.py`\n"
     assert cli("runs", "--json").json() == []
     # The embedded host is always there to try rtrain on.
     hosts = cli("hosts")

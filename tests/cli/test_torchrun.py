@@ -183,6 +183,11 @@ def test_a_failing_rank_is_named_with_its_first_error_line(
     expected = "failed (exit 1, rank 1: ValueError: rank one ran out of patience)"
     assert done.err_lines[-1] == f"{run_id} on plain: {expected}", done
     assert cli("status", "plain", run_id).out == f"{expected}\n"
+    # The command as the user gave it ({torchrun} expanded), not rtrain's relay around it.
+    command = cli("status", "plain", run_id, "--json").json()["command"]
+    assert not any("rtrain-ranks" in word for word in command), command
+    assert command[:3] == [torch_python, "-m", "torch.distributed.run"], command
+    assert command[-1] == "config.yaml" and "--redirects=3" not in command, command
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,7 @@ def test_a_cut_mid_upload_starts_nothing_and_says_so(campaign: Campaign) -> None
 MOMENTS = {
     "config.yaml": "start, while shipping",
     "meta.json": "start, the launch under way",
-    "train.pid": "start, the trainer just up",
+    ".rtrain/train.pid": "start, the trainer just up",
 }
 
 
@@ -295,7 +295,7 @@ def test_a_launch_whose_answer_is_lost_while_the_host_stays_away_is_settled_late
     campaign: Campaign,
 ) -> None:
     run_id = campaign.new_run_id()
-    pid_file = campaign.far_run_dir(run_id) / "train.pid"
+    pid_file = campaign.far_run_dir(run_id) / ".rtrain" / "train.pid"
 
     def break_link() -> None:
         wait_for("train.pid on the host", pid_file.exists)

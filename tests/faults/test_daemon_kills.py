@@ -80,7 +80,7 @@ def far_truth(campaign: Campaign, run_id: str) -> str | None:
         return "running"
     if (run_dir / "stop_requested").exists():
         return "stopped"
-    status = run_dir / "status"
+    status = run_dir / ".rtrain" / "status"
     if status.exists():
         return "completed" if status.read_text().strip() == "0" else "failed"
     return "lost"
@@ -132,7 +132,7 @@ def test_kill_during_start(campaign: Campaign) -> None:
     span = (time.monotonic() - began) * 1.2
     run_ids = [calibrate]
     # Random points, and the two moments that matter most: the launch claimed, the trainer up.
-    moments: list[float | str] = [*kill_points("start", span), "meta.json", "train.pid"]
+    moments: list[float | str] = [*kill_points("start", span), "meta.json", ".rtrain/train.pid"]
     for moment in moments:
         run_id = campaign.new_run_id()
         run_ids.append(run_id)

@@ -176,7 +176,7 @@ def test_after_a_reboot_a_recycled_pid_does_not_revive_the_run(campaign: Campaig
     # to some other process of the same user.
     stranger = stranger_process()
     try:
-        (run_dir / "train.pid").write_text(f"{stranger.pid}\n")
+        (run_dir / ".rtrain" / "train.pid").write_text(f"{stranger.pid}\n")
         meta = run_dir / "meta.json"
         text = meta.read_text()
         old_boot = text.split('"boot_id": "', 1)[1].split('"', 1)[0]

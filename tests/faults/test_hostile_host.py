@@ -159,7 +159,7 @@ def test_a_pid_file_naming_a_foreign_process(campaign: Campaign, what: str) -> N
     own = set(run_pids(run_id))
     stranger = stranger_process()
     try:
-        pid_file = run_dir / "train.pid"
+        pid_file = run_dir / ".rtrain" / "train.pid"
         pid_file.write_text(text.format(stranger=stranger.pid, root=os.getpid()) + "\n")
         campaign.ledger.bad_input("pid file rewritten")
         if refused:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rtrain.daemon.metrics.store import MetricsStore
+from rtrain.protocol.messages import RunInfo
 
 
 def test_the_final_read_shows_a_record_still_waiting_for_the_bar() -> None:
@@ -16,3 +17,14 @@ def test_the_final_read_shows_a_record_still_waiting_for_the_bar() -> None:
     [loss] = store.series("h", "r")
     assert (loss.name, loss.steps, loss.values) == ("loss", [5.0], [2.5])
     assert store.latest("h", "r") == {"loss": 2.5}
+
+
+def test_an_ended_run_shows_where_its_bar_stopped_and_no_time_left() -> None:
+    store = MetricsStore()
+    store.feed("h", "r", "log", 0, b"\r 50%|#   | 20/40 [00:20<00:20,  1.00it/s]", restarted=False)
+    running = store.annotate(RunInfo("h", "r", "running"))
+    assert running.progress is not None and running.progress.eta == 20
+    for state in ("failed", "completed", "stopped", "lost"):
+        ended = store.annotate(RunInfo("h", "r", state))
+        assert ended.progress is not None
+        assert (ended.progress.n, ended.progress.total, ended.progress.eta) == (20, 40, None)

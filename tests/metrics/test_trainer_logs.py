@@ -78,3 +78,61 @@ def test_lightning_validating_after_each_epoch(size: int) -> None:
     assert_series(run, "train_loss", recorded("lightning_trainer_val"))
     validated = dict(zip(run.series["val_loss"].steps, run.series["val_loss"].values, strict=True))
     assert (validated[10], validated[20]) == (2.43, 1.69)
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+def test_hf_trainer_progress_follows_the_training_bar(size: int) -> None:
+    # tests/projects/hf_trainer `--max_steps=40 --save_steps=20 --eval_steps=20`: at 20 and
+    # 40 an evaluation's bar (0/39 .. 39/39) and the checkpoint writer's (`Writing model
+    # shards` 0/1, redrawn 1/1 in the training bar's place as it closes) come and go.
+    log = (LOGS / "hf_trainer_saving.log").read_bytes()
+    run = RunSeries()
+    for offset in range(0, len(log), size):
+        run.feed("log", offset, log[offset : offset + size])
+        if run.progress is not None:
+            assert run.progress.total == 40, (offset, run.progress)
+    run.settle()
+    assert run.progress is not None and (run.progress.n, run.progress.total) == (40, 40)
+    assert_series(run, "loss", recorded("hf_trainer_saving"))
+    assert_series(run, "eval_loss", recorded("hf_trainer_saving", "eval_losses"))
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+def test_hf_trainer_without_bars_each_dict_is_a_point_in_print_order(size: int) -> None:
+    # `--disable_tqdm --max_steps=10 --save_steps=3`: 11 dicts with no step (10 of a step's
+    # loss, then the run's summary), and after each checkpoint a `Writing model shards` bar
+    # of one item, which is no progress and no step.
+    run = fed((LOGS / "hf_trainer_no_bar.log").read_bytes(), size)
+    assert_series(run, "loss", recorded("hf_trainer_no_bar"))
+    summary = run.series["train_loss"]
+    assert summary.steps == [11], "the summary, printed last, is the eleventh point"
+    assert run.progress is None
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+@pytest.mark.parametrize("verbose", [1, 2])
+def test_keras_epoch_lines_are_points_over_all_epochs(verbose: int, size: int) -> None:
+    # tests/projects/keras_trainer, 4 epochs of 15 batches with a validation split: verbose=2
+    # prints one line an epoch, verbose=1 redraws its bar after backspaces, each epoch
+    # ending on a line with val_loss. Epoch e's last batch is step 15e.
+    log = (LOGS / f"keras_verbose{verbose}.log").read_bytes()
+    run = RunSeries()
+    for offset in range(0, len(log), size):
+        run.feed("log", offset, log[offset : offset + size])
+        if run.progress is not None:
+            assert run.progress.total == 60, (offset, run.progress)
+    run.settle()
+    losses = dict(zip(run.series["loss"].steps, run.series["loss"].values, strict=True))
+    history = recorded("keras")
+    # Keras prints 4 decimals: 0.0072 for 0.00716.
+    printed = pytest.approx(history, rel=PRINTED, abs=5e-5)
+    assert {step: losses.get(step) for step in history} == printed
+    assert run.series["loss"].steps == sorted(run.series["loss"].steps)
+    if verbose == 2:
+        assert sorted(losses) == [15, 30, 45, 60]
+    val_losses = run.series["val_loss"]
+    assert val_losses.steps == [15, 30, 45, 60], "val_loss once an epoch, each kept"
+    assert val_losses.values == pytest.approx(
+        list(recorded("keras", "val_losses").values()), rel=PRINTED, abs=5e-5
+    )
+    assert run.progress is not None and (run.progress.n, run.progress.total) == (60, 60)

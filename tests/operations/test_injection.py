@@ -154,7 +154,7 @@ def test_fetch_paths_with_shell_syntax_are_only_names(ops: Ops) -> None:
     assert not dest.exists() or list(dest.iterdir()) == []
     # The run dir holds only what the run made.
     names = {p.name for p in ops.far_run_dir(run_id).iterdir()}
-    made = {"config.yaml", "train.log", "train.pid", "status", "meta.json"}
+    made = {"config.yaml", "train.log", ".rtrain", "meta.json"}
     # ...and launch.sh's own first steps, and the watcher of the run's limits.
     assert names <= made | {
         "rtrain-run",

@@ -90,7 +90,7 @@ def test_a_torch_venv_under_opt_is_found_and_named(ops: Ops) -> None:
     # The far user's python3 has no torch; the suite's torch venv lives under /opt, as an
     # image's own venv often does (/opt/venv, /opt/conda, /opt/<app>).
     venv_python = far_torch_python()
-    result = preflight(ops, gpus=2, workdir=ops.workdir)
+    result = preflight(ops, gpus=0, workdir=ops.workdir)
 
     assert result.ok, result.reasons
     assert result.suggested_python == venv_python, result.python_candidates
@@ -102,6 +102,20 @@ def test_a_torch_venv_under_opt_is_found_and_named(ops: Ops) -> None:
         f"python3 has no torch; {venv_python} has torch {candidate.torch.version} "
         f"(a CPU-only build) — use --python {venv_python}"
     )
+
+    # For a GPU run that CPU-only build is no way out: said at once, and not suggested
+    # (with `--python` naming it, preflight would only then say it cannot use the GPUs).
+    gpu_run = preflight(ops, gpus=2, workdir=ops.workdir)
+    assert gpu_run.ok, gpu_run.reasons
+    assert gpu_run.suggested_python is None
+    [warning] = [f for f in gpu_run.findings if f.topic == "torch"]
+    assert warning.level == "warning"
+    assert warning.text == (
+        f"python3 has no torch; {venv_python} has torch {candidate.torch.version} "
+        "(a CPU-only build), which cannot use this host's 2 GPUs: install a torch built for "
+        "CUDA 12.4 or older"
+    ), warning.text
+    assert "use --python" not in warning.text
 
 
 def test_a_gpu_host_without_torch_anywhere_says_so(ops: Ops, notorch_host: str) -> None:

@@ -22,7 +22,8 @@ def preflight(ops: Ops, host: str = "pythons", **params: object) -> Any:
 
 
 def test_names_the_python_that_has_torch(ops: Ops, pythons_host: PythonsHost) -> None:
-    result = preflight(ops, python=pythons_host.bare_python)
+    # A CPU run: the host's torches are CPU-only builds, which a GPU run is never offered.
+    result = preflight(ops, python=pythons_host.bare_python, gpus=0)
 
     # No torch is not a reason by itself (the trainer may not need it): a warning that names
     # the python to use instead.

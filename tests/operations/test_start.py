@@ -48,7 +48,7 @@ def test_start_ships_inputs_and_launches_detached(ops: Ops) -> None:
     assert meta["run_id"] == run_id
 
     probe = json.loads(ops.wait_file(run_dir / "probe.json"))
-    leader = int((run_dir / "train.pid").read_text())
+    leader = int((run_dir / ".rtrain" / "train.pid").read_text())
     # The pid file names the session leader; the trainer lives in that session, detached.
     assert started.pid == leader
     assert probe["sid"] == leader

@@ -35,8 +35,8 @@ def test_failed_with_exit_code(ops: Ops) -> None:
     assert (run.state, run.exit_code) == ("failed", 3)
     # The exit code was written whole, under its final name only.
     run_dir = ops.far_run_dir(run_id)
-    assert (run_dir / "status").read_text() == "3\n"
-    assert not (run_dir / "status.tmp").exists()
+    assert (run_dir / ".rtrain" / "status").read_text() == "3\n"
+    assert not (run_dir / ".rtrain" / "status.tmp").exists()
 
 
 def test_failed_by_signal(ops: Ops) -> None:
@@ -71,7 +71,7 @@ def test_a_recycled_pid_is_not_mistaken_for_the_run(ops: Ops) -> None:
         stdin=subprocess.DEVNULL,
     )
     try:
-        pid_file = ops.far_run_dir(run_id) / "train.pid"
+        pid_file = ops.far_run_dir(run_id) / ".rtrain" / "train.pid"
         pid_file.write_text(f"{stranger.pid}\n")
         assert started.pid != stranger.pid
         run = ops.status(run_id)

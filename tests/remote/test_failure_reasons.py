@@ -33,7 +33,9 @@ def launch(remote: Remote, *command: str, run_id: str | None = None, **kw: objec
 
 def ended(remote: Remote, launched: Launched, timeout: float = 30) -> list[str]:
     """status.sh's row once the run has ended: RUN_ID STATE EXIT SIGNAL STARTED DETAIL."""
-    wait_for(lambda: (launched.run_dir / "status").exists(), timeout, "the run's status file")
+    wait_for(
+        lambda: (launched.run_dir / ".rtrain" / "status").exists(), timeout, "the run's status file"
+    )
     return remote.status(launched.run_id)[:6]
 
 
@@ -263,7 +265,9 @@ def test_the_relay_is_plain_python_of_the_standard_library() -> None:
 def test_a_long_reason_is_cut_to_one_line_of_whole_characters(remote: Remote) -> None:
     """300 bytes at most, and a character the cut split is not shown half."""
     launched = launch(remote, PYTHON, "-c", "raise ValueError('x' + '\\U0001f525' * 200)")
-    wait_for(lambda: (launched.run_dir / "status").exists(), 30, "the run's status file")
+    wait_for(
+        lambda: (launched.run_dir / ".rtrain" / "status").exists(), 30, "the run's status file"
+    )
     raw = remote.run("status", "~/.rtrain", launched.run_id)
     (row,) = (run_scripts.run_row(values) for values in answers.Lines(raw.stdout).rows("run"))
     assert row.detail is not None and row.detail.startswith("ValueError: x\U0001f525"), row

@@ -43,7 +43,7 @@ def test_launch_detaches_through_python(
     assert os.getsid(launched.pid) == launched.pid
     wait_for(lambda: (launched.run_dir / "ready").exists(), what="trainer ready")
     os.kill(launched.pid, signal.SIGINT)
-    assert wait_file(launched.run_dir / "status") == "130\n"
+    assert wait_file(launched.run_dir / ".rtrain" / "status") == "130\n"
     wait_for(lambda: not marked_pids(launched.run_id), what="run to end")
 
 
@@ -133,4 +133,4 @@ def test_setsid_without_fork_option_and_no_python(
     assert os.getsid(leader) == leader
     wait_file(run_dir / "ready", empty_ok=True)
     os.kill(leader, signal.SIGINT)
-    assert wait_file(run_dir / "status") == "130\n"
+    assert wait_file(run_dir / ".rtrain" / "status") == "130\n"

@@ -71,7 +71,7 @@ def test_hostile_trainer_arguments_and_secrets_arrive_verbatim(
     )
 
     assert result.returncode == 0, result
-    wait_file(run_dir / "status")
+    wait_file(run_dir / ".rtrain" / "status")
     assert json.loads((run_dir / "argv.json").read_text()) == words
     assert json.loads((run_dir / "meta.json").read_text())["command"][3:] == words
     assert not marker.exists()

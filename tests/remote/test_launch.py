@@ -64,7 +64,7 @@ def test_returns_at_once_with_the_session_leader(remote: Remote) -> None:
     assert int(result.value("started_at")) == meta["started_at"]
     assert os.getsid(leader) == leader, "the pid names its own session's leader"
     assert os.getpgid(leader) == leader
-    assert (run_dir / "train.pid").read_text().strip() == str(leader)
+    assert (run_dir / ".rtrain" / "train.pid").read_text().strip() == str(leader)
 
     facts = json.loads(wait_file(run_dir / "facts.json"))
     assert facts["ppid"] == leader, "the trainer is the leader's child"
@@ -141,7 +141,7 @@ def test_instant_failure_still_reports_a_pid(remote: Remote) -> None:
     launched = remote.launch("raise SystemExit(3)")
 
     assert launched.pid > 1
-    assert wait_file(launched.run_dir / "status") == "3\n"
+    assert wait_file(launched.run_dir / ".rtrain" / "status") == "3\n"
 
 
 def test_missing_trainer_program_fails_with_127(remote: Remote) -> None:
@@ -149,7 +149,7 @@ def test_missing_trainer_program_fails_with_127(remote: Remote) -> None:
     result = remote.run("launch", str(run_dir), run_id, PYTHON, "no-such-trainer-binary")
 
     assert result.returncode == 0, result
-    assert wait_file(run_dir / "status") == "127\n"
+    assert wait_file(run_dir / ".rtrain" / "status") == "127\n"
 
 
 def test_second_launch_of_a_run_is_refused(remote: Remote) -> None:
@@ -161,7 +161,7 @@ def test_second_launch_of_a_run_is_refused(remote: Remote) -> None:
 
     assert again.returncode == 15
     assert again.lines == [["error", "already_launched"]]
-    assert (launched.run_dir / "train.pid").read_text().strip() == str(launched.pid)
+    assert (launched.run_dir / ".rtrain" / "train.pid").read_text().strip() == str(launched.pid)
 
 
 def test_leader_passes_signals_on_and_records_how_the_trainer_ended(remote: Remote) -> None:
@@ -173,7 +173,7 @@ def test_leader_passes_signals_on_and_records_how_the_trainer_ended(remote: Remo
 
         os.kill(launched.pid, sent)
 
-        assert wait_file(launched.run_dir / "status") == f"{expected}\n", sent
+        assert wait_file(launched.run_dir / ".rtrain" / "status") == f"{expected}\n", sent
         assert_run_ends(launched.run_id)
 
 
@@ -189,7 +189,7 @@ def test_trainer_gets_the_callers_umask_while_run_files_stay_private(remote: Rem
     )
 
     assert result.returncode == 0, result
-    wait_file(run_dir / "status")
+    wait_file(run_dir / ".rtrain" / "status")
     assert (run_dir / "umask").read_text() == "0o22"
-    for name in ("train.log", "meta.json", "train.pid", "status"):
+    for name in ("train.log", "meta.json", ".rtrain", ".rtrain/train.pid", ".rtrain/status"):
         assert (run_dir / name).stat().st_mode & 0o077 == 0, name

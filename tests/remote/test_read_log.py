@@ -25,7 +25,7 @@ def read_log(
 
 def test_reads_ranges_of_a_finished_run(remote: Remote) -> None:
     launched = remote.launch(f"import sys; sys.stdout.buffer.write({PAYLOAD!r})")
-    wait_file(launched.run_dir / "status")
+    wait_file(launched.run_dir / ".rtrain" / "status")
     inode = str(os.stat(launched.run_dir / "train.log").st_ino)
 
     header, body = read_log(remote, launched.run_dir, launched.run_id, 0, 1000, "-")

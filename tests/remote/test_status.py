@@ -28,7 +28,7 @@ def trainer_pid(launched: Launched) -> int:
 
 
 def finished(remote: Remote, launched: Launched) -> list[str]:
-    wait_file(launched.run_dir / "status")
+    wait_file(launched.run_dir / ".rtrain" / "status")
     return remote.status(launched.run_id)
 
 
@@ -85,7 +85,7 @@ def test_lost_when_every_process_died_without_a_status(remote: Remote) -> None:
     state = remote.status(launched.run_id)
     assert state[1:4] == ["lost", "-", "-"]
     assert state[5] == "process gone without exit status"
-    assert not (launched.run_dir / "status").exists()
+    assert not (launched.run_dir / ".rtrain" / "status").exists()
 
 
 def test_recycled_pid_is_not_the_run(
@@ -97,7 +97,7 @@ def test_recycled_pid_is_not_the_run(
     os.kill(trainer, signal.SIGKILL)
     wait_for(lambda: not marked_pids(launched.run_id), what="run gone")
     stranger = bystander()
-    (launched.run_dir / "train.pid").write_text(f"{stranger.pid}\n")
+    (launched.run_dir / ".rtrain" / "train.pid").write_text(f"{stranger.pid}\n")
 
     assert remote.status(launched.run_id)[1] == "lost"
     assert stranger.poll() is None
@@ -136,7 +136,7 @@ def test_stop_request_turns_an_exit_into_stopped(remote: Remote) -> None:
 def test_one_call_answers_for_many_runs_in_order(remote: Remote) -> None:
     done = remote.launch("pass")
     running = remote.launch(SLEEPER)
-    wait_file(done.run_dir / "status")
+    wait_file(done.run_dir / ".rtrain" / "status")
 
     result = remote.run("status", "~/.rtrain", running.run_id, "absent", done.run_id)
 

@@ -100,7 +100,7 @@ def test_survivor_is_named_then_force_kills_it(remote: Remote) -> None:
 
 def test_nothing_to_stop(remote: Remote) -> None:
     launched = remote.launch("pass")
-    wait_file(launched.run_dir / "status")
+    wait_file(launched.run_dir / ".rtrain" / "status")
 
     result = remote.stop(launched)
 
@@ -117,6 +117,7 @@ def test_foreign_pid_in_the_pid_file_is_refused_and_spared(
 ) -> None:
     run_id, run_dir = remote.prepare()
     stranger = bystander()
+    # A run dir with no .rtrain/ is an older rtrain's: its pid file is read where it was.
     (run_dir / "train.pid").write_text(f"{stranger.pid}\n")
 
     result = remote.run("stop", str(run_dir), run_id, "1", "1")
@@ -157,7 +158,7 @@ time.sleep(120)
 
     assert result.value("outcome") == "stopped"
     assert (launched.run_dir / "cleaned-up").exists()
-    assert wait_file(launched.run_dir / "status") == "0\n"
+    assert wait_file(launched.run_dir / ".rtrain" / "status") == "0\n"
     assert remote.status(launched.run_id)[1] == "stopped"
 
 

@@ -31,7 +31,7 @@ def watch(remote: Remote, *args: str, env: dict[str, str] | None = None) -> Watc
 
 def test_states_and_the_exact_new_bytes_of_each_file(remote: Remote) -> None:
     launched = remote.launch(WRITER)
-    wait_file(launched.run_dir / "status")
+    wait_file(launched.run_dir / ".rtrain" / "status")
     out = watch(remote, "~/.rtrain", "0", "1000", launched.run_id, "0", "0", "gone-run", "0", "0")
     assert [(row.run_id, row.state) for row in out.runs.values()] == [
         (launched.run_id, "completed"),

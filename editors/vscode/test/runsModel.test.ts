@@ -122,6 +122,16 @@ describe("presentation", () => {
     assert.equal(stateText(limited), "stopped (max duration 6h)");
   });
 
+  it("says how long a running run's log has been still, once it is a while", () => {
+    const now = new Date(2026, 4, 1, 15, 0, 0);
+    const quiet = run("a", "running", 1, { lastOutputAt: now.getTime() / 1000 - 35 });
+    assert.equal(stateText(quiet, now), "running (last output 35s ago)");
+    const chatty = run("a", "running", 1, { lastOutputAt: now.getTime() / 1000 - 5 });
+    assert.equal(stateText(chatty, now), "running");
+    const ended = run("a", "completed", 1, { lastOutputAt: now.getTime() / 1000 - 500 });
+    assert.equal(stateText(ended, now), "completed");
+  });
+
   it("shows what a run and a host cost at the host's price", () => {
     const priced = run("a", "completed", 1, { billedSeconds: 6000, pricePerHour: 0.22, cost: 0.3667 });
     assert.ok(runLook(priced).tooltip.includes("cost 0.37 (1h 40m at 0.22/h)"));

@@ -17,6 +17,7 @@ import msgspec
 from rtrain.protocol.messages import (
     AfterRun,
     Attempt,
+    Progress,
     RetryPolicy,
     RunInfo,
     RunNode,
@@ -72,6 +73,16 @@ CREATE TABLE IF NOT EXISTS after_run (
     host TEXT NOT NULL,
     run_id TEXT NOT NULL,
     plan TEXT NOT NULL,
+    PRIMARY KEY (host, run_id)
+);
+-- Where an ended run's bar stopped and its latest values (protocol Progress and the latest
+-- dict, as JSON), as its log said when last read: shown after a daemon restart, which
+-- starts its metrics store empty.
+CREATE TABLE IF NOT EXISTS run_metrics (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    progress TEXT,
+    latest TEXT,
     PRIMARY KEY (host, run_id)
 );
 CREATE TABLE IF NOT EXISTS hosts (
@@ -178,6 +189,7 @@ _ADDED_COLUMNS = {
     "sweep": "TEXT",
     "params": "TEXT",
 }
+_Latest = dict[str, float | None]
 # What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.
 _TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow"}
 
@@ -258,8 +270,42 @@ class Registry:
         """Forget a run that never was (a start that failed before its launch)."""
         self._db.execute("DELETE FROM runs WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM after_run WHERE host = ? AND run_id = ?", (host, run_id))
+        self._db.execute("DELETE FROM run_metrics WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM tracker_syncs WHERE host = ? AND run_id = ?", (host, run_id))
         self.end_pending_stop(host, run_id)
+
+    def set_run_metrics(
+        self, host: str, run_id: str, progress: Progress | None, latest: dict[str, float | None]
+    ) -> None:
+        """Keep what an ended run's log said last (its progress, its latest values)."""
+        self._db.execute(
+            "INSERT INTO run_metrics (host, run_id, progress, latest) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (host, run_id) DO UPDATE SET "
+            "progress = excluded.progress, latest = excluded.latest",
+            (
+                host,
+                run_id,
+                None if progress is None else msgspec.json.encode(progress).decode(),
+                msgspec.json.encode(latest).decode() if latest else None,
+            ),
+        )
+
+    def run_metrics(
+        self, host: str, run_id: str
+    ) -> tuple[Progress | None, dict[str, float | None] | None]:
+        """What `set_run_metrics` kept of the run: (progress, latest), each None if nothing."""
+        row = self._db.execute(
+            "SELECT progress, latest FROM run_metrics WHERE host = ? AND run_id = ?",
+            (host, run_id),
+        ).fetchone()
+        if row is None:
+            return None, None
+        try:
+            progress = None if row[0] is None else msgspec.json.decode(row[0], type=Progress)
+            latest = None if row[1] is None else msgspec.json.decode(row[1], type=_Latest)
+        except msgspec.DecodeError:
+            return None, None  # a newer version's record this one cannot read
+        return progress, latest
 
     def add_sync(self, host: str, run_id: str, tracker: SyncTracker, target: str | None) -> None:
         self._db.execute(

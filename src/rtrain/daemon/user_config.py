@@ -40,11 +40,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from rtrain.protocol import locations
+from rtrain.protocol import locations, validation
 from rtrain.protocol.durations import DurationError, parse_duration
+from rtrain.protocol.errors import RpcError
 from rtrain.protocol.limit_words import parse_limit
 
 from .config_lines import line_of
+from .ssh.local_transport import LOCAL_ALIAS
 
 
 class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -139,7 +141,21 @@ class UserConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pools: dict[Annotated[str, msgspec.Meta(pattern=POOL_NAME)], PoolSettings] = {}
 
     def host(self, alias: str) -> HostSettings:
-        return self.hosts.get(alias, HostSettings())
+        settings = self.hosts.get(alias, HostSettings())
+        if alias == LOCAL_ALIAS and settings.workdir is None:
+            return msgspec.structs.replace(settings, workdir=local_workdir())
+        return settings
+
+
+def local_workdir() -> str | None:
+    """Where the embedded host `local` keeps its runs and its input cache when config.toml
+    names no workdir: beside the registry, in the state directory (so a fresh state, as a
+    test's, starts with none of the account's runs or cache). None, and so `~/.rtrain`, when
+    that path is one the far scripts cannot take (see validation.workdir)."""
+    try:
+        return validation.workdir(str(locations.state_dir() / "local"))
+    except RpcError:
+        return None
 
 
 class ConfigError(Exception):

@@ -294,6 +294,8 @@ class RunInfo(Result):
     on_stall: OnStall | None = None
     # While it runs: since when (epoch seconds) its log has been still and its GPUs idle.
     stalled_since: float | None = None
+    # While it runs: when (epoch seconds) its train.log last changed, as of the last read.
+    last_output_at: float | None = None
     # A run one of its limits stopped (`state` stopped; `reason` says which, in words).
     stopped_by: StoppedBy | None = None
     # How it ended (null while not ended): `completed`, `exited` (failed by its own exit or

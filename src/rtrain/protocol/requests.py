@@ -496,6 +496,7 @@ if TYPE_CHECKING:
         stall_after: int | None
         on_stall: OnStall | None
         stalled_since: float | None
+        last_output_at: float | None
         stopped_by: StoppedBy | None
         ending: Ending | None
         billed_seconds: float | None

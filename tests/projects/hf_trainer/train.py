@@ -2,12 +2,15 @@
 vocabulary built from a config in code (nothing from the hub), trained on text.txt on CPU.
 
     python train.py [--max_steps=20] [--save_steps=10] [--resume_from_checkpoint=True]
+                    [--eval_steps=N] [--disable_tqdm] [--fail_at=STEP]
 
 `--resume_from_checkpoint` is passed on to `trainer.train()` (`True`: the last
 `out/checkpoint-N`, as docs/cli.md's restart recipe says). What the trainer itself recorded
 lands beside the log, for the tests to compare with what rtrain read from it:
 `trainer_log.json` (`trainer.state.log_history`, the whole history also after a resume) and
-`begin_steps.json` (the global step each attempt's training began at).
+`begin_steps.json` (the global step each attempt's training began at). `--eval_steps`
+evaluates every N steps on the same windows, `--disable_tqdm` prints the Trainer's dicts with
+no bar, `--fail_at` raises ValueError at the end of that step (as a user's bug would).
 """
 
 import argparse
@@ -59,11 +62,23 @@ class BeginSteps(TrainerCallback):
             json.dump([*steps, state.global_step], f)
 
 
+class FailAt(TrainerCallback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+        if state.global_step == self.step:
+            raise ValueError(f"the test trainer fails at step {self.step}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max_steps", type=int, default=20)
     parser.add_argument("--save_steps", type=int, default=10)
     parser.add_argument("--resume_from_checkpoint", type=resume_value, default=None)
+    parser.add_argument("--eval_steps", type=int, default=0)
+    parser.add_argument("--disable_tqdm", action="store_true")
+    parser.add_argument("--fail_at", type=int, default=0)
     args = parser.parse_args()
 
     with open("text.txt") as f:
@@ -94,9 +109,20 @@ def main() -> None:
         use_cpu=True,
         seed=0,
         dataloader_num_workers=0,
+        disable_tqdm=args.disable_tqdm,
+        eval_strategy="steps" if args.eval_steps else "no",
+        eval_steps=args.eval_steps or None,
     )
+    callbacks: list[TrainerCallback] = [BeginSteps()]
+    if args.fail_at:
+        callbacks.append(FailAt(args.fail_at))
+    data = Windows(ids)
     trainer = Trainer(
-        model=model, args=training, train_dataset=Windows(ids), callbacks=[BeginSteps()]
+        model=model,
+        args=training,
+        train_dataset=data,
+        eval_dataset=data if args.eval_steps else None,
+        callbacks=callbacks,
     )
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     with open("trainer_log.json", "w") as f:

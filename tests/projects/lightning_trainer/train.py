@@ -1,14 +1,16 @@
 """A real lightning.Trainer on a tiny character model, for the suite: an embedding and a
 linear layer over a few characters of context, trained on text.txt on CPU.
 
-    python train.py [--max_steps=20] [--every=5] [--ckpt_path=last]
+    python train.py [--max_steps=20] [--every=5] [--ckpt_path=last] [--max_epochs=N]
+                    [--fail_at=STEP]
 
 `--ckpt_path` is passed on to `trainer.fit()` (`last`: `checkpoints/last.ckpt`, kept by
 `ModelCheckpoint(save_last=True)`, as docs/cli.md's restart recipe says). What the trainer
 itself logged lands beside the log, for the tests to compare with what rtrain read from it:
 `losses.json` (each step's logged `train_loss`; the callback keeps its list in the
 checkpoint, so a resumed run writes the whole history) and `begin_steps.json` (the global
-step each attempt's training began at).
+step each attempt's training began at). `--fail_at` raises ValueError in that step's
+training_step (as a user's bug would).
 """
 
 import argparse
@@ -25,8 +27,9 @@ BATCH = 8
 
 
 class CharModel(L.LightningModule):
-    def __init__(self, vocab: int) -> None:
+    def __init__(self, vocab: int, fail_at: int = 0) -> None:
         super().__init__()
+        self.fail_at = fail_at
         self.embed = nn.Embedding(vocab, 16)
         self.head = nn.Linear(16 * CONTEXT, vocab)
 
@@ -34,6 +37,8 @@ class CharModel(L.LightningModule):
         return self.head(self.embed(x).flatten(1))
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        if self.fail_at and self.global_step == self.fail_at:
+            raise ValueError(f"the test trainer fails at step {self.fail_at}")
         x, y = batch
         loss = nn.functional.cross_entropy(self(x), y)
         self.log("train_loss", loss, prog_bar=True)
@@ -77,6 +82,8 @@ def main() -> None:
     parser.add_argument("--max_steps", type=int, default=20)
     parser.add_argument("--every", type=int, default=5)
     parser.add_argument("--ckpt_path", default=None)
+    parser.add_argument("--max_epochs", type=int, default=None)
+    parser.add_argument("--fail_at", type=int, default=0)
     args = parser.parse_args()
 
     with open("text.txt") as f:
@@ -88,13 +95,14 @@ def main() -> None:
     targets = ids[CONTEXT : CONTEXT + 80]
 
     L.seed_everything(0)
-    model = CharModel(len(vocab))
+    model = CharModel(len(vocab), args.fail_at)
     data = DataLoader(TensorDataset(windows, targets), batch_size=BATCH, shuffle=True)
     checkpoints = L.pytorch.callbacks.ModelCheckpoint(
         dirpath="checkpoints", every_n_train_steps=args.every, save_top_k=-1, save_last=True
     )
     trainer = L.Trainer(
         max_steps=args.max_steps,
+        max_epochs=args.max_epochs,
         accelerator="cpu",
         devices=1,
         logger=False,

@@ -37,11 +37,23 @@ export function costText(cost: number): string {
   return cost > 0 && cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2);
 }
 
+/** Seconds a running run's log may be still before it says so (client/run_state_text.py). */
+export const SILENT_AFTER = 30;
+
+/** "last output 45s ago" for a running run whose log has been still SILENT_AFTER s or more. */
+export function silenceText(run: RunInfo, now: Date = new Date()): string {
+  if (run.state !== "running" || typeof run.lastOutputAt !== "number") return "";
+  const quiet = now.getTime() / 1000 - run.lastOutputAt;
+  return quiet >= SILENT_AFTER ? `last output ${durationText(quiet)} ago` : "";
+}
+
 /** "failed (exit 3)", "stopped", "running (stalled 12m)", ... as the CLI says it. */
 export function stateText(run: RunInfo, now: Date = new Date()): string {
   // A run's limits say their part: how long it has been stalled, which one stopped it.
   if (run.state === "running" && typeof run.stalledSince === "number")
     return `running (stalled ${durationText(now.getTime() / 1000 - run.stalledSince)})`;
+  const silence = silenceText(run, now);
+  if (silence) return `running (${silence})`;
   if (run.state === "stopped" && run.stoppedBy && run.reason) return `stopped (${run.reason})`;
   // A scheduler's own word where it says more: "failed (TIMEOUT)", "stopped (CANCELLED)".
   const ended = run.state === "failed" || run.state === "stopped" || run.state === "lost";

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
+from rtrain.client.run_state_text import cut_text
 from rtrain.protocol import requests
 from rtrain.protocol.durations import human_duration
 from rtrain.protocol.limit_words import cost_text
@@ -93,12 +94,23 @@ def hosts(
     room = shutil.get_terminal_size().columns - others
     for row, h in zip(rows, found, strict=True):
         if h.last_error:
-            row[1] = _cut(f"{h.connection} ({h.last_error})", max(room, len(h.connection)))
+            row[1] = _connection_cell(h.connection, h.last_error, room)
     print(table(headers, rows))
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+# Of a last error, fewer characters than this say nothing: the word alone is shown then.
+MIN_ERROR = 12
+
+
+def _connection_cell(connection: str, error: str, room: int) -> str:
+    """`failed (ssh: connect to host ... refused)`, cut to `room`; the connection's own word
+    is never cut (`failed`, not `faile…`)."""
+    cell = f"{connection} ({error})"
+    if len(cell) <= room:
+        return cell
+    if room - len(connection) - 3 < MIN_ERROR:
+        return connection
+    return cut_text(cell, room)
 
 
 def _set_price(host: str, rate: str, json: bool) -> None:

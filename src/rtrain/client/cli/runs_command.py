@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
-from rtrain.client.run_state_text import attempt_text, state_text
+from rtrain.client.run_state_text import TABLE_STATE, attempt_text, cut_text, table_state_text
 from rtrain.protocol import requests
 from rtrain.protocol.limit_words import cost_text
 from rtrain.protocol.messages import RunState
@@ -39,14 +39,14 @@ def runs(
         note(f"no runs match {filters}; `rtrain runs` lists them all")
         return
     if not found:
-        note("no runs yet; start one with `rtrain start HOST -c CONFIG`")
+        note("no runs yet; start one with `rtrain start HOST -- python train.py`")
         return
     headers = ["RUN", "HOST", "STATE", "STARTED", "PROGRESS", "LOSS"]
     rows = [
         [
             r.run_id,
             r.host,
-            state_with_plan(state_text(r), r.after),
+            state_with_plan(table_state_text(r), r.after),
             when(r.started_at),
             progress_text(r.progress) or "-",
             loss_text(r.latest) or "-",
@@ -60,7 +60,8 @@ def runs(
     if any(len(r.attempts) > 1 for r in found):
         headers.append("ATTEMPT")
         for row, r in zip(rows, found, strict=True):
-            row.append(attempt_text(r.attempts[-1]) if len(r.attempts) > 1 else "-")
+            attempt = attempt_text(r.attempts[-1]) if len(r.attempts) > 1 else "-"
+            row.append(cut_text(attempt, TABLE_STATE))
     # Costs where a host has a price (config.toml's price_per_hour, or hosts --price).
     if any(r.cost is not None for r in found):
         headers.append("COST")

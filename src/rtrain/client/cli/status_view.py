@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from rtrain.client.run_state_text import attempt_text, state_text
+from rtrain.client.run_state_text import attempt_text, state_text, state_with_silence
 from rtrain.protocol import requests
 
 from .output import note, print_json
@@ -50,9 +50,9 @@ def show_status(
 
             billed = human_duration(run.billed_seconds or 0)
             extra.append(f"cost {cost_text(run.cost)} ({billed} at {run.price_per_hour:g}/h)")
-        print("  ".join([state_text(run), *(e for e in extra if e)]))
         if len(run.attempts) > 1:
-            print(f"attempt {attempt_text(run.attempts[-1])}")
+            extra.append(f"attempt {attempt_text(run.attempts[-1])}")
+        print("  ".join([state_with_silence(run), *(e for e in extra if e)]))
         if run.nodes:
             print("nodes " + ", ".join(f"{i} {n.host}" for i, n in enumerate(run.nodes)))
         if run.after is not None:

@@ -8,6 +8,10 @@ Formats (docs/metrics.md has them exactly):
 - a tqdm bar, `Epoch 1:  45%|####5     | 45/100 [00:12<00:15,  3.61it/s, loss=0.5]`:
   the progress (n, total, rate, remaining time), the epoch its description names and the
   postfix's numbers (Lightning's); which step that is, is the run's to say (run_series.py);
+- Keras 3's progress bar and its epoch lines, `Epoch 2/4` then
+  `15/15 ━━━━ 1s 59ms/step - loss: 0.81 - val_loss: 0.52` (`verbose=1`, redrawn after
+  backspaces) or `15/15 - 0s - 33ms/step - loss: 0.81` (`verbose=2`): the batch within the
+  epoch the last epoch line named (run_series.py counts on across epochs), and its values;
 - rtrain's line opening a restart's attempt, `==> rtrain: attempt 2 of RUN started at ...`;
 - anything else by the general rule (free_text.py): nanoGPT, Megatron, Keras, people's own.
 A rank's tag before the line (`[rank1]: `, `[default0]:`) is taken off and kept.
@@ -57,6 +61,21 @@ _BAR_EPOCH = re.compile(r"\bEpoch[ \t]+(\d{1,9})\b", re.IGNORECASE)
 # rtrain's own line before a restart's output (launch.sh).
 _ATTEMPT = re.compile(r"==> rtrain: attempt (\d{1,6}) of ")
 _CURSOR_UP = "\x1b[A"
+# Keras' line opening an epoch, 1-based: `Epoch 2/4`.
+_EPOCH_LINE = re.compile(r"Epoch (\d{1,9})/(\d{1,9})")
+# Keras 3's bar: `n/total`, the bar (verbose=1) or `-` (verbose=2), the time left (or taken,
+# once the epoch is done), the time per step, then `- name: value` fields.
+_KERAS = re.compile(
+    r"(?P<n>\d{1,12})/(?P<total>\d{1,12}|Unknown)[ \t]+(?:━{1,200}[ \t]+|-[ \t]+)?"
+    r"(?P<time>\d{1,9}(?::\d\d){0,2}s?)[ \t]+(?:-[ \t]+)?"
+    r"(?P<per>\d{1,9})(?P<unit>s|ms|us)/(?:step|sample)"
+    rf"(?P<fields>(?:[ \t]+-[ \t]+{_NAME}:[ \t]+(?:{_NUMBER})){{0,{MAX_FIELDS}}})[ \t]*"
+)
+_KERAS_FIELD = re.compile(rf"-[ \t]+({_NAME}):[ \t]+({_NUMBER})")
+_PER_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6}
+# A bar's description with its numbers taken out: what tells one bar from another
+# (`Epoch 2:` and `Epoch 3:` are one bar, `Writing model shards:` another).
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -75,8 +94,11 @@ class Progress:
 class Reading:
     """What a line said: numeric fields by name (`step` among them when given), progress,
     the rank whose tag it had, and the attempt it opens (rtrain's restart line). Of a bar:
-    the epoch its description names (`Epoch 2:`), and whether it is drawn below another
-    (`nested`: tqdm's position 1 or more, as an evaluation's or a checkpoint writer's bar)."""
+    the epoch its description names (`Epoch 2:`), whether it is drawn below another
+    (`nested`: tqdm's position 1 or more, as an evaluation's or a checkpoint writer's bar),
+    its `label` (the description without its numbers), and `in_epoch` for Keras' bar, whose
+    n counts the batches of the epoch the last epoch line named. Of an epoch line
+    (`Epoch 2/4`): `epoch` and `epochs`."""
 
     values: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
@@ -84,6 +106,9 @@ class Reading:
     attempt: int | None = None
     epoch: int | None = None
     nested: bool = False
+    label: str = ""
+    in_epoch: bool = False
+    epochs: int | None = None
 
 
 def read_line(line: str) -> Reading | None:
@@ -91,6 +116,11 @@ def read_line(line: str) -> Reading | None:
     text = line.strip()
     if not text or len(text) > MAX_LINE:
         return None
+    if "\b" in text:
+        # Keras backs over its last drawing before the next: the backspaces draw nothing.
+        text = text.replace("\b", "").strip()
+        if not text:
+            return None
     nested = False
     if "\x1b" in text:
         # tqdm draws a bar at position p below the first with p newlines before it and p
@@ -122,6 +152,14 @@ def _read(text: str) -> Reading | None:
         bar = _tqdm(text)
         if bar is not None:
             return bar
+    if text[0].isdigit() and ("/step" in text or "/sample" in text):
+        keras = _keras(text)
+        if keras is not None:
+            return keras
+    if text.startswith("Epoch "):
+        epoch_line = _EPOCH_LINE.fullmatch(text)
+        if epoch_line is not None:
+            return Reading(epoch=int(epoch_line[1]), epochs=int(epoch_line[2]))
     if text.startswith("==> rtrain: attempt "):
         match = _ATTEMPT.match(text)
         return Reading(attempt=int(match[1])) if match else None
@@ -192,7 +230,24 @@ def _tqdm(text: str) -> Reading | None:
     )
     values = _fields(_POSTFIX_FIELD.findall(match["postfix"].lstrip(",")))
     epoch = _BAR_EPOCH.search(text, 0, match.start()) if match.start() else None
-    return Reading(values, progress, epoch=int(epoch[1]) if epoch else None)
+    label = _DIGITS.sub("#", text[: match.start()]).strip()
+    return Reading(values, progress, epoch=int(epoch[1]) if epoch else None, label=label)
+
+
+def _keras(text: str) -> Reading | None:
+    match = _KERAS.fullmatch(text)
+    if match is None:
+        return None
+    per_step = int(match["per"]) / _PER_SECOND[match["unit"]]
+    progress = Progress(
+        n=float(match["n"]),
+        total=None if match["total"] == "Unknown" else float(match["total"]),
+        rate=1 / per_step if per_step else None,
+    )
+    values = _fields(_KERAS_FIELD.findall(match["fields"]))
+    if values:
+        values["step"] = progress.n  # within its epoch: run_series.py counts on across them
+    return Reading(values, progress, in_epoch=True, label="keras")
 
 
 def _safe_float(text: str) -> float | None:

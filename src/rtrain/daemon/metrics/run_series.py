@@ -22,6 +22,14 @@ bar is drawn again, and takes that drawing's n: tqdm draws at most every 0.1 s, 
 drawn before a dict may be steps behind, while the Trainer redraws it right after each dict,
 as it then stands. A point at the step of its series' last point replaces it (Lightning
 draws each step twice: first with the last step's values, then with its own).
+
+Which bar: progress follows the training's bar, not one drawn below it (an evaluation's, a
+checkpoint writer's: tqdm's position 1 or more, or a bar whose description was once seen
+there, redrawn in the training's place as it closes) and not a bar of one item (transformers'
+`Writing model shards 1/1`). Only the followed bar's drawings place held records; with no
+such bar (HF's `disable_tqdm=True`) each record is a point at its count, in print order.
+Keras counts batches within the epoch its last `Epoch e/E` line named: its steps and
+progress count on across epochs (epoch e's batch n of N is step (e-1) x N + n, of E x N).
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ STEP_NAMES = ("step", "global_step", "iteration", "iter")
 # Records without a step held for the bar's next drawing; past that, the oldest take the
 # bar as it stands (a trainer printing many under a bar that is never drawn again).
 MAX_HELD = 64
+# Descriptions of bars seen drawn below another, remembered (a few kinds at most in a run).
+MAX_SIDE_LABELS = 64
 # A log line ends at a newline, or at a carriage return (a bar redrawn); a JSON line at "\n".
 _LOG_END = re.compile(rb"[\r\n]")
 _JSONL_END = re.compile(rb"\n")
@@ -109,10 +119,16 @@ class RunSeries:
         # The attempt whose every byte was read after it ended (store.py); None: not yet.
         self.final_attempt: int | None = None
         self.final_tries = 0
+        # When its log last changed (epoch seconds), as the far side told; None: not told.
+        self.last_output_at: float | None = None
         self._bar_rank = 0  # the lowest rank whose bar was seen: its progress is shown
         # Where that bar (not one drawn below it) last stood, in this attempt; None: no bar.
         self._bar_n: float | None = None
         self._held: list[tuple[int, dict[str, float]]] = []  # (rank, values) with no step
+        self._bar_label: str | None = None  # the followed bar's description, numbers out
+        self._bar_nested = False  # the progress shown is a nested bar's (no other drawn yet)
+        self._side_labels: set[str] = set()
+        self._epoch_line: tuple[int, int] | None = None  # Keras' last `Epoch e/E`
         self._epochs = EpochSteps()
         self._sources: dict[str, _Source] = {}
 
@@ -180,8 +196,16 @@ class RunSeries:
 
     def _peek_progress(self, raw: bytes) -> None:
         reading = read_line(raw.decode(errors="replace"))
-        if reading is not None and reading.progress is not None:
-            self._take_progress(reading.progress, reading)
+        if reading is None or reading.progress is None:
+            return
+        bar = self._across_epochs(reading.progress) if reading.in_epoch else reading.progress
+        followed = self.progress
+        if followed is not None and not self._bar_nested:
+            # A drawing not yet ended may lack the cursor-up that says it is nested (tqdm
+            # writes it apart): only the followed bar's own drawing is taken before it ends.
+            if (reading.label, bar.total) != (self._bar_label, followed.total):
+                return
+        self._take_progress(bar, reading)
 
     def settle(self) -> bool:
         """Give the records still held for the bar's next drawing the bar as it stands (the
@@ -191,13 +215,33 @@ class RunSeries:
         return self.seq != before
 
     def _take_progress(self, progress: Progress, reading: Reading) -> None:
+        if progress.total is not None and progress.total <= 1:
+            return  # a bar of one item (a checkpoint written) says nothing of how far a run is
+        if reading.nested:
+            if reading.label != self._bar_label and len(self._side_labels) < MAX_SIDE_LABELS:
+                self._side_labels.add(reading.label)
+            if self.progress is None:
+                self.progress, self._bar_nested = progress, True
+            return
+        if reading.label in self._side_labels and reading.label != self._bar_label:
+            return  # a bar drawn below the training's, redrawn in its place as it closes
         rank = reading.rank or 0
-        if rank <= self._bar_rank or self.progress is None:
+        if rank <= self._bar_rank or self.progress is None or self._bar_nested:
             self._bar_rank = rank
-            self.progress = progress
-            if not reading.nested:
-                self._bar_n = progress.n
-                self._settle(self._bar_n)
+            self._bar_label = reading.label
+            self.progress, self._bar_nested = progress, False
+            self._bar_n = progress.n
+            self._settle(self._bar_n)
+
+    def _across_epochs(self, bar: Progress) -> Progress:
+        """Keras' bar within an epoch as a bar over all epochs (its last epoch line's)."""
+        if self._epoch_line is None or bar.total is None:
+            return bar
+        epoch, epochs = self._epoch_line
+        n = (epoch - 1) * bar.total + bar.n
+        total = max(epoch, epochs) * bar.total
+        remaining = (total - n) / bar.rate if bar.rate else None
+        return Progress(n=n, total=total, rate=bar.rate, remaining=remaining)
 
     def _new_attempt(self, attempt: int) -> None:
         self._settle(self._bar_n)
@@ -205,6 +249,7 @@ class RunSeries:
         self.progress = None  # the last attempt's bar says nothing of this one
         self._bar_rank = 0
         self._bar_n = None
+        self._bar_label, self._bar_nested, self._epoch_line = None, False, None
         for series in self.series.values():
             series.rewind = True
 
@@ -212,12 +257,11 @@ class RunSeries:
         if reading.attempt is not None:
             self._new_attempt(reading.attempt)
             return
+        if reading.epochs is not None:
+            self._epoch_line = (reading.epoch or 1, reading.epochs)
+            return
         rank = reading.rank or 0
-        bar = reading.progress
-        if bar is not None:
-            self._take_progress(bar, reading)
-        values = dict(reading.values)
-        step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
+        bar, values, step = self._bar_and_values(reading)
         if not values:
             return
         if step is None or not math.isfinite(step):
@@ -238,6 +282,21 @@ class RunSeries:
             self._settle(self._bar_n)  # what was held came before this record
         self.records += 1
         self._add(rank, float(self.records) if step is None else step, values)
+
+    def _bar_and_values(
+        self, reading: Reading
+    ) -> tuple[Progress | None, dict[str, float], float | None]:
+        """The reading's bar (taken for the progress), its values and its own step."""
+        bar = reading.progress
+        if bar is not None and reading.in_epoch:
+            bar = self._across_epochs(bar)
+        if bar is not None:
+            self._take_progress(bar, reading)
+        values = dict(reading.values)
+        step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
+        if reading.in_epoch and bar is not None:
+            step = bar.n  # Keras' batch, counted on across epochs
+        return bar, values, step
 
     def _settle(self, step: float | None, count: int | None = None) -> None:
         """The first `count` held records (all: None) at `step`."""

@@ -18,6 +18,7 @@ from collections import OrderedDict, deque
 import msgspec
 
 from rtrain.protocol.messages import GpuSample, Progress, RunInfo, Series
+from rtrain.protocol.run_states import is_ended
 
 from .gpu_telemetry import run_gpus
 from .log_formats import Progress as BarProgress
@@ -49,6 +50,10 @@ class MetricsStore:
         if changed:
             self._wake()
         return changed
+
+    def saw_output(self, host: str, run_id: str, at: float) -> None:
+        """The run's log last changed at `at` (epoch seconds, this machine's clock)."""
+        self._series(host, run_id).last_output_at = at
 
     def forget(self, host: str, run_id: str) -> None:
         """Drop all of a run's metrics (it was removed; its id may be used again)."""
@@ -148,11 +153,18 @@ class MetricsStore:
         gpus = run_gpus(sample.gpus, run.run_id) if sample is not None else []
         if key not in self._runs and not gpus:
             return run
+        series = self._runs.get(key)
+        last_output = series.last_output_at if series is not None else None
+        progress = self.progress(*key)
+        if progress is not None and is_ended(run.state):
+            # Where its bar stopped stands; a time left does not, once nothing runs.
+            progress = msgspec.structs.replace(progress, eta=None)
         return msgspec.structs.replace(
             run,
-            progress=self.progress(*key),
+            progress=progress,
             latest=self.latest(*key) or None,
             gpus=gpus or None,
+            last_output_at=last_output if run.state == "running" else None,
         )
 
     async def wait(self, timeout: float) -> None:

@@ -15,6 +15,7 @@ from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.placement import Placement
+from rtrain.daemon.launchers.torchrun.launcher import shown_command, uses_relay
 from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.host_address import resolved_hostname
@@ -90,7 +91,24 @@ class Ops:
         synced = self.registry.syncs_of(run.host, run.run_id)
         if synced:
             run = msgspec.structs.replace(run, synced=synced)
-        return priced_run(self.metrics.annotate(run), self.price(run.host), time.time())
+        annotated = self.metrics.annotate(run)
+        if run.command and uses_relay(run.command):
+            annotated = msgspec.structs.replace(annotated, command=shown_command(run.command))
+        if annotated.progress is None and not annotated.latest and is_ended(run.state):
+            # A daemon restarted since the run ended has read none of its log: what was kept.
+            progress, latest = self.registry.run_metrics(run.host, run.run_id)
+            if progress is not None or latest:
+                annotated = msgspec.structs.replace(annotated, progress=progress, latest=latest)
+        return priced_run(annotated, self.price(run.host), time.time())
+
+    def keep_metrics(self, host: str, run_id: str) -> None:
+        """Keep what the ended run's log said (progress, latest values) past a restart."""
+        progress = self.metrics.progress(host, run_id)
+        latest = self.metrics.latest(host, run_id)
+        if progress is not None or latest:
+            if progress is not None:
+                progress = msgspec.structs.replace(progress, eta=None)
+            self.registry.set_run_metrics(host, run_id, progress, latest)
 
     def price(self, host: str) -> float | None:
         """What an hour of `host` costs: as `hosts/price` set it, else config.toml's."""
@@ -110,8 +128,7 @@ class Ops:
         if workdir is None and known is not None and known.remote_dir:
             return known.remote_dir
         # An explicit empty workdir is refused like any other bad one, not taken as default.
-        chosen = DEFAULT_WORKDIR if workdir is None else workdir
-        return f"{validation.workdir(chosen)}/{run_id}"
+        return f"{self.host_workdir(host, workdir)}/{run_id}"
 
     async def transport(self, host: str) -> Transport:
         """The host's transport: its connection, made (again) where there is none."""

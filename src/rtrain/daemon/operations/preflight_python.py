@@ -151,6 +151,21 @@ def _judge_without_torch(
     # The trainer may not need torch (the demo trainer does not), so its absence is never
     # a reason by itself (`--require torch` makes it one); but it is what a GPU run most
     # often trips on, so it is a warning the verdict line repeats.
+    gpu_run = gpus_wanted > 0 and len(report.gpus) > 0
+    if gpu_run and best is not None and best.torch is not None and _rank(best) == 1:
+        # The only torch is a CPU build: offering it would only move the refusal to the
+        # next preflight (`--python X`: cannot train), so say it now, once.
+        host_gpus = len(report.gpus)
+        verdict.findings.append(
+            Finding(
+                "torch",
+                f"{python} has no torch; {best.path} has {describe_torch(best.torch)}, which "
+                f"cannot use this host's {host_gpus} GPU{'' if host_gpus == 1 else 's'}: "
+                f"{_cuda_fix(report)}",
+                "warning",
+            )
+        )
+        return
     suggestion = _use_best(verdict, best, 0)
     if suggestion:
         verdict.findings.append(Finding("torch", f"{python} has no torch{suggestion}", "warning"))
@@ -158,6 +173,12 @@ def _judge_without_torch(
         verdict.findings.append(Finding("torch", _nowhere(python, report), "warning"))
     else:
         verdict.findings.append(Finding("torch", _nowhere(python, report), "info"))
+
+
+def _cuda_fix(report: PreflightReport) -> str:
+    """What makes a CPU-only torch train on the host's GPUs."""
+    driver = report.driver_cuda
+    return f"install a torch built for CUDA {driver} or older" if driver else "install a CUDA build"
 
 
 def _judge_torch_on_gpus(
@@ -170,12 +191,7 @@ def _judge_torch_on_gpus(
     """Whether the torch found can use the host's GPUs, for a run that wants some."""
     host_gpus = len(report.gpus)
     if torch.cuda is None:
-        driver = report.driver_cuda
-        fix = (
-            f"install a torch built for CUDA {driver} or older"
-            if driver
-            else "install a CUDA build"
-        )
+        fix = _cuda_fix(report)
         suggestion = _use_best(verdict, best, 1)
         verdict.reasons.append(
             f"{python} has torch {torch.version}, a CPU-only build, on a host with "

@@ -61,6 +61,7 @@ RESERVED = {
     CONFIG_NAME,
     DEMO_TRAINER,
     "train.log",
+    ".rtrain",
     "train.pid",
     "status",
     "meta.json",

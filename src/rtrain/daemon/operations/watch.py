@@ -98,6 +98,9 @@ def _take_output(
         sent = asked.get((piece.run_id, piece.name))
         if sent is None:
             continue  # not a run this poll asked about
+        if piece.age is not None:
+            # By this machine's clock: the host's own says how long ago, not when.
+            ops.metrics.saw_output(host, piece.run_id, now() - piece.age)
         # The file is shorter than where reading stood: it was replaced, read it anew.
         restarted = piece.start < sent
         if ops.metrics.feed(host, piece.run_id, piece.name, piece.start, piece.data, restarted):
@@ -120,6 +123,8 @@ def _mark_reads(
         read_first = run.run_id not in from_status
         over = over or (read_first and new is not None and is_ended(new.state))
         ops.metrics.saw_read(host, run.run_id, attempt_of(new or run), over)
+        if over:
+            ops.keep_metrics(host, run.run_id)
 
 
 def attempt_of(run: RunInfo) -> int:

@@ -57,6 +57,19 @@ def torchrun_words(python: str, ranks: int, run_dir: str | None = None) -> list[
     return [python, f"{run_dir}/{RANKS_FILE}", run_dir, TORCHRUN_LOGS, *words, "--redirects=3"]
 
 
+def shown_command(command: list[str]) -> list[str]:
+    """A recorded command as its user gave it (`{torchrun}` expanded): without the relay's
+    words, which are rtrain's own (`PYTHON RUN_DIR/rtrain-ranks RUN_DIR torchrun_logs` before
+    torchrun, `--redirects=3` after its options)."""
+    at = next((i for i, w in enumerate(command[:16]) if w.endswith(f"/{RANKS_FILE}")), None)
+    if at is None or at < 1 or len(command) < at + 3:
+        return command
+    shown = command[: at - 1] + command[at + 3 :]
+    if "--redirects=3" in shown[:16]:
+        shown.remove("--redirects=3")
+    return shown
+
+
 def uses_relay(command: Sequence[str]) -> bool:
     """Whether an expanded command runs torchrun under the relay (which must be shipped)."""
     return any(word.endswith(f"/{RANKS_FILE}") for word in command[:16])

@@ -290,13 +290,16 @@ async def read_log(
 
 
 class WatchSlice(msgspec.Struct, frozen=True):
-    """`slice RUN_ID NAME START COUNT SIZE`, then COUNT raw bytes of the file from START."""
+    """`slice RUN_ID NAME START COUNT SIZE AGE`, then COUNT raw bytes of the file from
+    START."""
 
     run_id: str
     name: str  # "log" (train.log) or "jsonl" (metrics.jsonl)
     start: int
     size: int  # of the whole file when it was read
     data: bytes
+    # Of train.log: seconds since it last changed, by the host's clock (None: not told).
+    age: int | None = None
 
 
 class WatchReport(Answer, frozen=True, kw_only=True):
@@ -346,7 +349,8 @@ def decode_watch(stdout: bytes, exit: int = 0, error_text: str = "") -> WatchRep
             data = stdout[at : at + count]
             if len(data) < count:
                 break
-            slices.append(WatchSlice(fields[0], fields[1], start, size, data))
+            age = int(fields[5]) if len(fields) > 5 and fields[5].isdigit() else None
+            slices.append(WatchSlice(fields[0], fields[1], start, size, data, age))
             at += count + 1  # and the newline after the bytes
         elif slices:
             break  # nothing but slices may follow a slice

@@ -348,12 +348,25 @@ read_meta() {
 	done <"$1/meta.json"
 }
 
-# train.pid -> PF_PID (digits only, else empty).
+# RUN_DIR -> OWN: where rtrain keeps the files that decide a run's state (`status`,
+# `train.pid`): the run's private `.rtrain/`, which no trainer writing its own `status` into
+# its working directory reaches; RUN_DIR itself for a run an older rtrain launched (no
+# `.rtrain/`), so runs already on a host read as they did.
+own_dir() {
+	if [ -d "$1/.rtrain" ]; then
+		OWN=$1/.rtrain
+	else
+		OWN=$1
+	fi
+}
+
+# train.pid -> PF_PID (digits only, else empty); OWN as own_dir sets it.
 read_pid_file() {
 	PF_PID=
-	[ -f "$1/train.pid" ] || return 0
+	own_dir "$1"
+	[ -f "$OWN/train.pid" ] || return 0
 	pf_line=
-	{ IFS= read -r pf_line <"$1/train.pid"; } 2>/dev/null
+	{ IFS= read -r pf_line <"$OWN/train.pid"; } 2>/dev/null
 	case $pf_line in
 	'' | *[!0-9]*) return 0 ;;
 	esac
@@ -368,9 +381,10 @@ rebooted_since_start() {
 
 # The `status` file -> RS_STATE RS_EXIT RS_SIGNAL (RS_DETAIL); 1 when there is none yet.
 state_from_status_file() {
-	[ -f "$1/status" ] || return 1
+	own_dir "$1"
+	[ -f "$OWN/status" ] || return 1
 	sf_code=
-	{ IFS= read -r sf_code <"$1/status"; } 2>/dev/null
+	{ IFS= read -r sf_code <"$OWN/status"; } 2>/dev/null
 	if ! is_uint "$sf_code" || [ "${#sf_code}" -gt 3 ] || [ "$sf_code" -gt 255 ]; then
 		RS_STATE=failed RS_EXIT=- RS_SIGNAL=- RS_DETAIL='unreadable status file'
 	else
@@ -562,7 +576,8 @@ RF_EOF
 # last non-empty line (`rtrain RANK LINE` when that is rtrain's own message, such as the GPU
 # gate's refusal); nothing for an empty log. A `[rankN]: ` prefix (torch's own, or
 # rtrain-ranks') is read through: RANK is N, else `-`; with RANK given, other ranks' lines
-# are skipped. rtrain's own `rtrain: ` before a message goes.
+# are skipped. rtrain's own `rtrain: ` before a message goes. A bar redrawn after the
+# exception (tqdm's, at exit) is not its last word: the exception is.
 last_words() {
 	[ -f "$1" ] || return 0
 	tail -c 65536 "$1" 2>/dev/null | tr '\r' '\n' | awk -v want="${2-}" '
@@ -573,7 +588,8 @@ last_words() {
 				line = substr(line, RLENGTH + 1)
 			}
 			if (want != "" && rank != "-" && rank != want) next
-			if (line ~ /^Traceback \(most recent call last\):/) { tb[rank] = 1; next }
+			# A traceback may start after a progress bar drawn with no newline (tqdm, Lightning).
+			if (index(line, "Traceback (most recent call last):")) { tb[rank] = 1; next }
 			if (line ~ /^[ \t]*$/) next
 			if (tb[rank]) {
 				if (line ~ /^[ \t]/) next
@@ -755,7 +771,7 @@ run_state() {
 		RS_STATE=lost
 		if [ -n "$RS_REBOOTED" ]; then
 			RS_DETAIL='host rebooted since the run started'
-		elif [ ! -f "$1/train.pid" ] && [ ! -f "$1/meta.json" ]; then
+		elif own_dir "$1" && [ ! -f "$OWN/train.pid" ] && [ ! -f "$1/meta.json" ]; then
 			RS_DETAIL='never launched'
 		else
 			RS_DETAIL='process gone without exit status'

@@ -38,7 +38,8 @@ gpu_list() {
 # launched yet).
 claim_live() {
 	[ -n "$1" ] || return 1
-	[ -f "$workdir/$1/status" ] && return 1
+	own_dir "$workdir/$1"
+	[ -f "$OWN/status" ] && return 1
 	if [ "${3-}" = reserved ] && is_uint "${2-}" && [ $(($(date +%s) - $2)) -lt "$RESERVE_S" ]; then
 		return 0
 	fi

@@ -68,10 +68,10 @@ oom_kills() {
 	printf "%s\n" "$ok_count"
 }
 oom_before=$(oom_kills)
-printf "%s\n" "$$" >train.pid.tmp && "$mv_bin" -f train.pid.tmp train.pid || exit 125
+printf "%s\n" "$$" >.rtrain/train.pid.tmp && "$mv_bin" -f .rtrain/train.pid.tmp .rtrain/train.pid || exit 125
 # status.tmp holds a block from the start, so the exit status still lands when the trainer
 # filled the disk: rewriting the file reuses the block its truncation frees.
-printf "%s\n" - >status.tmp 2>/dev/null
+printf "%s\n" - >.rtrain/status.tmp 2>/dev/null
 (umask "$trainer_umask" && exec "$@") </dev/null &
 child=$!
 # The trainer keeps train.log; the shell'"'"'s own job reports ("Terminated") stay out of it.
@@ -99,13 +99,13 @@ case $oom_before$oom_after in
 *) [ "$oom_after" -gt "$oom_before" ] && : >oom_killed ;;
 esac
 tries=0
-until printf "%s\n" "$code" >status.tmp; do
+until printf "%s\n" "$code" >.rtrain/status.tmp; do
 	# A journaling file system hands a freed block out again only once it commits.
 	tries=$((tries + 1))
 	[ "$tries" -lt 15 ] || exit "$code"
 	sleep 1
 done
-"$mv_bin" -f status.tmp status
+"$mv_bin" -f .rtrain/status.tmp .rtrain/status
 exit "$code"
 '
 
@@ -195,7 +195,8 @@ fi
 
 if [ "$attempt" = 1 ]; then
 	# Claim the launch atomically (O_EXCL): a second launch of the same run is refused.
-	[ -e "$RUN_DIR/train.pid" ] && fail "$E_ALREADY_LAUNCHED" already_launched
+	[ -e "$RUN_DIR/train.pid" ] || [ -e "$RUN_DIR/.rtrain/train.pid" ] &&
+		fail "$E_ALREADY_LAUNCHED" already_launched
 	if ! (set -C && : >"$RUN_DIR/meta.json") 2>/dev/null; then
 		fail "$E_ALREADY_LAUNCHED" already_launched
 	fi
@@ -208,11 +209,17 @@ else
 	if ! (set -C && : >"$RUN_DIR/attempt-$attempt") 2>/dev/null; then
 		fail "$E_ALREADY_LAUNCHED" already_launched
 	fi
-	rm -f -- "$RUN_DIR/status" "$RUN_DIR/status.tmp" "$RUN_DIR/train.pid" \
+	# The state's own files are in .rtrain/; in the run dir itself only for a run an older
+	# rtrain launched (where the names are rtrain's, not the trainer's).
+	own_dir "$RUN_DIR"
+	rm -f -- "$OWN/status" "$OWN/status.tmp" "$OWN/train.pid" \
 		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
 		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed" \
 		"$RUN_DIR/env_failed"
 fi
+# From this attempt on, the files that decide the run's state are rtrain's alone.
+[ -d "$RUN_DIR/.rtrain" ] || mkdir -m 700 "$RUN_DIR/.rtrain" ||
+	fail "$E_IO" mkdir "cannot create .rtrain in the run directory"
 started_at=$(date +%s)
 {
 	printf '{\n'
@@ -327,7 +334,7 @@ nap_init
 waited=0
 while [ "$waited" -lt "$((10 * NAP_PER_SECOND))" ]; do
 	read_pid_file "$RUN_DIR"
-	if [ -n "$PF_PID" ] && { pid_alive "$PF_PID" || [ -f "$RUN_DIR/status" ]; }; then
+	if [ -n "$PF_PID" ] && { pid_alive "$PF_PID" || [ -f "$OWN/status" ]; }; then
 		start_limits
 		emit pid "$PF_PID"
 		emit started_at "$started_at"

@@ -72,7 +72,7 @@ if [ -n "$PF_PID" ]; then
 					refuse "the run's leader shares this stop command's session or group"
 				fi
 				session=$PF_PID
-			elif [ -f "$RUN_DIR/status" ]; then
+			elif [ -f "$OWN/status" ]; then
 				# The run ended and recorded its status; its pid has been reused since.
 				session_candidate=
 			else

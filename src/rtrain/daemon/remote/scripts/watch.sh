@@ -5,10 +5,13 @@
 #   gpu   CSV                                       with GPUS=1: nvidia-smi's line per GPU
 #   app   RUN_ID CSV                                with GPUS=1: a compute process ("-": no
 #                                                   run of these)
-#   slice RUN_ID NAME START COUNT SIZE              last, per run found, for NAME `log`
+#   slice RUN_ID NAME START COUNT SIZE AGE          last, per run found, for NAME `log`
 #                                                   (train.log) and `jsonl` (metrics.jsonl):
 #                                                   exactly COUNT raw bytes from byte START
-#                                                   follow, then a newline.
+#                                                   follow, then a newline. AGE: seconds
+#                                                   since train.log last changed, by this
+#                                                   host's clock (`-` for metrics.jsonl, or
+#                                                   when it cannot be told).
 # A slice is the bytes after OFFSET, at most MAXBYTES of them: the last MAXBYTES when more
 # wait, all of a file shorter than OFFSET (it was replaced).
 need_args "$#" 3
@@ -77,11 +80,11 @@ slice_of() {
 	W_COUNT=$((W_SIZE - W_START))
 }
 
-# RUN_ID NAME FILE OFFSET: the slice line and exactly its bytes (NUL-padded should the file
-# shrink meanwhile), then a newline.
+# RUN_ID NAME FILE OFFSET AGE: the slice line and exactly its bytes (NUL-padded should the
+# file shrink meanwhile), then a newline.
 send_slice() {
 	slice_of "$3" "$4"
-	emit slice "$1" "$2" "$W_START" "$W_COUNT" "$W_SIZE"
+	emit slice "$1" "$2" "$W_START" "$W_COUNT" "$W_SIZE" "$5"
 	if [ "$W_COUNT" -gt 0 ]; then
 		{
 			tail -c "+$((W_START + 1))" "$3" | head -c "$W_COUNT"
@@ -91,11 +94,23 @@ send_slice() {
 	printf '\n'
 }
 
+# FILE -> W_AGE: seconds since FILE last changed, by this host's clock (`-` unknown).
+age_of() {
+	W_AGE=-
+	w_mtime=$(stat -c %Y -- "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null) || return 0
+	is_uint "$w_mtime" || return 0
+	W_AGE=$((w_now - w_mtime))
+	[ "$W_AGE" -lt 0 ] && W_AGE=0
+	return 0
+}
+
+w_now=$(date +%s)
 # shellcheck disable=SC2086 # validated ids and numbers, split on purpose
 set -- $found
 while [ "$#" -ge 3 ]; do
-	send_slice "$1" log "$workdir/$1/train.log" "$2"
-	send_slice "$1" jsonl "$workdir/$1/metrics.jsonl" "$3"
+	age_of "$workdir/$1/train.log"
+	send_slice "$1" log "$workdir/$1/train.log" "$2" "$W_AGE"
+	send_slice "$1" jsonl "$workdir/$1/metrics.jsonl" "$3" -
 	shift 3
 done
 exit 0
