@@ -5,9 +5,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.hosts.container_image import import_image, rootfs_tarball
 from tests.hosts.no_torch_host import missing_tools, no_torch_host
 from tests.hosts.pythons_host import PythonsHost, torch_available_here
 from tests.hosts.session import TestHosts, missing_requirements, start_test_hosts
+from tests.hosts.user_accounts import GPU_USER
+from tests.required_tools import need
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +76,13 @@ def notorch_host(ssh_hosts: TestHosts) -> Iterator[str]:
         pytest.skip(reason)
     with no_torch_host(ssh_hosts) as alias:
         yield alias
+
+
+@pytest.fixture(scope="session")
+def podman_image(ssh_hosts: TestHosts, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The name of an image in the rootless Podman of the plain host's far user, built here
+    (no pull) once per session (see container_image.py)."""
+    for tool in ("podman", "runc", "busybox"):
+        need(tool)
+    folder = tmp_path_factory.mktemp("image")
+    return import_image(ssh_hosts, GPU_USER, rootfs_tarball(folder))

@@ -126,3 +126,38 @@ def test_on_several_nodes_torchrun_rendezvouses_on_the_first_from_slurms_variabl
 def test_on_one_node_the_workload_is_the_command_as_it_is() -> None:
     command = ["python3", "-m", "torch.distributed.run", "--standalone", "train.py"]
     assert workload_line(command, nodes=1) == " ".join(command)
+
+
+def test_an_image_runs_the_workload_as_a_pyxis_step_with_the_run_dir_mounted() -> None:
+    run_dir = "/home/me/.rtrain/run-1"
+    script = batch_script(
+        "run-1",
+        run_dir,
+        ["python3", "train.py", "it's"],
+        {},
+        [],
+        setup="echo ready",
+        image="nvcr.io/nvidia/pytorch:24.05-py3",
+    )
+    [line] = [line for line in script.splitlines() if "train.py" in line]
+    words = shlex.split(line)
+    assert words[:5] == [
+        "srun",
+        "--ntasks=1",
+        "--container-image=nvcr.io/nvidia/pytorch:24.05-py3",
+        f"--container-mounts={run_dir}:{run_dir}",
+        f"--container-workdir={run_dir}",
+    ]
+    assert words[5:8] == ["python3", "train.py", "it's"]
+    # The setup step runs in the batch shell, on the node, before the step.
+    assert script.index("echo ready") < script.index("--container-image")
+
+
+def test_on_several_nodes_each_task_runs_in_the_image() -> None:
+    first, line = workload_line(["python3", "train.py"], 2, ["--container-image=img"]).split("\n")
+    assert line.startswith("srun --ntasks-per-node=1 --kill-on-bad-exit=1 --container-image=img ")
+
+
+def test_without_an_image_there_is_no_container_option() -> None:
+    script = batch_script("run-1", "/tmp/run-1", ["python3", "train.py"], {}, [])
+    assert "--container" not in script

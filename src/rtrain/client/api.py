@@ -220,13 +220,15 @@ class RemoteRunner:
         include: Sequence[str] = (),
         follow_links: bool = False,
         requirements: str | Path | None = None,
+        image: str | None = None,
     ) -> RemotePreflight:
         """Can the host train? `requires`: packages (`transformers>=5`); `inputs`: local
         paths start would ship (checked against the disk), and `config_path` and `code_dir`
         (with `include` and `follow_links`) counted as start ships them; `hf_models`: Hub
         models the host must download, with `secrets={"HF_TOKEN": ...}` as the token to
         try; `requirements`: a pip requirements file whose environment is built now (or
-        found built), as start would build it (docs/environments.md)."""
+        found built), as start would build it (docs/environments.md); `image`: a container
+        image, its runtime, presence and GPUs checked (docs/containers.md)."""
         result = self._call(
             requests.host_preflight(
                 host=self.host.alias,
@@ -242,6 +244,7 @@ class RemoteRunner:
                 hf_models=list(hf_models) or None,
                 secrets=dict(secrets) if secrets else None,
                 requirements=str(Path(requirements).resolve()) if requirements else None,
+                image=image,
             )
         )
         return RemotePreflight(
@@ -283,6 +286,7 @@ class RemoteRunner:
         retry_on: RetryOn | None = None,
         priority: int = 0,
         requirements: str | Path | None = None,
+        image: str | None = None,
         sync: Sequence[Literal["mlflow"]] = (),
         sync_to: str | None = None,
     ) -> RemoteRun:
@@ -320,6 +324,9 @@ class RemoteRunner:
         built from it on the host once and reused (default: the host's config.toml
         `requirements`, else `requirements.txt` in `code_dir`; "" for none;
         docs/environments.md).
+        `image`: a container image the setup and the trainer run in, in the host's podman or
+        docker, `{python}` its python3 (on Slurm: pyxis' `--container-image`; default: the
+        host's config.toml `image`; "" for none; docs/containers.md).
         `sync`: trackers whose files of the run reach this machine's tracker while it trains
         (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI)."""
         limits = [
@@ -346,6 +353,7 @@ class RemoteRunner:
                 if str(requirements)
                 else ""
             ),
+            image=image,
             run_id=run_id,
             gpus=gpus,
             python=self.host.python,

@@ -65,6 +65,10 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # A pip requirements file every start builds its environment from (docs/environments.md);
     # absolute or ~/ for the same reason.
     requirements: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
+    # The container image every start runs in, and which runtime runs it (auto: the first
+    # of podman, docker the host has); docs/containers.md.
+    image: str | None = None
+    container_runtime: Literal["auto", "podman", "docker"] = "auto"
     # `slurm`: the host is a cluster's login node and runs are batch jobs (docs/slurm.md).
     scheduler: Literal["none", "slurm"] | None = None
     partition: str | None = None

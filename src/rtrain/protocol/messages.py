@@ -382,6 +382,9 @@ class PreflightParams(Params):
     # A pip requirements file (absolute local path): its environment is built on the host
     # now, as a start would build it, or found built (docs/environments.md).
     requirements: str | None = None
+    # A container image: which runtime the host has, whether the image is in its store and
+    # how many GPUs it sees (docs/containers.md). null: config.toml's `image`; "" for none.
+    image: str | None = None
 
 
 class TorchInfo(Result):
@@ -583,6 +586,9 @@ class StartParams(Params):
     # built from it once per host and reused (docs/environments.md). null: the host's
     # config.toml `requirements`, else `requirements.txt` at the top of `code`; "" for none.
     requirements: str | None = None
+    # A container image: the setup and the trainer run inside it, in the host's container
+    # runtime (docs/containers.md). null: config.toml's `image`; "" for none.
+    image: str | None = None
 
 
 class SweepPoint(Params):

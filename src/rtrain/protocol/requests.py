@@ -1009,6 +1009,7 @@ def host_preflight(
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
     requirements: str | None = None,
+    image: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
     return Call(
@@ -1028,6 +1029,7 @@ def host_preflight(
             hfModels=hf_models,
             secrets=secrets,
             requirements=requirements,
+            image=image,
         ),
     )
 
@@ -1142,6 +1144,7 @@ def run_start(
     priority: int | None = None,
     sweep: SweepPoint | None = None,
     requirements: str | None = None,
+    image: str | None = None,
 ) -> Call[StartResultAnswer]:
     """`run/start`: Ship a config (and dataset) and start a detached run."""
     return Call(
@@ -1179,6 +1182,7 @@ def run_start(
             priority=priority,
             sweep=sweep,
             requirements=requirements,
+            image=image,
         ),
     )
 

@@ -59,6 +59,13 @@ def preflight(
         metavar="FILE",
         help="Build the environment start --requirements FILE runs in now (or find it built).",
     ),
+    image: str | None = typer.Option(
+        None,
+        "--image",
+        metavar="NAME",
+        help="Check the container image start --image NAME runs in: the host's runtime, the "
+        "image in its store, the GPUs it sees.",
+    ),
     secret: list[str] = typer.Option(
         [],
         "--secret",
@@ -89,6 +96,7 @@ def preflight(
         hf_models=list(hf_model) or None,
         secrets=secrets or None,
         requirements=str(requirements.resolve()) if requirements is not None else None,
+        image=image,
     )
     with DaemonClient.connect() as client:
         verdict = client.call(call)

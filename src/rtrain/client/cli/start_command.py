@@ -187,6 +187,14 @@ def start(
         "them once per host and reused (default: the host's, else the code's "
         "requirements.txt; '' for none).",
     ),
+    image: str | None = typer.Option(
+        None,
+        "--image",
+        metavar="NAME",
+        help="Run the setup and the trainer inside this container image, in the host's "
+        "podman or docker ({python}: the image's python3; on Slurm, pyxis' "
+        "--container-image; default: the host's image; '' for none).",
+    ),
     follow: bool = typer.Option(
         True, "--follow/--no-follow", help="Stream the log until the run ends."
     ),
@@ -358,6 +366,7 @@ def start(
         env=_env_pairs(env) if env else None,
         setup=setup,
         requirements=str(Path(requirements).resolve()) if requirements else requirements,
+        image=image,
         run_id=run_id,
         command=list(command) if command else None,
         launcher=options,

@@ -34,6 +34,7 @@ from rtrain.protocol.messages import (
 
 from .cluster_preflight import LOGIN_NODE, login_node
 from .context import Ops, chosen
+from .preflight_container import judge_container
 from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_environment import judge_environment
 from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
@@ -81,6 +82,7 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         follow_links=p.follow_links,
     )
     lock = read_lock(Path(p.requirements), "--requirements") if p.requirements else None
+    image = _image(p, settings.image)
     try:
         transport, report = await _probe(ops, p, interpreter, workdir)
     except RpcError as error:
@@ -115,7 +117,24 @@ async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
         verdict.findings += found
         if problem is not None:
             verdict.problem("environment", problem)
+    if image and ops.launcher(p.host).runs_on_host:
+        await _judge_image(verdict, transport, p, settings.container_runtime, image)
     return _result(p, transport, report, verdict, judged)
+
+
+def _image(p: PreflightParams, host_image: str | None) -> str | None:
+    """The image to check (the request's, else the host's), its name judged before SSH."""
+    image = p.image if p.image is not None else host_image
+    return validation.image(image) if image else None
+
+
+async def _judge_image(
+    verdict: _Verdict, transport: Transport, p: PreflightParams, runtime: str, image: str
+) -> None:
+    found, problems = await judge_container(transport, p.host, runtime, image, p.gpus)
+    verdict.findings += found
+    for reason in problems:
+        verdict.problem("container", reason)
 
 
 async def _probe(

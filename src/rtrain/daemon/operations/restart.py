@@ -73,6 +73,9 @@ class RecordedLaunch(msgspec.Struct):
     code_dir: str | None = None
     # It runs in an environment built from a lock (docs/environments.md).
     environment: bool = False
+    # The container image it runs in (docs/containers.md): every attempt keeps it.
+    image: str | None = None
+    container_runtime: str | None = None
 
 
 async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
@@ -212,6 +215,10 @@ def _meta(
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
     if recorded.sbatch:
         meta["sbatch"] = recorded.sbatch
+    if recorded.image is not None:
+        meta["image"] = recorded.image
+    if recorded.container_runtime is not None:
+        meta["container_runtime"] = recorded.container_runtime
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
     if nodes:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from rtrain.daemon.containers import run_container
 from rtrain.daemon.environments import run_environment
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.torchrun.launcher import (
@@ -83,6 +84,7 @@ RESERVED = {
     STOP_FILE,
     *WATCHER_FILES,
     *run_environment.RESERVED,
+    *run_container.RESERVED,
 }
 # The registry's word for a run whose inputs are still being shipped.
 BEING_STARTED = "being started"
@@ -236,6 +238,10 @@ async def _claim_ship_launch(
     wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
     if plan.environment is not None:
         wrapper += run_environment.builder_words(plan.python, run_dir)
+    if plan.container is not None:
+        names = [*plan.env, *p.secrets]
+        c = plan.container
+        wrapper += run_container.wrapper_words(c.runtime, c.image, run_id, names)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
     placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
     try:
@@ -257,6 +263,8 @@ def _commands(plan: StartPlan, run_dir: str, on_host: bool) -> tuple[list[str], 
     python = plan.python
     if plan.environment is not None:
         python = run_environment.environment_python(run_dir)
+    if plan.container is not None and p.python is None:
+        python = run_container.IMAGE_PYTHON
     command = expand(
         plan.template or _demo_command(first_dataset, asks_torchrun(p.launcher), plan.across_hosts),
         python=python,
@@ -286,6 +294,9 @@ def _own_files(plan: StartPlan, command: list[str], gated: bool, on_host: bool) 
         own.files += [LocalFile(name, text, len(text)) for name, text in watcher_files()]
     if plan.environment is not None:
         files = run_environment.environment_files(plan.environment)
+        own.files += [LocalFile(name, text, len(text)) for name, text in files]
+    if plan.container is not None:
+        files = run_container.container_files()
         own.files += [LocalFile(name, text, len(text)) for name, text in files]
     if uses_relay(command):
         relay = relay_source()
@@ -400,8 +411,19 @@ def _meta(
         meta["code_dir"] = str(plan.code_dir)
     if plan.environment is not None:
         meta["environment"] = True  # a restart's new command: {python} is the environment's
+    meta.update(_container_meta(plan))
     if pending.nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in pending.nodes]
+    return meta
+
+
+def _container_meta(plan: StartPlan) -> dict[str, object]:
+    """The image a restart runs in again (also a batch job's), and the runtime."""
+    meta: dict[str, object] = {}
+    if plan.p.image:
+        meta["image"] = plan.p.image
+    if plan.container is not None:
+        meta["container_runtime"] = plan.container.runtime
     return meta
 
 

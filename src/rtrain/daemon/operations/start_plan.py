@@ -7,6 +7,8 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from rtrain.daemon.environments.lock_file import EnvironmentLock, chosen_lock, code_lock
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
@@ -33,6 +35,14 @@ DEMO_TRAINER = "demo_trainer.py"
 
 
 @dataclass(frozen=True)
+class ContainerPlan:
+    """A run inside an image: which runtime (`auto`: what the host has) and which image."""
+
+    runtime: str
+    image: str
+
+
+@dataclass(frozen=True)
 class StartPlan:
     """A start as validated: what runs where, with what, under which limits."""
 
@@ -54,6 +64,9 @@ class StartPlan:
     environment: EnvironmentLock | None = None
     # The code directory on this machine (a restart compares it with what was shipped).
     code_dir: Path | None = None
+    # The container the setup and the trainer run in, on a host that runs its own runs
+    # (a batch job's image is `p.image`, for its launcher).
+    container: ContainerPlan | None = None
 
     @property
     def across_hosts(self) -> bool:
@@ -94,6 +107,8 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     )
     inputs = await asyncio.to_thread(gather, sources)
     environment = _environment(ops, p, len(hosts), settings.requirements, inputs)
+    p, container = _container(ops, p, len(hosts), settings.image, settings.container_runtime)
+    environment = _environment_in(container, environment, p, settings.requirements)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     check_scheduler_options(ops, p)
     after = after_run_plan(p, settings.terminate)
@@ -115,6 +130,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
         retry=retry,
         environment=environment,
         code_dir=code_dir,
+        container=container,
     )
 
 
@@ -144,6 +160,46 @@ def _environment(
     if environment is None and p.requirements is None and on_host:
         environment = code_lock(inputs.files)
     return environment
+
+
+def _container(
+    ops: Ops, p: StartParams, nodes: int, host_image: str | None, runtime: str
+) -> tuple[StartParams, ContainerPlan | None]:
+    """The start with its image chosen (the start's, else the host's; "" for none), and the
+    container a run on the host runs in. A batch job's image goes to its launcher in `p`."""
+    image = p.image if p.image is not None else host_image
+    if not image:
+        return msgspec.structs.replace(p, image=None), None
+    validation.image(image)
+    p = msgspec.structs.replace(p, image=image)
+    if nodes > 1:
+        raise app_error(
+            Kind.INVALID_COMMAND,
+            "--image is not supported for a run across hosts yet (docs/containers.md).",
+        )
+    if not ops.launcher(p.host).runs_on_host:
+        return p, None
+    return p, ContainerPlan(runtime=runtime, image=image)
+
+
+def _environment_in(
+    container: ContainerPlan | None,
+    environment: EnvironmentLock | None,
+    p: StartParams,
+    host_lock: str | None,
+) -> EnvironmentLock | None:
+    """A run in an image builds no environment on the host: the code's own requirements.txt
+    is the image's business, and a lock asked for is refused with the image."""
+    if container is None or environment is None:
+        return environment
+    if p.requirements is None and host_lock is None:
+        return None
+    raise app_error(
+        Kind.INVALID_COMMAND,
+        f"a run in the image {container.image} has no environment built on the host; "
+        "install the requirements in the image or with --setup, or pass --requirements ''"
+        " (docs/containers.md).",
+    )
 
 
 def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:

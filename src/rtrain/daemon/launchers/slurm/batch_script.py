@@ -106,19 +106,32 @@ _RENDEZVOUS = [
 ]
 
 
-def workload_line(command: Sequence[str], nodes: int) -> str:
+def pyxis_options(image: str, run_dir: str) -> list[str]:
+    """srun's options (pyxis, NVIDIA's Slurm plug-in) that run a task inside `image`, the run
+    dir mounted at the same path and the task's working directory."""
+    return [
+        f"--container-image={image}",
+        f"--container-mounts={run_dir}:{run_dir}",
+        f"--container-workdir={run_dir}",
+    ]
+
+
+def workload_line(command: Sequence[str], nodes: int, container: Sequence[str] = ()) -> str:
     """The workload as one shell line. On one node, the command as it is. On several, one
     srun task per node; torchrun's `--standalone` (one host only) becomes a c10d rendezvous
-    on the allocation's first node, taken from Slurm's variables."""
+    on the allocation's first node, taken from Slurm's variables. `container`: pyxis'
+    options, which need an srun step even on one node."""
     q = shlex.quote
+    boxed = "".join(f"{q(option)} " for option in container)
     if nodes <= 1:
-        return " ".join(q(word) for word in command)
+        step = f"srun --ntasks=1 {boxed}" if container else ""
+        return step + " ".join(q(word) for word in command)
     words = [q(word) for word in command]
     if TORCHRUN_MODULE in command[:4] and "--standalone" in command:
         at = list(command).index("--standalone")
         words[at : at + 1] = _RENDEZVOUS
     first_node = 'first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
-    return first_node + "srun --ntasks-per-node=1 --kill-on-bad-exit=1 " + " ".join(words)
+    return first_node + f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 {boxed}" + " ".join(words)
 
 
 def batch_script(
@@ -129,11 +142,15 @@ def batch_script(
     sbatch: Sequence[str],
     setup: str | None = None,
     nodes: int = 1,
+    image: str | None = None,
 ) -> str:
     """The script sbatch runs: the setup step, then the workload, in its body; the exit
     status to `status` (and `setup_failed` beside it when the setup step failed). With
-    `nodes` > 1 the workload is one srun task per node (torchrun rendezvousing on the first)."""
+    `nodes` > 1 the workload is one srun task per node (torchrun rendezvousing on the first).
+    With `image`, the workload is an srun step inside it (pyxis); the setup step stays on
+    the node, outside the image."""
     q = shlex.quote
+    container = pyxis_options(image, run_dir) if image else []
     exports = "".join(f"{name}={q(value)}; export {name}\n" for name, value in env.items())
     setup_step = ""
     if setup is not None:
@@ -168,7 +185,7 @@ forward() {{
 trap 'forward USR2' USR2
 trap 'forward TERM' TERM
 trap 'forward INT' INT
-{workload_line(command, nodes)} </dev/null &
+{workload_line(command, nodes, container)} </dev/null &
 child=$!
 while :; do
 	wait "$child"

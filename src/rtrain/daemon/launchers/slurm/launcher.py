@@ -139,7 +139,18 @@ class SlurmLauncher(OverTransport):
             args = [str(word) for word in recorded]
         else:
             args = sbatch_args(request, run_id, run_dir)
-        script = batch_script(run_id, run_dir, command, given.env, args, given.setup, request.nodes)
+        # A restart's image is the first attempt's, recorded in meta.json.
+        image = params.image if params is not None else given.meta.get("image")
+        script = batch_script(
+            run_id,
+            run_dir,
+            command,
+            given.env,
+            args,
+            given.setup,
+            request.nodes,
+            image=image if isinstance(image, str) and image else None,
+        )
         # What a restart reads back: the keys launch.sh records, and Slurm's own.
         meta: dict[str, object] = {
             "attempt": given.attempt,

@@ -166,8 +166,21 @@ emit_state() {
 	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
 }
 
+# A run in a container (rtrain-container): the container goes too, also when its runtime's
+# client was killed before it could remove it.
+remove_container() {
+	[ -f "$RUN_DIR/container" ] || return 0
+	rc_runtime=
+	{ IFS= read -r rc_runtime <"$RUN_DIR/container"; } 2>/dev/null
+	case $rc_runtime in
+	podman | docker) "$rc_runtime" rm -f "rtrain-$run_id" >/dev/null 2>&1 ;;
+	esac
+	return 0
+}
+
 collect
 if [ -z "$LIVE" ]; then
+	remove_container
 	end_watcher "$run_id"
 	emit outcome not_running
 	emit_state
@@ -194,6 +207,7 @@ collect
 [ -z "$LIVE" ] && end_watcher "$run_id"
 set -f
 if [ -z "$LIVE" ]; then
+	remove_container
 	emit outcome stopped
 	# shellcheck disable=SC2086 # a list of pids, split on purpose
 	set -- $SIGNALLED

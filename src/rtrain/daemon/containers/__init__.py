@@ -1,0 +1,1 @@
+"""A run inside a container image, in the host's own runtime (docs/containers.md)."""

@@ -1,0 +1,48 @@
+# container_check.sh RUNTIME IMAGE GPUS: what preflight --image says of the host's container
+# runtime (docs/containers.md). RUNTIME is auto (podman, else docker), podman or docker.
+# Prints `runtime NAME VERSION` (or `runtime none`), then, where there is one, `image present`
+# or `image missing`, then, with GPUS > 0 and the image present, `gpus N` (how many the image
+# sees through the runtime's GPU devices) or `gpus unseen WHY`.
+need_args "$#" 3
+runtime=$1
+image=$2
+gpus=$3
+case $runtime in
+auto)
+	runtime=
+	for cc_try in podman docker; do
+		if command -v "$cc_try" >/dev/null 2>&1; then
+			runtime=$cc_try
+			break
+		fi
+	done
+	;;
+podman | docker) command -v "$runtime" >/dev/null 2>&1 || runtime= ;;
+*) fail "$E_USAGE" usage ;;
+esac
+case $gpus in
+'' | *[!0-9]*) fail "$E_USAGE" usage ;;
+esac
+if [ -z "$runtime" ]; then
+	emit runtime none
+	exit 0
+fi
+version=$("$runtime" --version 2>/dev/null | head -n 1)
+emit runtime "$runtime" "$(flat "$version")"
+if ! "$runtime" image inspect "$image" >/dev/null 2>&1; then
+	emit image missing
+	exit 0
+fi
+emit image present
+[ "$gpus" -gt 0 ] || exit 0
+if [ "$runtime" = docker ]; then
+	set -- --gpus all
+else
+	set -- --device nvidia.com/gpu=all
+fi
+if seen=$("$runtime" run --rm --network host "$@" "$image" nvidia-smi -L 2>&1); then
+	count=$(printf '%s\n' "$seen" | grep -c '^GPU ')
+	emit gpus "$count"
+else
+	emit gpus unseen "$(flat "$(printf '%s' "$seen" | tail -n 1)")"
+fi
