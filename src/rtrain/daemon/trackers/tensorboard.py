@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 import msgspec
 
 from rtrain.daemon.forwards import Forwards
-
-# The nodes launcher's free-port script: a port of the host free a moment ago.
-from rtrain.daemon.launchers.nodes.contract import free_port
 from rtrain.daemon.operations.context import Ops
 from rtrain.daemon.operations.run_proof import refuse_unless_run
 from rtrain.daemon.remote.contract import launch_scripts, run_scripts
+
+# The nodes launcher's free-port script: a port of the host free a moment ago.
+from rtrain.daemon.remote.contract.port_scripts import free_port
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error

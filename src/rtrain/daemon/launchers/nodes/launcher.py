@@ -29,6 +29,7 @@ from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.remote.contract import answers, launch_scripts, run_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.port_scripts import free_port
 from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.failures import host_did_not_answer
@@ -36,8 +37,6 @@ from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunNode, StartParams
 from rtrain.protocol.run_states import RunState, is_live, part_ending_rank
-
-from .contract import free_port
 
 # What torchrun's `--standalone` becomes on a run across hosts (the words rtrain adds).
 _RDZV_PREFIXES = ("--nnodes=", "--rdzv-backend=", "--rdzv-endpoint=", "--rdzv-id=", "--rdzv-conf=")

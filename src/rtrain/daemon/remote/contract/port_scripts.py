@@ -1,9 +1,9 @@
-"""The nodes launcher's own far-side script (scripts/free_port.sh), with its typed answer."""
+"""A TCP port free on the host (scripts/free_port.sh), with its typed answer: for a run across
+hosts' rendezvous and for the host's TensorBoard."""
 
 from __future__ import annotations
 
-from rtrain.daemon.remote.contract.answers import Answer, Exit, Lines, as_int
-from rtrain.daemon.ssh.transport import Transport
+from .answers import Answer, Exit, Lines, Runner, as_int
 
 
 class FreePort(Answer, frozen=True, kw_only=True):
@@ -13,8 +13,8 @@ class FreePort(Answer, frozen=True, kw_only=True):
     error: list[str]
 
 
-async def free_port(transport: Transport, python: str) -> FreePort:
-    done = await transport.run("launchers.nodes:free_port", [python], timeout=60)
+async def free_port(transport: Runner, python: str) -> FreePort:
+    done = await transport.run("free_port", [python], timeout=60)
     lines = Lines(done.stdout)
     port = as_int(lines.value("port")) if done.returncode == Exit.OK else None
     return FreePort(
