@@ -38,7 +38,16 @@ def test_completed(remote: Remote) -> None:
     state = finished(remote, launched)
 
     # The last field: how long a running run has been still (limits.sh), `-` for none.
-    assert state == [launched.run_id, "completed", "0", "-", str(launched.started_at), "-", "-"]
+    assert state == [
+        launched.run_id,
+        "completed",
+        "0",
+        "-",
+        str(launched.started_at),
+        "-",
+        "-",
+        "-",
+    ]
 
 
 def test_failed_with_its_exit_code(remote: Remote) -> None:
@@ -118,7 +127,7 @@ def test_reboot_makes_a_run_lost(remote: Remote) -> None:
 def test_missing(remote: Remote) -> None:
     state = remote.status("never-created")
 
-    assert state == ["never-created", "missing", "-", "-", "-", "no run directory", "-"]
+    assert state == ["never-created", "missing", "-", "-", "-", "no run directory", "-", "-"]
 
 
 def test_stop_request_turns_an_exit_into_stopped(remote: Remote) -> None:
