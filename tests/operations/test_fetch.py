@@ -105,6 +105,22 @@ def test_links_leaving_the_run_dir_are_refused(ops: Ops, finished_run: str) -> N
     assert error.kind == "remote_file_missing"
 
 
+def test_a_relative_destination_is_refused_and_nothing_is_written(
+    ops: Ops, finished_run: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stock JSON-RPC client's relative path would land where the daemon runs, not here.
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    error = ops.error(
+        "run/fetch",
+        {"host": "plain", "runId": finished_run, "path": "model", "dest": "out"},
+    )
+    assert error.kind == "invalid_path"
+    assert "relative" in error.message
+    assert list(here.iterdir()) == []
+
+
 def test_fetch_from_a_run_that_does_not_exist_says_so(ops: Ops) -> None:
     dest = ops.tmp / "nothing"
     error = ops.error(

@@ -54,6 +54,14 @@ async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     rel = validation.fetch_path(p.path)
     dest = Path(p.dest).expanduser()
+    # The daemon's own directory is not the client's: a relative destination would land
+    # wherever the daemon happens to run (`/`), so a client sends an absolute one.
+    if not dest.is_absolute():
+        raise app_error(
+            Kind.INVALID_PATH,
+            f"The destination {p.dest} is relative: send an absolute path "
+            "(rtrain's CLI and Python API resolve it against your directory).",
+        )
     if dest.exists() and not dest.is_dir():
         raise app_error(Kind.INVALID_PATH, f"{p.dest} exists and is not a directory.")
     # Before any ssh: a destination that cannot be made is known at once. A fetch that then
