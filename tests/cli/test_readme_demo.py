@@ -36,8 +36,9 @@ def test_readme_demo_command_trains_and_fetches(cli: Cli) -> None:
     shutil.copytree(REPO / "examples", cli.cwd / "examples")
     home = cli.daemon.root / "home"
     home.mkdir()
-    # The demo uses the default workdir ~/.rtrain and a fixed run id: a private HOME keeps
-    # every test run's `local` host fresh, as on a new laptop.
+    # The demo uses a fixed run id: a private HOME (and the daemon's own state directory,
+    # where `local` keeps its runs) keeps every test run's `local` host fresh, as on a new
+    # laptop.
     env = {**cli.env, "HOME": str(home)}
     # torch's thread pool fighting over a small, busy CI machine makes this tiny model take
     # 4x longer; one thread keeps the test quick and changes nothing the test looks at.
@@ -56,6 +57,7 @@ def test_readme_demo_command_trains_and_fetches(cli: Cli) -> None:
     assert "\ndone: 300 steps, final loss" in done.stdout, done.stdout
     assert done.stdout.startswith("✓ started demo")
     (weights,) = cli.cwd.rglob("lora_model/adapter_model.json")
-    (remote,) = (home / ".rtrain").glob("*/lora_model/adapter_model.json")
+    local_runs = Path(env.get("XDG_STATE_HOME", home / ".local" / "state")) / "rtrain" / "local"
+    (remote,) = local_runs.glob("*/lora_model/adapter_model.json")
     assert weights.read_bytes() == remote.read_bytes()
     assert "sha256 ok" in done.stdout

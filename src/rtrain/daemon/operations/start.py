@@ -194,14 +194,7 @@ async def _claim_ship_launch(
     run_dir = claims[0].run_dir
     on_host = ops.launcher(p.host).runs_on_host
     command, setup_command = _commands(plan, run_dir, on_host)
-    nodes = (
-        [
-            RunNode(host=c.host, remote_dir=c.run_dir, python=_node_python(ops, p, c.host))
-            for c in claims
-        ]
-        if plan.across_hosts
-        else []
-    )
+    nodes = _run_nodes(ops, plan, claims)
     o = p.launcher
     master_addr = o.master_addr if isinstance(o, NodesOptions) else None
     launcher = ops.nodes_launcher(nodes, master_addr) if nodes else ops.launcher(p.host, command)
@@ -235,19 +228,37 @@ async def _claim_ship_launch(
     # to claim (a node without nvidia-smi has none the gate could hand out).
     gated = all(c.gpus.gate for c in claims)
     own = _own_files(plan, command, gated, on_host)
-    wrapper = gate_prefix(p, run_dir, run_id, GpuPlan(gate=gated))
-    if plan.environment is not None:
-        wrapper += run_environment.builder_words(plan.python, run_dir)
-    if plan.container is not None:
-        names = [*plan.env, *p.secrets]
-        c = plan.container
-        wrapper += run_container.wrapper_words(c.runtime, c.image, run_id, names)
+    wrapper = _wrapper(plan, run_dir, gated)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
     placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
     try:
         return await _ship_and_launch(ops, plan, ctx, placed)
     finally:
         ops.starting.discard((p.host, run_id))
+
+
+def _run_nodes(ops: Ops, plan: StartPlan, claims: list[Claim]) -> list[RunNode]:
+    """The nodes a run across hosts records (none for a run on one host)."""
+    if not plan.across_hosts:
+        return []
+    return [
+        RunNode(host=c.host, remote_dir=c.run_dir, python=_node_python(ops, plan.p, c.host))
+        for c in claims
+    ]
+
+
+def _wrapper(plan: StartPlan, run_dir: str, gated: bool) -> list[str]:
+    """The words before the user's command: the GPU gate, then the environment's builder,
+    then the container, each wrapping what follows it."""
+    p = plan.p
+    wrapper = gate_prefix(p, run_dir, plan.run_id, GpuPlan(gate=gated))
+    if plan.environment is not None:
+        wrapper += run_environment.builder_words(plan.python, run_dir)
+    if plan.container is not None:
+        names = [*plan.env, *p.secrets]
+        c = plan.container
+        wrapper += run_container.wrapper_words(c.runtime, c.image, plan.run_id, names)
+    return wrapper
 
 
 def _node_python(ops: Ops, p: StartParams, host: str) -> str:
