@@ -30,8 +30,12 @@ def test_a_plain_run_says_its_last_exception_line_everywhere(cli: Cli) -> None:
     assert done.err_lines[-1] == f"{run_id} on plain: {expected}", done
     assert cli("status", "plain", run_id).out == f"{expected}\n"
     assert cli("status", "plain", run_id, "--json").json()["reason"] == why
+    # The table keeps its STATE column short (docs/cli.md): the reason's start, cut with an
+    # ellipsis; `--json` and `status` hold it whole.
     runs = cli("runs", "--host", "plain")
-    assert expected in runs.out, runs
+    assert f"failed (exit 1, {why[:40]}" in runs.out, runs
+    [row] = [r for r in cli("runs", "--host", "plain", "--json").json() if r["runId"] == run_id]
+    assert row["reason"] == why
 
 
 def test_a_plain_run_killed_by_sigkill_says_so(cli: Cli) -> None:
