@@ -56,10 +56,19 @@ class Ops:
     # The hosts' guards as last read, and the ones config.toml asks the daemon to arm.
     guards: GuardBook = field(default_factory=GuardBook)
 
-    def record(self, run: RunInfo, metrics_changed: bool = False, publish: bool = True) -> RunInfo:
+    def record(
+        self,
+        run: RunInfo,
+        metrics_changed: bool = False,
+        publish: bool = True,
+        stop_done: bool = False,
+    ) -> RunInfo:
         """Store `run`; tell subscribers when anything they show changed (its state, or, with
         `metrics_changed`, what its log said), unless `publish` is False. The one way a
-        run's state is recorded: through the table of protocol/run_states.py."""
+        run's state is recorded: through the table of protocol/run_states.py, except that
+        `stop_done` (a person's stop of a run across hosts, finished on its last node)
+        records `stopped` over a failure its other nodes showed while the stop was pending:
+        they failed because their peers were being stopped (docs/multinode.md)."""
         if run.created_at and run.started_at and run.started_at < run.created_at:
             # The host's clock says when it started, in whole seconds (`date +%s`) and maybe
             # skewed; a run never starts before rtrain created it, so no answer says so.
@@ -68,7 +77,7 @@ class Ops:
         # Every state a run takes goes through the table (protocol/run_states.py): a look
         # that would move a settled attempt elsewhere is not recorded.
         new_attempt = before is not None and _attempt_number(before) != _attempt_number(run)
-        state = advance(before.state if before else None, run.state, new_attempt)
+        state = advance(before.state if before else None, run.state, new_attempt or stop_done)
         if before is not None and state != run.state:
             _log.warning(
                 "%s/%s: %s may not become %s; kept", run.host, run.run_id, state, run.state

@@ -67,7 +67,9 @@ async def stop(ops: Ops, p: StopParams) -> StopResult:
         ops.registry.end_pending_stop(p.host, p.run_id)
         outcome = "stopped"
         if run.state != "stopped":
-            run = ops.record(msgspec.structs.replace(run, state="stopped", reason=None))
+            run = ops.record(
+                msgspec.structs.replace(run, state="stopped", reason=None), stop_done=True
+            )
     run, cancelled = _end_retries(ops, run)
     if outcome == "stopped" and run.state == "running":
         # The far side saw nothing alive a moment ago; trust the later look, but say it.
