@@ -98,7 +98,12 @@ def test_the_node_that_failed_first_is_named_not_the_one_that_lost_its_peer(
     away_node.stall()
     (second_run_dir(cli, run_id) / "fail-now").touch()
     deadline = time.monotonic() + WAIT_S * 2
-    status_files = [cli.far_run_dir(run_id) / "status", second_run_dir(cli, run_id) / "status"]
+    # rtrain keeps a run's exit status in its private .rtrain/ (a trainer's own `status`
+    # never counts).
+    status_files = [
+        cli.far_run_dir(run_id) / ".rtrain" / "status",
+        second_run_dir(cli, run_id) / ".rtrain" / "status",
+    ]
     while not all(path.exists() for path in status_files):
         assert time.monotonic() < deadline, f"the nodes never ended: {logs(cli, run_id)}"
         time.sleep(0.1)
