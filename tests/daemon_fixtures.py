@@ -84,11 +84,19 @@ def daemon_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[DaemonEnv]:
     finally:
         for sock in env.sockets:
             sock.close()
-        for pid in env.daemon_pids():
-            os.kill(pid, signal.SIGTERM)
+        _signal_all(env.daemon_pids(), signal.SIGTERM)
         deadline = time.monotonic() + 5
         while env.daemon_pids() and time.monotonic() < deadline:
             time.sleep(0.05)
-        for pid in env.daemon_pids():
-            os.kill(pid, signal.SIGKILL)
+        _signal_all(env.daemon_pids(), signal.SIGKILL)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _signal_all(pids: list[int], sig: signal.Signals) -> None:
+    """Signal each daemon still there: one that was ending by itself (a test's `daemon
+    stop`) may be gone between the listing and the signal."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
