@@ -25,7 +25,7 @@ from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import AfterRun, FetchParams, RunInfo, TerminateResult
 from rtrain.protocol.run_states import is_ended
 
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .operations.fetch import fetch
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class _Quiet:
 
 
 class AfterRuns:
-    def __init__(self, ops: Ops, terminate: Terminate, retry_s: float = RETRY_S) -> None:
+    def __init__(self, ops: DaemonState, terminate: Terminate, retry_s: float = RETRY_S) -> None:
         self.ops = ops
         self.terminate = terminate
         self.retry_s = retry_s

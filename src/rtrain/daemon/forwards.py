@@ -30,7 +30,7 @@ from rtrain.protocol.messages import (
     RunInfo,
 )
 
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .ssh.control_master import ControlMaster
 from .ssh.exec_transport import ExecTransport
 from .ssh.failures import classify
@@ -71,7 +71,7 @@ class Forward:
 
 
 class Forwards:
-    def __init__(self, ops: Ops, changed: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, ops: DaemonState, changed: Callable[[], None] = lambda: None) -> None:
         self.ops = ops
         # Called after a forward opened or ended (`forwards/changed` to subscribers).
         self.changed = changed
@@ -252,7 +252,7 @@ class Forwards:
             log.info("forward %d: %s", fwd.local_port, fwd.last_error)
 
 
-def owning_run(ops: Ops, host: str, run_id: str | None) -> RunInfo | None:
+def owning_run(ops: DaemonState, host: str, run_id: str | None) -> RunInfo | None:
     """The run a forward is to belong to (None for none): one the registry knows."""
     if run_id is None:
         return None

@@ -19,7 +19,7 @@ from .client_session import Handler, RequestContext
 from .costs import priced_host
 from .forwards import Forwards
 from .monitor import Monitor
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .operations.envs import envs
 from .operations.fetch import fetch
 from .operations.gc import gc
@@ -54,7 +54,7 @@ class RunHandlers:
 
     def __init__(
         self,
-        ops: Ops,
+        ops: DaemonState,
         monitor: Monitor,
         waits: RunWaits,
         pools: PoolDispatcher,
@@ -179,7 +179,7 @@ class ForwardHandlers:
 
     def __init__(
         self,
-        ops: Ops,
+        ops: DaemonState,
         monitor: Monitor,
         forwards: Forwards,
         reverse_forwards: ReverseForwards,
@@ -235,7 +235,9 @@ class ForwardHandlers:
 class HostHandlers:
     """host/* and hosts/*: what a host is, costs, guards and allows."""
 
-    def __init__(self, service: Service, ops: Ops, monitor: Monitor, pools: PoolDispatcher) -> None:
+    def __init__(
+        self, service: Service, ops: DaemonState, monitor: Monitor, pools: PoolDispatcher
+    ) -> None:
         self.service = service
         self.ops = ops
         self.monitor = monitor
@@ -312,7 +314,7 @@ class HostHandlers:
 GUARD_LOOK_S = 3.0
 
 
-async def _guard_now(ops: Ops, info: m.HostInfo) -> m.GuardState | None:
+async def _guard_now(ops: DaemonState, info: m.HostInfo) -> m.GuardState | None:
     """The host's guard for hosts/list: read again when the host is connected and its guard
     is armed or configured (one round trip, beside the other hosts'), else as last read."""
     last = ops.guards.last(info.alias)

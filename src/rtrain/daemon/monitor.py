@@ -25,7 +25,7 @@ from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import RunInfo, StopParams
 from rtrain.protocol.run_states import HostSilent, Vanished, is_ended, is_live, next_state
 
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .operations.status import refresh
 from .operations.stop import stop as stop_run
 from .operations.watch import watch_host
@@ -38,7 +38,7 @@ UPTIME_GAP = 60.0
 
 
 class Monitor:
-    def __init__(self, ops: Ops, interval: float) -> None:
+    def __init__(self, ops: DaemonState, interval: float) -> None:
         self.ops = ops
         self.interval = interval
         # Called after every poll (the pools place their queued runs as GPUs free).

@@ -29,7 +29,7 @@ from rtrain.protocol.messages import (
 from rtrain.protocol.run_states import is_ended
 
 from .forwards import closes, owning_run
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .ssh.control_master import ControlMaster
 from .ssh.exec_transport import ExecTransport
 from .ssh.failures import classify
@@ -79,7 +79,7 @@ class ReverseForward:
 
 
 class ReverseForwards:
-    def __init__(self, ops: Ops, changed: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, ops: DaemonState, changed: Callable[[], None] = lambda: None) -> None:
         self.ops = ops
         self.changed = changed
         self._open: dict[tuple[str, int], ReverseForward] = {}  # by host and far port

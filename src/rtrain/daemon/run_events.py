@@ -1,6 +1,6 @@
 """Who hears of a run's changes inside the daemon: the subscribed clients first, then the
 parts that act on a run's end (what follows it, its retry, the waits on it, config.toml's
-notify), in that order; a run that is live arms its host's configured guard. Ops publishes
+notify), in that order; a run that is live arms its host's configured guard. DaemonState publishes
 every recorded change here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rtrain.protocol.run_states import is_live
 
 from .after_run import AfterRuns
 from .forwards import Forwards
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .operations.retry import Retrier
 from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
@@ -21,7 +21,7 @@ from .trackers.tensorboard import TensorBoards
 
 
 class RunEvents:
-    """The fan-out of `run/changed`; the listeners made after Ops (they need it) join with
+    """The fan-out of `run/changed`; the listeners made after DaemonState (they need it) join with
     `listen` before the daemon serves anyone."""
 
     def __init__(self, service: Service, run_ends: RunEndNotify) -> None:
@@ -31,14 +31,14 @@ class RunEvents:
         self.retrier: Retrier | None = None
         self.waits: RunWaits | None = None
         self.forwards: Forwards | None = None
-        self.ops: Ops | None = None
+        self.ops: DaemonState | None = None
         self.reverse_forwards: ReverseForwards | None = None
         self.syncs: TrackerSyncs | None = None
         self.tensorboards: TensorBoards | None = None
 
     def listen(
         self,
-        ops: Ops,
+        ops: DaemonState,
         after_runs: AfterRuns,
         retrier: Retrier,
         waits: RunWaits,

@@ -16,14 +16,14 @@ from rtrain.protocol import validation
 from rtrain.protocol.messages import RunInfo, RunRef, WaitOutcome, WaitParams, WaitResult
 from rtrain.protocol.run_states import is_ended
 
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .operations.status import status
 
 Seen = tuple[RunInfo, bool]  # the run as published, and whether it was removed
 
 
 class RunWaits:
-    def __init__(self, ops: Ops) -> None:
+    def __init__(self, ops: DaemonState) -> None:
         self.ops = ops
         self._waiting: dict[tuple[str, str], list[asyncio.Queue[Seen]]] = defaultdict(list)
 

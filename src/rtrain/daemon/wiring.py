@@ -15,7 +15,7 @@ from .forwards import Forwards
 from .handlers import ForwardHandlers, HostHandlers, RunHandlers
 from .hosts import HostPool
 from .monitor import Monitor
-from .operations.context import Ops
+from .operations.context import DaemonState
 from .operations.restart import restart
 from .operations.retry import Retrier
 from .operations.start import start
@@ -42,7 +42,7 @@ def wire_operations(service: Service) -> list[Closer]:
     hosts = HostPool(service.runtime_dir, service.registry, config)
     run_ends = RunEndNotify(config, service.registry.list())
     events = RunEvents(service, run_ends)
-    ops = Ops(service.registry, hosts, events.changed, publish_removed=events.removed)
+    ops = DaemonState(service.registry, hosts, events.changed, publish_removed=events.removed)
     syncs = TrackerSyncs(ops)
     waits = RunWaits(ops)
     forwards = Forwards(ops, lambda: _forwards_changed(service, forwarding))

@@ -40,7 +40,9 @@ _log = logging.getLogger(__name__)
 
 
 @dataclass
-class Ops:
+class DaemonState:
+    """The daemon's state every operation shares, and the rules for recording a run."""
+
     registry: Registry
     hosts: HostPool
     publish: Callable[[RunInfo], None]
@@ -228,7 +230,7 @@ class Ops:
         return run
 
 
-def launcher_group(ops: Ops, run: RunInfo) -> tuple[bool, str]:
+def launcher_group(ops: DaemonState, run: RunInfo) -> tuple[bool, str]:
     """Which runs of a host one far-side command asks about together: the host's own
     processes (watch.sh), a scheduler's jobs (its status), and each run across hosts alone
     (its launcher is its nodes')."""

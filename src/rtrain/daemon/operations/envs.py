@@ -7,10 +7,10 @@ from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, EnvironmentInfo, EnvsParams, EnvsResult
 
-from .context import Ops
+from .context import DaemonState
 
 
-async def envs(ops: Ops, p: EnvsParams) -> EnvsResult:
+async def envs(ops: DaemonState, p: EnvsParams) -> EnvsResult:
     validation.host(p.host)
     workdir = validation.workdir(
         p.workdir or ops.hosts.config.host(p.host).workdir or DEFAULT_WORKDIR

@@ -37,7 +37,7 @@ from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte_progress
 
-from .context import Ops
+from .context import DaemonState
 from .notifier import Notifier
 from .run_nodes import node_workdir, run_node
 from .run_proof import refuse_unless_run
@@ -46,7 +46,7 @@ from .run_proof import refuse_unless_run
 FILES_AT_ONCE = 4
 
 
-async def fetch(ops: Ops, p: FetchParams, ctx: Notifier) -> FetchResult:
+async def fetch(ops: DaemonState, p: FetchParams, ctx: Notifier) -> FetchResult:
     if p.node is not None:
         # A run across hosts: node K's host and run dir, as if the run were recorded there.
         node = run_node(ops, p.host, p.run_id, p.node)
@@ -91,7 +91,7 @@ class _Asked:
 
 
 async def _fetch_into(
-    ops: Ops, p: FetchParams, ctx: Notifier, run_dir: str, rel: str, dest: Path
+    ops: DaemonState, p: FetchParams, ctx: Notifier, run_dir: str, rel: str, dest: Path
 ) -> FetchResult:
     transport = await ops.transport(p.host)
     # The host's guard counts it busy while the files move.
@@ -100,7 +100,7 @@ async def _fetch_into(
 
 
 async def _fetch_listed(
-    ops: Ops, asked: _Asked, ctx: Notifier, transport: Transport
+    ops: DaemonState, asked: _Asked, ctx: Notifier, transport: Transport
 ) -> FetchResult:
     p, run_dir, rel, dest = asked.p, asked.run_dir, asked.rel, asked.dest
     # No hashes in the listing: send.sh hashes each file as it sends it.

@@ -12,10 +12,10 @@ from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GcParams, GcResult
 
-from .context import Ops
+from .context import DaemonState
 
 
-async def gc(ops: Ops, p: GcParams) -> GcResult:
+async def gc(ops: DaemonState, p: GcParams) -> GcResult:
     validation.host(p.host)
     workdir = validation.workdir(
         p.workdir or ops.hosts.config.host(p.host).workdir or DEFAULT_WORKDIR

@@ -9,7 +9,7 @@ from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import GuardParams, GuardResult
 
-from .context import Ops
+from .context import DaemonState
 from .guard_book import guard_state
 
 
@@ -22,7 +22,7 @@ def check_guard_command(command: str) -> str:
     return command
 
 
-async def guard(ops: Ops, p: GuardParams) -> GuardResult:
+async def guard(ops: DaemonState, p: GuardParams) -> GuardResult:
     # Everything a person can get wrong is refused before any ssh.
     validation.host(p.host)
     workdir = ops.host_workdir(p.host, p.workdir)

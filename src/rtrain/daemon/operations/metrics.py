@@ -15,7 +15,7 @@ from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import MetricsParams, MetricsResult, MetricsUpdate, RunInfo, RunRef
 from rtrain.protocol.run_states import is_ended, is_writing
 
-from .context import Ops
+from .context import DaemonState
 from .notifier import Notifier
 from .status import status as run_status
 from .watch import attempt_of, watch_host
@@ -25,7 +25,7 @@ FOLLOW_CHECK = 1.0
 READ_ONCE = 1024 * 1024
 
 
-async def metrics(ops: Ops, p: MetricsParams, ctx: Notifier) -> MetricsResult:
+async def metrics(ops: DaemonState, p: MetricsParams, ctx: Notifier) -> MetricsResult:
     ref = RunRef(host=p.host, run_id=p.run_id, workdir=p.workdir)
     store = ops.metrics
     run = ops.known(p.host, p.run_id)
@@ -47,7 +47,7 @@ async def metrics(ops: Ops, p: MetricsParams, ctx: Notifier) -> MetricsResult:
     )
 
 
-async def _read_now(ops: Ops, ref: RunRef, run: RunInfo) -> RunInfo:
+async def _read_now(ops: DaemonState, ref: RunRef, run: RunInfo) -> RunInfo:
     """`run` with its files read up to now; its state too, if it was still active."""
     try:
         [fresh], moved = await watch_host(ops, ref.host, [run], max_slice=READ_ONCE, gpus=False)
@@ -66,7 +66,7 @@ async def _read_now(ops: Ops, ref: RunRef, run: RunInfo) -> RunInfo:
     return ops.record(fresh, metrics_changed=bool(moved))
 
 
-async def _follow(ops: Ops, p: MetricsParams, ctx: Notifier, run: RunInfo) -> RunInfo:
+async def _follow(ops: DaemonState, p: MetricsParams, ctx: Notifier, run: RunInfo) -> RunInfo:
     store = ops.metrics
     seq, progress = store.seq(p.host, p.run_id), store.progress(p.host, p.run_id)
     gpu = store.latest_gpus(p.host)

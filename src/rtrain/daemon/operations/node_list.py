@@ -11,13 +11,13 @@ from rtrain.protocol.launcher_options import NodesOptions
 from rtrain.protocol.messages import StartParams
 
 from .command_template import TORCHRUN_WORD
-from .context import Ops
+from .context import DaemonState
 
 # A host name or an IPv4 address: what torchrun's `--rdzv-endpoint` takes before `:PORT`.
 _ADDRESS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
 
 
-def node_hosts(ops: Ops, p: StartParams) -> tuple[str, ...]:
+def node_hosts(ops: DaemonState, p: StartParams) -> tuple[str, ...]:
     """Every node's host, node 0 first; `(p.host,)` for a run on one host. Refuses, in one
     sentence, a list with duplicates, hosts on different launchers, a `--nodes` that does
     not match the list, and what a run across hosts cannot be."""

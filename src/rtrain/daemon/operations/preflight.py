@@ -33,7 +33,7 @@ from rtrain.protocol.messages import (
 )
 
 from .cluster_preflight import LOGIN_NODE, login_node
-from .context import Ops, chosen
+from .context import DaemonState, chosen
 from .preflight_container import judge_container
 from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_environment import judge_environment
@@ -66,7 +66,7 @@ def _validate(p: PreflightParams) -> None:
             )
 
 
-async def preflight(ops: Ops, p: PreflightParams) -> PreflightResult:
+async def preflight(ops: DaemonState, p: PreflightParams) -> PreflightResult:
     _validate(p)
     settings = ops.hosts.config.host(p.host)
     interpreter = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
@@ -138,7 +138,7 @@ async def _judge_image(
 
 
 async def _probe(
-    ops: Ops, p: PreflightParams, interpreter: str, workdir: str
+    ops: DaemonState, p: PreflightParams, interpreter: str, workdir: str
 ) -> tuple[Transport, preflight_scripts.PreflightReport]:
     """The far side's one probe (preflight.sh)."""
     transport = await ops.transport(p.host)

@@ -10,12 +10,12 @@ from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RemovedRun, RemoveParams, RemoveResult, RunRef
 from rtrain.protocol.run_states import is_live
 
-from .context import Ops
+from .context import DaemonState
 from .run_proof import refuse_unless_run
 from .status import status as run_status
 
 
-async def remove(ops: Ops, p: RemoveParams) -> RemoveResult:
+async def remove(ops: DaemonState, p: RemoveParams) -> RemoveResult:
     """All or nothing as far as the daemon can tell: every run is checked (not running, not
     queued, not being started) before the first one is removed. A process of no run still
     working in a run dir (started there with exec) refuses that run's removal, naming it,

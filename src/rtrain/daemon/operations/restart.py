@@ -36,7 +36,7 @@ from rtrain.protocol.messages import (
 from rtrain.protocol.run_states import is_live
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
-from .context import Ops, now
+from .context import DaemonState, now
 from .restart_code import CodeForRestart, RunPlace, code_for_restart
 from .run_limits import Limits, launch_line
 from .run_proof import refuse_unless_run
@@ -78,7 +78,7 @@ class RecordedLaunch(msgspec.Struct):
     container_runtime: str | None = None
 
 
-async def restart(ops: Ops, p: RestartParams, cause: str | None = None) -> RestartResult:
+async def restart(ops: DaemonState, p: RestartParams, cause: str | None = None) -> RestartResult:
     """`cause`: why the daemon itself starts this attempt (a retry), recorded with it."""
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     _check_asked(p)
@@ -163,7 +163,7 @@ def _check_asked(p: RestartParams) -> None:
         )
 
 
-async def _restartable(ops: Ops, p: RestartParams) -> RunInfo:
+async def _restartable(ops: DaemonState, p: RestartParams) -> RunInfo:
     """The run as it is now, refused unless it has ended and was launched."""
     if (p.host, p.run_id) in ops.starting:
         raise _active(p, "is still being started")
@@ -253,7 +253,7 @@ class _NewAttempt:
 
 
 def _record_attempt(
-    ops: Ops, p: RestartParams, base: RunInfo, launched: Launched, attempt: _NewAttempt
+    ops: DaemonState, p: RestartParams, base: RunInfo, launched: Launched, attempt: _NewAttempt
 ) -> RunInfo:
     """The registry's run, now on its new attempt."""
     started_at = max(launched.started_at or now(), now() - 1)
@@ -295,7 +295,7 @@ def _record_attempt(
     )
 
 
-def _launcher(ops: Ops, host: str, recorded: str | None, command: list[str]) -> Launcher:
+def _launcher(ops: DaemonState, host: str, recorded: str | None, command: list[str]) -> Launcher:
     """The launcher of the new attempt: a batch job stays one; a run of the host's own runs
     torchrun or not as its (perhaps new) command says; a run that recorded none, as the
     host's config says now."""

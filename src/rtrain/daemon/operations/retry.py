@@ -22,11 +22,11 @@ from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import RestartParams, RestartResult, RunInfo
 from rtrain.protocol.run_states import ending_of, is_retried
 
-from .context import Ops
+from .context import DaemonState
 
 log = logging.getLogger(__name__)
 
-Restart = Callable[[Ops, RestartParams, str], Awaitable[RestartResult]]
+Restart = Callable[[DaemonState, RestartParams, str], Awaitable[RestartResult]]
 
 
 def due(run: RunInfo) -> bool:
@@ -39,7 +39,7 @@ def due(run: RunInfo) -> bool:
 
 
 class Retrier:
-    def __init__(self, ops: Ops, restart: Restart, poke: Callable[[], None]) -> None:
+    def __init__(self, ops: DaemonState, restart: Restart, poke: Callable[[], None]) -> None:
         self.ops = ops
         self.restart = restart
         self.poke = poke
@@ -48,7 +48,7 @@ class Retrier:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def seen(self, run: RunInfo) -> None:
-        """A run changed (Ops.record published it): start its next attempt when it is due."""
+        """A run changed (`DaemonState.record` published it): start its next attempt when due."""
         if not due(run):
             return
         key = (run.host, run.run_id, _attempt(run))

@@ -7,14 +7,14 @@ from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ExecParams, ExecResult
 
-from .context import Ops
+from .context import DaemonState
 from .run_proof import refuse_unless_run
 
 # Output beyond this is cut (with a note): exec is for a quick look, fetch is for files.
 MAX_OUTPUT = 16 * 1024 * 1024
 
 
-async def run_exec(ops: Ops, p: ExecParams) -> ExecResult:
+async def run_exec(ops: DaemonState, p: ExecParams) -> ExecResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     if not p.command or not p.command[0]:
         raise app_error(Kind.INVALID_COMMAND, "the command is empty.")

@@ -7,10 +7,10 @@ import posixpath
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RunNode
 
-from .context import Ops
+from .context import DaemonState
 
 
-def run_node(ops: Ops, host: str, run_id: str, node: int) -> RunNode:
+def run_node(ops: DaemonState, host: str, run_id: str, node: int) -> RunNode:
     """Node `node` of the run recorded under `host`; one sentence when there is none."""
     known = ops.known(host, run_id)
     nodes = known.nodes if known is not None else []

@@ -13,13 +13,13 @@ from rtrain.daemon.ssh.options import base_args
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import RunRef, ShellResult
 
-from .context import Ops
+from .context import DaemonState
 
 # The far user's own shell, as a login shell, in the run directory.
 LOGIN_SHELL = 'exec "${SHELL:-/bin/sh}" -l'
 
 
-async def run_shell(ops: Ops, p: RunRef) -> ShellResult:
+async def run_shell(ops: DaemonState, p: RunRef) -> ShellResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     transport = await ops.transport(p.host)
     if transport.kind == "local":

@@ -6,10 +6,10 @@ from rtrain.daemon.launchers import registry as launchers
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import StartParams
 
-from .context import Ops
+from .context import DaemonState
 
 
-def check_scheduler_options(ops: Ops, p: StartParams) -> None:
+def check_scheduler_options(ops: DaemonState, p: StartParams) -> None:
     """Refuse options the host's launcher cannot honour, and values Slurm would misread."""
     problem = launchers.options_problem(ops.launcher(p.host), p.host, p)
     if problem is not None:

@@ -46,7 +46,7 @@ from rtrain.protocol.messages import (
 )
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, expand
-from .context import Ops, chosen, now
+from .context import DaemonState, chosen, now
 from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
 from .notifier import Notifier
 from .run_inputs import Inputs, LocalFile
@@ -96,7 +96,7 @@ def new_run_id() -> str:
     return f"run-{int(time.time())}-{secrets.token_hex(2)}"
 
 
-async def start(ops: Ops, p: StartParams, ctx: Notifier) -> StartResult:
+async def start(ops: DaemonState, p: StartParams, ctx: Notifier) -> StartResult:
     # validate -> one frozen plan -> claim -> ship -> launch -> record. Everything a user can
     # get wrong is refused in the plan, before any ssh runs.
     run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
@@ -140,7 +140,7 @@ class Placed:
         return next((c.gpus.queued_reason for c in self.claims if c.gpus.queued_reason), None)
 
 
-async def _claim(ops: Ops, plan: StartPlan, transports: list[Transport]) -> list[Claim]:
+async def _claim(ops: DaemonState, plan: StartPlan, transports: list[Transport]) -> list[Claim]:
     """Every node's run directory (all or none: one that fails removes the others)."""
     answers = await asyncio.gather(
         *(
@@ -160,7 +160,7 @@ async def _claim(ops: Ops, plan: StartPlan, transports: list[Transport]) -> list
     raise failure
 
 
-async def _claim_node(ops: Ops, plan: StartPlan, host: str, transport: Transport) -> Claim:
+async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: Transport) -> Claim:
     p = msgspec.structs.replace(plan.p, host=host)
     try:
         # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
@@ -187,7 +187,7 @@ async def _claim_node(ops: Ops, plan: StartPlan, host: str, transport: Transport
 
 
 async def _claim_ship_launch(
-    ops: Ops, plan: StartPlan, transports: list[Transport], ctx: Notifier
+    ops: DaemonState, plan: StartPlan, transports: list[Transport], ctx: Notifier
 ) -> StartResult:
     p, run_id = plan.p, plan.run_id
     claims = await _claim(ops, plan, transports)
@@ -237,7 +237,7 @@ async def _claim_ship_launch(
         ops.starting.discard((p.host, run_id))
 
 
-def _run_nodes(ops: Ops, plan: StartPlan, claims: list[Claim]) -> list[RunNode]:
+def _run_nodes(ops: DaemonState, plan: StartPlan, claims: list[Claim]) -> list[RunNode]:
     """The nodes a run across hosts records (none for a run on one host)."""
     if not plan.across_hosts:
         return []
@@ -261,7 +261,7 @@ def _wrapper(plan: StartPlan, run_dir: str, gated: bool) -> list[str]:
     return wrapper
 
 
-def _node_python(ops: Ops, p: StartParams, host: str) -> str:
+def _node_python(ops: DaemonState, p: StartParams, host: str) -> str:
     """The python a node of a run across hosts runs: `--python` on every node, else each
     host's own from config.toml (node 0's is the plan's)."""
     return validation.python(chosen(p.python, ops.hosts.config.host(host).python, DEFAULT_PYTHON))
@@ -315,7 +315,9 @@ def _own_files(plan: StartPlan, command: list[str], gated: bool, on_host: bool) 
     return own
 
 
-async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Placed) -> StartResult:
+async def _ship_and_launch(
+    ops: DaemonState, plan: StartPlan, ctx: Notifier, placed: Placed
+) -> StartResult:
     """Ship the user's inputs and rtrain's own files to every node (side by side; only the
     first are reported, and only node 0's progress), then launch and record."""
     p, pending, run_id = plan.p, placed.pending, plan.run_id
@@ -355,7 +357,7 @@ async def _ship_and_launch(ops: Ops, plan: StartPlan, ctx: Notifier, placed: Pla
 
 
 async def _ship_everywhere(
-    ops: Ops, plan: StartPlan, ctx: Notifier, placed: Placed
+    ops: DaemonState, plan: StartPlan, ctx: Notifier, placed: Placed
 ) -> list[tuple[list[ShippedFile], list[ShippedFile]]]:
     """Every node's shipped inputs and own files; a failure removes the run everywhere."""
     p, run_id = plan.p, plan.run_id
@@ -384,7 +386,7 @@ async def _ship_everywhere(
         raise
 
 
-def _channels(ops: Ops, host: str) -> int | None:
+def _channels(ops: DaemonState, host: str) -> int | None:
     return ops.hosts.config.host(host).channels
 
 
@@ -459,7 +461,7 @@ async def _launch(
 
 
 def _launched(
-    ops: Ops,
+    ops: DaemonState,
     p: StartParams,
     placed: Placed,
     launched: Launched,
@@ -512,7 +514,7 @@ def _launched(
 
 
 async def _launch_again(
-    ops: Ops,
+    ops: DaemonState,
     p: StartParams,
     placed: Placed,
     secret_lines: bytes,

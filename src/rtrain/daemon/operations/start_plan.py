@@ -24,7 +24,7 @@ from rtrain.protocol.messages import (
 )
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words
-from .context import Ops, chosen
+from .context import DaemonState, chosen
 from .node_list import node_hosts
 from .run_inputs import Inputs, InputSources, gather
 from .run_limits import Limits, chosen_limits
@@ -73,7 +73,9 @@ class StartPlan:
         return len(self.hosts) > 1
 
 
-async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) -> StartPlan:
+async def plan_start(
+    ops: DaemonState, p: StartParams, run_id: str, reserved: set[str]
+) -> StartPlan:
     """`p` judged whole (raises the first mistake, in one sentence); `reserved`: the names
     the run dir keeps for itself."""
     validation.host(p.host)
@@ -134,7 +136,7 @@ async def plan_start(ops: Ops, p: StartParams, run_id: str, reserved: set[str]) 
     )
 
 
-def _refuse_known(ops: Ops, host: str, run_id: str) -> None:
+def _refuse_known(ops: DaemonState, host: str, run_id: str) -> None:
     if ops.known(host, run_id) is not None:
         raise app_error(
             Kind.RUN_EXISTS,
@@ -144,7 +146,7 @@ def _refuse_known(ops: Ops, host: str, run_id: str) -> None:
 
 
 def _environment(
-    ops: Ops, p: StartParams, nodes: int, host_lock: str | None, inputs: Inputs
+    ops: DaemonState, p: StartParams, nodes: int, host_lock: str | None, inputs: Inputs
 ) -> EnvironmentLock | None:
     """The lock of the run's environment: the start's, the host's, else the code's own
     requirements.txt where it ships, on a host that runs its own runs."""
@@ -163,7 +165,7 @@ def _environment(
 
 
 def _container(
-    ops: Ops, p: StartParams, nodes: int, host_image: str | None, runtime: str
+    ops: DaemonState, p: StartParams, nodes: int, host_image: str | None, runtime: str
 ) -> tuple[StartParams, ContainerPlan | None]:
     """The start with its image chosen (the start's, else the host's; "" for none), and the
     container a run on the host runs in. A batch job's image goes to its launcher in `p`."""
@@ -202,7 +204,7 @@ def _environment_in(
     )
 
 
-def _with_limits(ops: Ops, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
+def _with_limits(ops: DaemonState, p: StartParams, limits: Limits) -> tuple[StartParams, Limits]:
     """The start's options and limits as its launcher keeps them."""
     launcher = ops.launcher(p.host)
     if launcher.runs_on_host:
@@ -251,7 +253,7 @@ def _check_setup(setup: str, has_dataset: bool, has_config: bool) -> None:
     check_words([setup], has_dataset, has_config)
 
 
-def _retry(ops: Ops, p: StartParams) -> RetryPolicy | None:
+def _retry(ops: DaemonState, p: StartParams) -> RetryPolicy | None:
     """The run's retries: its own `--retry`, else the host's config.toml `retry`."""
     limit = p.retry if p.retry is not None else ops.hosts.config.host(p.host).retry
     if p.retry_on is not None and not limit:

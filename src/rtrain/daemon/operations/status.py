@@ -12,12 +12,12 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StatusResult
 from rtrain.protocol.run_states import is_settled
 
-from .context import Ops, launcher_group
+from .context import DaemonState, launcher_group
 from .run_state import apply_row
 from .watch import watch_host
 
 
-async def status(ops: Ops, p: RunRef) -> StatusResult:
+async def status(ops: DaemonState, p: RunRef) -> StatusResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     settled = _settled(ops, p)
     if settled is not None:
@@ -45,7 +45,7 @@ async def status(ops: Ops, p: RunRef) -> StatusResult:
     return StatusResult(run=_settle(ops, p, run_dir, fresh))
 
 
-def from_row(ops: Ops, p: RunRef, row: RunRow) -> RunInfo:
+def from_row(ops: DaemonState, p: RunRef, row: RunRow) -> RunInfo:
     """The run as a status.sh `run` row another script printed says it stands; recorded."""
     settled = _settled(ops, p)
     if settled is not None:
@@ -54,7 +54,7 @@ def from_row(ops: Ops, p: RunRef, row: RunRow) -> RunInfo:
     return _settle(ops, p, run_dir, apply_row(_base(ops, p, run_dir), row))
 
 
-def _settled(ops: Ops, p: RunRef) -> RunInfo | None:
+def _settled(ops: DaemonState, p: RunRef) -> RunInfo | None:
     """The registry's answer where the far side's is not needed, or would mislead."""
     known = ops.known(p.host, p.run_id)
     if known is not None and is_settled(known.state) and p.workdir is None:
@@ -64,7 +64,7 @@ def _settled(ops: Ops, p: RunRef) -> RunInfo | None:
     return None
 
 
-def _base(ops: Ops, p: RunRef, run_dir: str) -> RunInfo:
+def _base(ops: DaemonState, p: RunRef, run_dir: str) -> RunInfo:
     return ops.known(p.host, p.run_id) or RunInfo(
         host=p.host,
         run_id=p.run_id,
@@ -75,7 +75,7 @@ def _base(ops: Ops, p: RunRef, run_dir: str) -> RunInfo:
     )
 
 
-def _settle(ops: Ops, p: RunRef, run_dir: str, fresh: RunInfo | None) -> RunInfo:
+def _settle(ops: DaemonState, p: RunRef, run_dir: str, fresh: RunInfo | None) -> RunInfo:
     now_known = ops.known(p.host, p.run_id)
     if (
         fresh is not None
@@ -96,7 +96,7 @@ def _settle(ops: Ops, p: RunRef, run_dir: str, fresh: RunInfo | None) -> RunInfo
     return ops.record(fresh)
 
 
-async def refresh(ops: Ops, host: str, runs: list[RunInfo]) -> list[RunInfo | None]:
+async def refresh(ops: DaemonState, host: str, runs: list[RunInfo]) -> list[RunInfo | None]:
     """Ask the host about `runs` in one command per workdir (and per kind of launcher the
     runs recorded: the host's own processes, or a scheduler's jobs); None for a run that is
     gone."""

@@ -13,14 +13,14 @@ from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StopParams, StopResult
 
-from .context import Ops
+from .context import DaemonState
 from .retry import due as retry_due
 from .run_proof import refuse_unless_run
 from .status import from_row
 from .status import status as run_status
 
 
-async def stop(ops: Ops, p: StopParams) -> StopResult:
+async def stop(ops: DaemonState, p: StopParams) -> StopResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     if p.grace is not None and not 0 <= p.grace <= 3600:
         raise app_error(Kind.INVALID_COMMAND, "grace must be between 0 and 3600 seconds.")
@@ -103,7 +103,7 @@ def _refuse_unless_stopped(p: StopParams, report: StopReport, grace: float) -> N
         raise app_error(Kind.REMOTE_FAILED, f"{p.host}: stop failed: {report.error_text}")
 
 
-def _end_retries(ops: Ops, run: RunInfo) -> tuple[RunInfo, int]:
+def _end_retries(ops: DaemonState, run: RunInfo) -> tuple[RunInfo, int]:
     """A person's stop ends the retries the daemon would still start by itself: the run,
     and how many were left."""
     if not retry_due(run):
@@ -115,7 +115,7 @@ def _end_retries(ops: Ops, run: RunInfo) -> tuple[RunInfo, int]:
 
 
 def _keep_pending(
-    ops: Ops, p: StopParams, report: StopReport, grace: float, earlier: PendingStop | None
+    ops: DaemonState, p: StopParams, report: StopReport, grace: float, earlier: PendingStop | None
 ) -> NoReturn:
     """Some nodes of a run across hosts did not answer, the others stopped: the stop is kept
     in the registry (the monitor finishes it there once they answer) and the run is unknown,

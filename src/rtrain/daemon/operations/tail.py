@@ -25,7 +25,7 @@ from rtrain.protocol.messages import (
 )
 from rtrain.protocol.run_states import is_live
 
-from .context import Ops
+from .context import DaemonState
 from .notifier import Notifier
 from .run_nodes import run_node
 from .status import status as run_status
@@ -38,7 +38,7 @@ FAST, SLOW = 0.2, 1.0
 RECONNECT_FOR = 120.0
 
 
-async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
+async def tail(ops: DaemonState, p: TailParams, ctx: Notifier) -> TailResult:
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     # A run across hosts: every node's lines, or with `node` that node's log alone.
     known = ops.known(p.host, p.run_id)
@@ -65,7 +65,7 @@ async def tail(ops: Ops, p: TailParams, ctx: Notifier) -> TailResult:
 class _Tailing:
     """One tail of one log: where it has read to, and what it has told the client."""
 
-    ops: Ops
+    ops: DaemonState
     p: TailParams
     ctx: Notifier
     log_host: str
@@ -189,7 +189,7 @@ def log_chunk(host: str, run_id: str, offset: int, data: bytes, rotated: bool) -
         )
 
 
-async def _lines_back(ops: Ops, p: TailParams, run_dir: str, log_host: str) -> int:
+async def _lines_back(ops: DaemonState, p: TailParams, run_dir: str, log_host: str) -> int:
     """The offset where the log's last `p.lines` lines begin, so a reattach to a big log
     does not replay all of it."""
     assert p.lines is not None

@@ -16,7 +16,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import LogChunk, RunNode, RunRef, TailParams, TailResult
 from rtrain.protocol.run_states import is_live
 
-from .context import Ops
+from .context import DaemonState
 from .notifier import Notifier
 from .status import status as run_status
 
@@ -49,7 +49,9 @@ class _NodeLog:
         return b"".join(prefix + line + b"\n" for line in whole.split(b"\n"))
 
 
-async def tail_nodes(ops: Ops, p: TailParams, ctx: Notifier, nodes: list[RunNode]) -> TailResult:
+async def tail_nodes(
+    ops: DaemonState, p: TailParams, ctx: Notifier, nodes: list[RunNode]
+) -> TailResult:
     logs = [_NodeLog(i, node, 0) for i, node in enumerate(nodes)]
     if p.lines is not None:
         for node_log in logs:
@@ -87,7 +89,7 @@ async def tail_nodes(ops: Ops, p: TailParams, ctx: Notifier, nodes: list[RunNode
     return TailResult(run=final, offset=logs[0].offset)
 
 
-async def _read(ops: Ops, p: TailParams, node_log: _NodeLog, ended: bool) -> bytes:
+async def _read(ops: DaemonState, p: TailParams, node_log: _NodeLog, ended: bool) -> bytes:
     """The node's new whole lines, prefixed (its last line too once the run `ended`)."""
     transport = await ops.transport(node_log.node.host)
     piece = await run_scripts.read_log(
@@ -113,7 +115,7 @@ async def _read(ops: Ops, p: TailParams, node_log: _NodeLog, ended: bool) -> byt
     return node_log.lines(piece.data, final=ended and drained)
 
 
-async def _lines_back(ops: Ops, p: TailParams, node: RunNode) -> int:
+async def _lines_back(ops: DaemonState, p: TailParams, node: RunNode) -> int:
     assert p.lines is not None
     transport = await ops.transport(node.host)
     found = await run_scripts.log_lines(transport, node.remote_dir, p.run_id, p.lines)

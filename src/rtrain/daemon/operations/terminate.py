@@ -13,7 +13,7 @@ from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import TerminateResult
 from rtrain.protocol.run_states import is_active
 
-from .context import Ops
+from .context import DaemonState
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ TERMINATE_WAIT = 60
 
 
 async def terminate_host(
-    ops: Ops, host: str, *, force: bool, workdir: str | None = None
+    ops: DaemonState, host: str, *, force: bool, workdir: str | None = None
 ) -> TerminateResult:
     """Run `host`'s terminate command now: config.toml's `terminate` for the host, else the
     command its guard was armed with. The one entry point for `rtrain terminate` and for
@@ -68,7 +68,7 @@ async def terminate_host(
     return _outcome(host, configured, done)
 
 
-def _refuse_busy_here(ops: Ops, host: str) -> None:
+def _refuse_busy_here(ops: DaemonState, host: str) -> None:
     """Busy by what this daemon itself does with the host: a transfer, a start."""
     if ops.leases.holding(host):
         raise _busy(host, f"a transfer to or from {host} is in flight")
@@ -76,7 +76,9 @@ def _refuse_busy_here(ops: Ops, host: str) -> None:
         raise _busy(host, f"a run is being started on {host}")
 
 
-async def _refuse_busy_elsewhere(ops: Ops, transport: Transport, host: str, chosen: str) -> None:
+async def _refuse_busy_elsewhere(
+    ops: DaemonState, transport: Transport, host: str, chosen: str
+) -> None:
     """Runs the registry knows in other work directories of the host count too."""
     others = {
         validation.workdir(run.workdir)
@@ -91,7 +93,9 @@ async def _refuse_busy_elsewhere(ops: Ops, transport: Transport, host: str, chos
             raise _busy(host, look.busy or look.error_text)
 
 
-def _disconnected(ops: Ops, host: str, chosen: str, configured: str | None) -> TerminateResult:
+def _disconnected(
+    ops: DaemonState, host: str, chosen: str, configured: str | None
+) -> TerminateResult:
     # What it ran, as far as this daemon knows: the guard's as it last read it.
     last = ops.guards.last(host)
     known = last[1].command if last is not None and last[0] == chosen else None

@@ -16,7 +16,7 @@ from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
 from rtrain.protocol.run_states import is_ended
 
-from .context import Ops, launcher_group, now
+from .context import DaemonState, launcher_group, now
 from .run_state import apply_row
 
 # The most bytes of one file a poll brings; when more are new, the newest of them.
@@ -24,7 +24,7 @@ MAX_SLICE = 256 * 1024
 
 
 async def watch_host(
-    ops: Ops, host: str, runs: list[RunInfo], max_slice: int = MAX_SLICE, gpus: bool = True
+    ops: DaemonState, host: str, runs: list[RunInfo], max_slice: int = MAX_SLICE, gpus: bool = True
 ) -> tuple[list[RunInfo | None], set[str]]:
     """Each run as the host says it stands (None: gone), and the run ids whose metrics moved."""
     transport = await ops.transport(host)
@@ -63,7 +63,9 @@ async def watch_host(
     return fresh, moved
 
 
-def _groups(ops: Ops, host: str, runs: list[RunInfo]) -> dict[tuple[str, bool, str], list[RunInfo]]:
+def _groups(
+    ops: DaemonState, host: str, runs: list[RunInfo]
+) -> dict[tuple[str, bool, str], list[RunInfo]]:
     """The runs by work directory and launcher: one far-side watch for each group."""
     # Runs keep the launcher they recorded: the host's own processes (watch.sh reads their
     # states) and a scheduler's jobs (its status does) are asked apart.
@@ -78,7 +80,7 @@ def _groups(ops: Ops, host: str, runs: list[RunInfo]) -> dict[tuple[str, bool, s
     return groups
 
 
-def _asked(ops: Ops, host: str, members: list[RunInfo]) -> dict[tuple[str, str], int]:
+def _asked(ops: DaemonState, host: str, members: list[RunInfo]) -> dict[tuple[str, str], int]:
     """Where reading each run's log and metrics file stands: (run id, source) -> offset."""
     asked: dict[tuple[str, str], int] = {}
     for run in members:
@@ -88,7 +90,7 @@ def _asked(ops: Ops, host: str, members: list[RunInfo]) -> dict[tuple[str, str],
 
 
 def _take_output(
-    ops: Ops, host: str, out: run_scripts.WatchReport, asked: dict[tuple[str, str], int]
+    ops: DaemonState, host: str, out: run_scripts.WatchReport, asked: dict[tuple[str, str], int]
 ) -> set[str]:
     """Feed the GPU sample and the slices of the runs' files; the run ids whose metrics moved."""
     moved: set[str] = set()
@@ -109,7 +111,7 @@ def _take_output(
 
 
 def _mark_reads(
-    ops: Ops,
+    ops: DaemonState,
     host: str,
     runs: list[RunInfo],
     fresh: list[RunInfo | None],

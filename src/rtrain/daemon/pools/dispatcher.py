@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from rtrain.daemon.operations.context import Ops, chosen, now
+from rtrain.daemon.operations.context import DaemonState, chosen, now
 from rtrain.daemon.operations.notifier import Notifier
 from rtrain.daemon.operations.start import RESERVED, new_run_id
 from rtrain.daemon.operations.start_plan import plan_start
@@ -45,7 +45,7 @@ from .placement import (
 
 log = logging.getLogger(__name__)
 
-StartRun = Callable[[Ops, StartParams, Notifier], Awaitable[StartResult]]
+StartRun = Callable[[DaemonState, StartParams, Notifier], Awaitable[StartResult]]
 
 
 class _Quiet:
@@ -80,7 +80,7 @@ def pool_name(host: str) -> str | None:
 
 
 class PoolDispatcher:
-    def __init__(self, ops: Ops, start_run: StartRun, poke: Callable[[], None]) -> None:
+    def __init__(self, ops: DaemonState, start_run: StartRun, poke: Callable[[], None]) -> None:
         self.ops = ops
         self._start_run = start_run
         self._poke = poke

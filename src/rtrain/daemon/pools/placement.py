@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rtrain.daemon.operations.context import Ops
+from rtrain.daemon.operations.context import DaemonState
 from rtrain.daemon.operations.local_file import LocalFile
 from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.remote.contract.answers import Exit
@@ -73,7 +73,7 @@ def _sha256(source: Path | bytes) -> str:
 
 
 async def look_hosts(
-    ops: Ops,
+    ops: DaemonState,
     hosts: Sequence[str],
     workdirs: Sequence[str],
     share: bool,
@@ -92,7 +92,7 @@ async def look_hosts(
 
 
 async def _look(
-    ops: Ops,
+    ops: DaemonState,
     alias: str,
     workdir: str,
     order: int,

@@ -20,7 +20,7 @@ import time
 import msgspec
 
 from rtrain.daemon.forwards import Forwards
-from rtrain.daemon.operations.context import Ops
+from rtrain.daemon.operations.context import DaemonState
 from rtrain.daemon.operations.notifier import Notifier
 from rtrain.daemon.operations.start import start
 from rtrain.daemon.operations.status import status
@@ -67,7 +67,9 @@ def kernel_command() -> list[str]:
     ]
 
 
-async def open_kernel(ops: Ops, forwards: Forwards, p: KernelParams, ctx: Notifier) -> KernelInfo:
+async def open_kernel(
+    ops: DaemonState, forwards: Forwards, p: KernelParams, ctx: Notifier
+) -> KernelInfo:
     validation.host(p.host)
     started = p.run_id is None
     if p.run_id is None:
@@ -112,7 +114,9 @@ async def open_kernel(ops: Ops, forwards: Forwards, p: KernelParams, ctx: Notifi
     )
 
 
-async def _connection(ops: Ops, host: str, run_id: str, workdir: str | None) -> dict[str, int]:
+async def _connection(
+    ops: DaemonState, host: str, run_id: str, workdir: str | None
+) -> dict[str, int]:
     """The kernel's connection file, once it has written it; or why it never will."""
     run_dir = ops.run_dir(host, run_id, workdir)
     deadline = time.monotonic() + READY_S
@@ -147,7 +151,7 @@ async def _connection(ops: Ops, host: str, run_id: str, workdir: str | None) -> 
 
 
 async def _why_not(
-    ops: Ops, host: str, run_id: str, run_dir: str, state: str, reason: str | None
+    ops: DaemonState, host: str, run_id: str, run_dir: str, state: str, reason: str | None
 ) -> RpcError:
     transport = await ops.transport(host)
     done = await run_scripts.exec_in_run(

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from rtrain.daemon.operations.context import Ops
+from rtrain.daemon.operations.context import DaemonState
 from rtrain.daemon.operations.fetch import fetch
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.locations import state_dir
@@ -76,7 +76,7 @@ def with_run_env(p: StartParams) -> StartParams:
 
 
 class TrackerSyncs:
-    def __init__(self, ops: Ops, interval: float | None = None) -> None:
+    def __init__(self, ops: DaemonState, interval: float | None = None) -> None:
         self.ops = ops
         chosen = interval or float(os.environ.get("RTRAIN_SYNC_INTERVAL") or DEFAULT_INTERVAL_S)
         self.interval = chosen

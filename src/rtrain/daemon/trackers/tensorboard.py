@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from rtrain.daemon.forwards import Forwards
-from rtrain.daemon.operations.context import Ops
+from rtrain.daemon.operations.context import DaemonState
 from rtrain.daemon.operations.run_proof import refuse_unless_run
 from rtrain.daemon.remote.contract import launch_scripts, run_scripts
 
@@ -74,7 +74,7 @@ class Served:
 
 
 class TensorBoards:
-    def __init__(self, ops: Ops, forwards: Forwards) -> None:
+    def __init__(self, ops: DaemonState, forwards: Forwards) -> None:
         self.ops = ops
         self.forwards = forwards
         self._served: dict[str, Served] = {}
