@@ -18,6 +18,7 @@ import pytest
 
 from rtrain.client.errors import RemoteError
 from rtrain.daemon.operations.run_limits import watcher_files
+from rtrain.daemon.transfer.plan import LANDED_STEP
 from tests.faults.conftest import Campaign, can_mount_tmpfs
 from tests.hosts import GPU_USER, NOGPU_USER
 from tests.hosts.sshd import Sshd
@@ -303,6 +304,116 @@ def test_a_fetch_killed_with_the_daemon_resumes(campaign: Campaign) -> None:
     again = fetch(campaign, run_id, "model.bin", dest, host="viaproxy")
     assert (dest / "model.bin").read_bytes() == data
     assert again.sent_bytes <= STRIPED - verified
+    assert partial_records(dest) == []
+
+
+# Four pieces and two MiB: its half lies early in the third piece, which is in flight then.
+HALF_IN_A_PIECE = 4 * 16 * MIB + 2 * MIB
+
+
+@pytest.mark.parametrize("how", ["kill -9", "ctrl-c"])
+def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
+    campaign: Campaign, how: str
+) -> None:
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
+    data = patterned(HALF_IN_A_PIECE, salt=23)
+    write_far(campaign, run_id, "model.bin", data)
+    dest = campaign.tmp / "home"
+    cut_at: list[int] = []
+
+    def cut_at_half(method: str, params: Any) -> None:
+        if cut_at or method != "$/progress" or params.value.done_bytes < HALF_IN_A_PIECE // 2:
+            return
+        cut_at.append(params.value.done_bytes)
+        # Stalled, so that the fetch cannot finish before the cut lands.
+        campaign.link.stall()
+        raise KeyboardInterrupt
+
+    from rtrain.client.errors import Interrupted
+
+    campaign.link.delay_s = 0.05
+    try:
+        with pytest.raises((KeyboardInterrupt, Interrupted)):
+            campaign.client().request(
+                "run/fetch",
+                {
+                    "host": "viaproxy",
+                    "runId": run_id,
+                    "path": "model.bin",
+                    "dest": str(dest),
+                    "progressToken": 1,
+                },
+                on_notification=cut_at_half,
+                cancel_on_interrupt=how == "ctrl-c",
+            )
+        if how == "kill -9":
+            campaign.kill_daemon()
+    finally:
+        campaign.link.resume()
+    campaign.link.delay_s = 0.0
+    assert not (dest / "model.bin").exists()
+    [record] = partial_records(dest)
+    assert json.loads(record.read_text())["landed"]  # the third piece was cut in flight
+    again = fetch(campaign, run_id, "model.bin", dest, host="viaproxy")
+    assert (dest / "model.bin").read_bytes() == data
+    # What landed of the piece in flight is kept (as noted every LANDED_STEP before a kill).
+    assert again.sent_bytes <= HALF_IN_A_PIECE - cut_at[0] + LANDED_STEP
+    assert again.sent_bytes <= 0.55 * HALF_IN_A_PIECE
+    assert partial_records(dest) == [] and not (dest / ".rtrain-partial").exists()
+
+
+def test_bytes_that_landed_but_differ_from_the_far_file_are_fetched_again(
+    campaign: Campaign,
+) -> None:
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
+    data = patterned(HALF_IN_A_PIECE, salt=29)
+    write_far(campaign, run_id, "model.bin", data)
+    dest = campaign.tmp / "home"
+    cut_at: list[int] = []
+
+    def cut_in_the_third_piece(method: str, params: Any) -> None:
+        if cut_at or method != "$/progress" or params.value.done_bytes < 33 * MIB:
+            return
+        cut_at.append(params.value.done_bytes)
+        campaign.link.stall()
+        raise KeyboardInterrupt
+
+    from rtrain.client.errors import Interrupted
+
+    campaign.link.delay_s = 0.05
+    try:
+        with pytest.raises(Interrupted):
+            campaign.client().request(
+                "run/fetch",
+                {
+                    "host": "viaproxy",
+                    "runId": run_id,
+                    "path": "model.bin",
+                    "dest": str(dest),
+                    "progressToken": 1,
+                },
+                on_notification=cut_in_the_third_piece,
+                cancel_on_interrupt=True,
+            )
+    finally:
+        campaign.link.resume()
+    campaign.link.delay_s = 0.0
+    [record] = partial_records(dest)
+    landed = json.loads(record.read_text())["landed"]
+    assert landed
+    # Damage one byte of what landed of the third piece: it must not be trusted.
+    [(offset, count)] = landed
+    part = record.with_suffix(".part")
+    with open(part, "r+b") as copy:
+        copy.seek(offset + count // 2)
+        byte = copy.read(1)
+        copy.seek(offset + count // 2)
+        copy.write(bytes([byte[0] ^ 0xFF]))
+    again = fetch(campaign, run_id, "model.bin", dest, host="viaproxy")
+    assert (dest / "model.bin").read_bytes() == data
+    assert again.sent_bytes >= HALF_IN_A_PIECE - offset  # the whole third piece came again
     assert partial_records(dest) == []
 
 

@@ -3,17 +3,24 @@
 The far side first names the file's state (device, inode, size, mtime). Its pieces then come
 side by side, each on a channel of its own (send_range.sh), each hashed by the far side as it
 leaves and here as it lands, and each only while the file is still in that state; a verified
-piece is recorded in the partial copy (partial.py), so a cut fetch resumes from it. Meanwhile
-the far side hashes the whole file once more, with the same state check; the copy becomes the
-target only when its own sha256 is that one. On a transport without byte streams (the
-console) the file comes through `Transport.download`, with the same temporary place.
+piece is recorded in the partial copy (partial.py), so a cut fetch resumes from it. Of a piece
+that was in flight, the copy notes how far it landed; the next fetch has the far side hash
+those bytes (hash_ranges.sh, with the same state check) and keeps them when the hashes agree,
+so a cut costs little more than what was in flight when it came. Every byte is thus vouched
+for by the far side while the file was in one state, so the whole file is not hashed there
+again; here it is hashed in order as the pieces join up, and that sha256 is the answer. On a
+transport without byte streams (the console) the file comes through `Transport.download`,
+with the same temporary place.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,11 +31,12 @@ from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error
 from .partial import Partial, claimed
-from .plan import PIECE, pieces
+from .plan import LANDED_STEP, PIECE, missing, pieces
 
 Progress = Callable[[int], None]
-# The far side hashes the whole file while the pieces come; allow it this many bytes/s.
+# The far side hashes what a cut fetch landed before it is kept; allow it this many bytes/s.
 HASH_RATE = 20e6
+HASH_BLOCK = 1024 * 1024
 
 
 async def fetch_file(
@@ -72,7 +80,7 @@ async def _fetch_striped(
         # The local disk failed (free what the copy took), the bytes are not the far file's,
         # or no piece arrived whole: nothing to resume from. Otherwise (a cut, a cancel) the
         # verified pieces stay for the next fetch.
-        if isinstance(error, (OSError, Unverified)) or not partial.verified:
+        if isinstance(error, (OSError, Unverified)) or not partial.worth_keeping:
             partial.discard()
         raise
     os.replace(partial.data, target)
@@ -92,8 +100,9 @@ async def _fetch_pieces(
 
 
 class _PieceFetch:
-    """One file fetched as pieces side by side, each verified on arrival, then the whole:
-    the pieces verified by an earlier fetch are kept, not fetched again."""
+    """One file fetched as pieces side by side, each verified on arrival: the byte ranges
+    verified by an earlier fetch are kept, and so are the bytes it landed of a piece once the
+    far side's hash of them agrees; only the rest is fetched."""
 
     def __init__(
         self,
@@ -114,78 +123,178 @@ class _PieceFetch:
 
     async def run(self) -> tuple[str, int]:
         partial = self.partial
-        cut = pieces(partial.size)
-        for offset, length in cut:
-            if partial.verified.get(offset) == length:
-                self.progress(length)
-        todo = [(o, n) for o, n in cut if partial.verified.get(o) != n]
-        with open(partial.data, "r+b") as sink:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    # One piece is the whole file: its own hash is the whole file's.
-                    far_sha = group.create_task(self.whole_hash()) if len(cut) > 1 else None
-                    for offset, length in todo:
-                        group.create_task(self.get(sink.fileno(), offset, length))
-            except BaseExceptionGroup as failed:
-                raise first_error(failed) from None
-            sink.flush()
-        got_sha = await asyncio.to_thread(_sha256_of, partial.data)
-        if os.stat(partial.data).st_size != partial.size:
-            raise fetch_unverified(self.rel)
-        if far_sha is not None and far_sha.result() != got_sha:
-            raise fetch_unverified(self.rel)
-        if far_sha is None and not todo:
-            # Resumed with nothing left to fetch and no far hash taken: take it now.
-            if await self.whole_hash() != got_sha:
+        await self.keep_what_landed()
+        todo = missing(pieces(partial.size), partial.verified)
+        self.progress(partial.size - sum(length for _offset, length in todo))
+        whole = _InOrderHash(partial.data)
+        whole.advance(_joined(partial.verified))
+        hashing = asyncio.ensure_future(asyncio.to_thread(whole.work))
+        try:
+            with open(partial.data, "r+b") as sink:
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        for offset, length in todo:
+                            group.create_task(self.get(sink.fileno(), offset, length, whole))
+                except BaseExceptionGroup as failed:
+                    raise first_error(failed) from None
+            if os.stat(partial.data).st_size != partial.size:
                 raise fetch_unverified(self.rel)
-        return got_sha, self.sent
+            whole.advance(partial.size)
+            whole.finish()
+            await hashing
+        finally:
+            whole.stop()
+            if not hashing.done():
+                # The thread ends at once once stopped; its own error, if any, is not the news.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(hashing)
+        return whole.digest.hexdigest(), self.sent
 
-    async def whole_hash(self) -> str:
-        size, rel = self.partial.size, self.rel
-        done = await self.lanes.run(
-            lambda: file_scripts.file_state(
-                self.transport, self.run_dir, rel, hashed=True, timeout=60 + size / HASH_RATE
+    async def keep_what_landed(self) -> None:
+        """Keep the bytes an earlier fetch landed of its pieces in flight that the far file
+        still holds: each range is hashed here and there, and kept only when they agree."""
+        partial = self.partial
+        ranges = sorted(partial.landed.items())
+        if not ranges:
+            return
+        partial.landed.clear()
+        mine = await asyncio.to_thread(_range_hashes, partial.data, ranges)
+        size = sum(length for _offset, length in ranges)
+        far = await self.lanes.run(
+            lambda: file_scripts.hash_ranges(
+                self.transport, self.run_dir, self.rel, partial.state, ranges,
+                timeout=60 + size / HASH_RATE,
             )
-        )
-        if done.changed or (done.state is not None and done.state != self.partial.state):
-            raise fetch_unverified(rel)
-        if done.exit != answers.Exit.OK or done.sha256 is None:
-            raise _failed(self.transport, rel, done.error, done.error_text)
-        return done.sha256
+        )  # fmt: skip
+        if far.changed:
+            raise fetch_unverified(self.rel)
+        if far.exit != answers.Exit.OK:
+            raise _failed(self.transport, self.rel, far.error, far.error_text)
+        for (offset, length), sha in zip(ranges, mine, strict=True):
+            if far.sha256.get((offset, length)) == sha:
+                partial.verified[offset] = length
+        partial.save()
 
-    async def get(self, sink: int, offset: int, length: int) -> None:
-        rel, transport = self.rel, self.transport
+    async def get(self, sink: int, offset: int, length: int, whole: _InOrderHash) -> None:
+        rel, transport, partial = self.rel, self.transport, self.partial
         digest = hashlib.sha256()
-        got = 0
+        got = noted = 0
 
         def take(chunk: bytes) -> None:
-            nonlocal got
+            nonlocal got, noted
             if got + len(chunk) > length:
                 raise fetch_unverified(rel)
             os.pwrite(sink, chunk, offset + got)
             got += len(chunk)
             digest.update(chunk)
             self.progress(len(chunk))
+            if got - noted >= LANDED_STEP:
+                # A killed daemon leaves this note: the next fetch checks these bytes.
+                partial.note_landed(offset, got)
+                noted = got
 
-        args = [self.run_dir, rel, str(offset), str(length), self.partial.state]
-        done = await self.lanes.run(lambda: transport.stream_out("send_range", args, take))
+        args = [self.run_dir, rel, str(offset), str(length), partial.state]
+        try:
+            done = await self.lanes.run(lambda: transport.stream_out("send_range", args, take))
+        except BaseException as error:
+            if got != noted and not isinstance(error, OSError):
+                # Cut or cancelled: as far as it came (a local disk error discards it all).
+                with contextlib.suppress(OSError):
+                    partial.note_landed(offset, got)
+            raise
         said = file_scripts.range_sent(done)
         if said.changed:
             raise fetch_unverified(rel)
         if done.returncode != answers.Exit.OK:
             raise _failed(transport, rel, file_scripts.failed_read(done), done.error_text)
         if said.sha256 is None or got != length:
-            # The stream broke off before the far side's verdict: a cut, not damage; the
-            # pieces verified so far stay for the next fetch.
+            # The stream broke off before the far side's verdict: a cut, not damage; what
+            # landed stays for the next fetch, which checks it with the far side.
+            partial.note_landed(offset, got)
             raise app_error(
                 Kind.TRANSFER_FAILED,
                 f"{transport.alias}: reading {rel} broke off ({done.error_text}); "
-                "fetch again to resume from the pieces that arrived.",
+                "fetch again to resume from what arrived.",
             )
         if said.sha256 != digest.hexdigest():
             raise fetch_unverified(rel)
         self.sent += length
-        self.partial.done(offset, length)
+        partial.done(offset, length)
+        whole.advance(_joined(partial.verified))
+
+
+def _joined(verified: dict[int, int]) -> int:
+    """How many bytes from the start are verified without a gap."""
+    at = 0
+    while verified.get(at, 0) > 0:
+        at += verified[at]
+    return at
+
+
+class _InOrderHash:
+    """The whole copy's sha256, taken in a thread of its own as the verified bytes from the
+    start join up (pieces land out of order), so that little is left to hash at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.digest = hashlib.sha256()
+        self._ready = threading.Condition()
+        self._upto = 0
+        self._finished = False
+        self._stopped = False
+
+    def advance(self, upto: int) -> None:
+        with self._ready:
+            if upto > self._upto:
+                self._upto = upto
+                self._ready.notify()
+
+    def finish(self) -> None:
+        """No more bytes come: hash up to the last `advance` and end."""
+        with self._ready:
+            self._finished = True
+            self._ready.notify()
+
+    def stop(self) -> None:
+        """End now (the fetch failed or is done)."""
+        with self._ready:
+            self._stopped = True
+            self._ready.notify()
+
+    def _may_go(self, at: int) -> bool:
+        return self._stopped or self._finished or self._upto > at
+
+    def work(self) -> None:
+        at = 0
+        with open(self.path, "rb") as source:
+            while True:
+                with self._ready:
+                    self._ready.wait_for(functools.partial(self._may_go, at))
+                    if self._stopped:
+                        return
+                    upto = self._upto
+                    if at >= upto and self._finished:
+                        return
+                while at < upto:
+                    chunk = os.pread(source.fileno(), min(HASH_BLOCK, upto - at), at)
+                    if not chunk:
+                        return  # shorter than verified: the size check refuses it
+                    self.digest.update(chunk)
+                    at += len(chunk)
+
+
+def _range_hashes(path: Path, ranges: list[tuple[int, int]]) -> list[str]:
+    """The sha256 of each (offset, length) of local file `path`, as far as it holds them."""
+    found = []
+    with open(path, "rb") as source:
+        for offset, length in ranges:
+            digest = hashlib.sha256()
+            at, end = offset, offset + length
+            while at < end and (chunk := os.pread(source.fileno(), min(HASH_BLOCK, end - at), at)):
+                digest.update(chunk)
+                at += len(chunk)
+            found.append(digest.hexdigest())
+    return found
 
 
 async def _fetch_plainly(
@@ -222,11 +331,3 @@ def _failed(transport: Transport, rel: str, error: FarError | None, text: str) -
         return app_error(Kind.REMOTE_FILE_MISSING, f"{rel} is gone from the run directory.")
     why = str(error or "") or text
     return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: reading {rel} failed: {why}")
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()

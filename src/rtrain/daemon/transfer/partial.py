@@ -1,9 +1,11 @@
 """Where a fetch keeps a file it has not finished: `DIR/.rtrain-partial/` beside the target.
 
-`NAME.KEY.part` holds the bytes at their offsets and `NAME.KEY.json` the pieces already
-verified, with the far file's state (device, inode, size, mtime) when they were: a fetch cut
-by a dropped connection, a killed daemon or Ctrl-C resumes from them while the far file
-still is that file, and starts afresh when it is not. KEY names the far file (host, run
+`NAME.KEY.part` holds the bytes at their offsets and `NAME.KEY.json` the byte ranges already
+verified, with the far file's state (device, inode, size, mtime) when they were, and how far
+each piece that was in flight had landed (not verified: a resumed fetch has the far side hash
+those bytes and keeps them only when they agree): a fetch cut by a dropped connection, a
+killed daemon or Ctrl-C resumes from them while the far file still is that file, and starts
+afresh when it is not. KEY names the far file (host, run
 directory, path), so two runs' files of one name do not meet. Whatever is left there when
 the same target is fetched again is either resumed or removed; the folder goes once empty.
 
@@ -71,6 +73,8 @@ class Partial:
     state: str
     size: int
     verified: dict[int, int] = field(default_factory=dict)  # offset -> length
+    # offset of a range in flight -> bytes written there from it on, not verified yet
+    landed: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def open(cls, target: Path, source: str, state: str, size: int) -> Partial:
@@ -86,26 +90,48 @@ class Partial:
             saved = json.loads(partial.record.read_text())
             if saved.get("state") == state and saved.get("size") == size and partial.data.exists():
                 partial.verified = {int(o): int(n) for o, n in saved.get("pieces", [])}
+                partial.landed = {int(o): int(n) for o, n in saved.get("landed", []) if int(n)}
         except (OSError, ValueError, TypeError, AttributeError):
             pass
-        if not partial.verified:
+        if not partial.worth_keeping:
             partial.data.unlink(missing_ok=True)
         with open(partial.data, "ab"):
             pass  # exists from now on; pieces are written into it at their offsets
         partial.save()
         return partial
 
+    @property
+    def worth_keeping(self) -> bool:
+        """Whether a next fetch could take anything from this copy."""
+        return bool(self.verified or self.landed)
+
     def done(self, offset: int, length: int) -> None:
         self.verified[offset] = length
+        self.landed.pop(offset, None)
         self.save()
+
+    def note_landed(self, offset: int, count: int) -> None:
+        """`count` bytes from `offset` on are written (and not verified yet)."""
+        if count:
+            self.landed[offset] = count
+            self.save()
 
     def save(self) -> None:
         text = json.dumps(
-            {"state": self.state, "size": self.size, "pieces": sorted(self.verified.items())}
+            {
+                "state": self.state,
+                "size": self.size,
+                "pieces": sorted(self.verified.items()),
+                "landed": sorted(self.landed.items()),
+            }
         )
         temporary = self.record.with_suffix(".json.new")
-        temporary.write_text(text)
-        os.replace(temporary, self.record)
+        try:
+            temporary.write_text(text)
+            os.replace(temporary, self.record)
+        except OSError:
+            temporary.unlink(missing_ok=True)  # a full disk: leave no half-written note
+            raise
 
     def discard(self) -> None:
         """Remove the partial copy (done, or useless); the folder too once it is empty."""

@@ -2,8 +2,9 @@
 
 One SSH channel carries at most one window (about 2 MB) per round trip, so a long link needs
 several channels at once; on a short one they only share the same CPU. Each piece is verified
-on its own, so a cut transfer loses at most the pieces in flight: PIECE keeps that (the
-channels times PIECE) under a seventh of a large file.
+on its own. A cut fetch keeps more than its whole pieces: the bytes of a piece in flight that
+landed are kept too, once the far side's hash of them agrees (fetching.py); a cut upload keeps
+its whole pieces, so PIECE keeps the channels times PIECE under a seventh of a large file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ MIB = 1024 * 1024
 # Every offset is a multiple of this (the far side's dd writes in whole MiB blocks).
 ALIGN = MIB
 PIECE = 16 * MIB
+# How often a fetch notes how far each piece in flight has landed: a daemon killed in the
+# middle loses at most this much of each piece in flight.
+LANDED_STEP = MIB
 # Channels beyond the two long-lived shells: sshd's default MaxSessions is 10.
 MOST_CHANNELS = 8
 
@@ -39,3 +43,19 @@ def pieces(size: int, piece: int = PIECE) -> list[tuple[int, int]]:
     if size == 0:
         return [(0, 0)]
     return [(offset, min(piece, size - offset)) for offset in range(0, size, piece)]
+
+
+def missing(cut: list[tuple[int, int]], verified: dict[int, int]) -> list[tuple[int, int]]:
+    """(offset, length) of what each piece of `cut` still lacks, given the byte ranges
+    already verified (offset -> length): a piece is verified from its start in one or more
+    ranges (a whole piece, or what landed of it before a cut and then its rest), so what
+    is missing is the end of it past the last range that joins up."""
+    todo = []
+    for offset, length in cut:
+        end = offset + length
+        at = offset
+        while at < end and verified.get(at, 0) > 0:
+            at += verified[at]
+        if at < end or (length == 0 and offset not in verified):
+            todo.append((at, end - at))
+    return todo

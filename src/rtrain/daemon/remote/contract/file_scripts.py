@@ -1,6 +1,6 @@
 """Files of a run and of the host's input cache: input_tree.sh, list_files.sh, the
 transfers' scripts (receive, send, put_range, send_range, cache_place, seal_input,
-file_state, send_tree, receive_tree) and gc_cache.sh, each answer decoded here."""
+file_state, hash_ranges, send_tree, receive_tree) and gc_cache.sh, each answer decoded here."""
 
 from __future__ import annotations
 
@@ -285,6 +285,46 @@ def tree_sent(done: Completed) -> TreeSent:
 def range_sent(done: Completed) -> Sent:
     """send_range.sh's verdict on stderr: as send.sh's."""
     return sent(done)
+
+
+class RangeHashes(msgspec.Struct, frozen=True, kw_only=True):
+    """hash_ranges.sh's answer: the far sha256 of each (offset, length) asked for, all taken
+    while the file was in the state given; `changed` when it was not."""
+
+    sha256: dict[tuple[int, int], str]
+    changed: bool
+    error: FarError | None
+    exit: int
+    error_text: str
+
+
+async def hash_ranges(
+    transport: Runner,
+    run_dir: str,
+    rel: str,
+    state: str,
+    ranges: Sequence[tuple[int, int]],
+    *,
+    timeout: float = 60,
+) -> RangeHashes:
+    args = [run_dir, rel, state]
+    for offset, length in ranges:
+        args += [str(offset), str(length)]
+    done = await transport.run("hash_ranges", args, timeout=timeout)
+    lines = Lines(done.stdout)
+    found: dict[tuple[int, int], str] = {}
+    for row in lines.rows("range"):
+        at, count = as_int(row[0]), as_int(row[1] if len(row) == 3 else "")
+        if at is not None and count is not None:
+            found[(at, count)] = row[2]
+    error = lines.error()
+    return RangeHashes(
+        sha256=found if done.returncode == Exit.OK else {},
+        changed=error is not None and error.word == ErrorWord.CHANGED,
+        error=error,
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
 
 
 def failed_read(done: Completed) -> FarError | None:
