@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rtrain.daemon.ssh.console_transport import ConsoleTransport  # noqa: E402
+from rtrain.daemon.transfer import whole_file
 from tests.hosts import GPU_USER, TestHosts, start_test_hosts  # noqa: E402
 
 MB = 1_000_000
@@ -125,12 +126,14 @@ def measure(hosts: TestHosts, work: Path, size: int, reps: int) -> list[dict[str
         for rep in range(reps):
             name_up = f"up-{rep}.bin"
             start = time.perf_counter()
-            console.call(console.transport.upload(payload, f"~/{name}/{name_up}", expected))
+            console.call(
+                whole_file.upload(console.transport, payload, f"~/{name}/{name_up}", expected)
+            )
             times["console upload"].append(time.perf_counter() - start)
             assert sha256_file(far / name_up) == expected
 
             start = time.perf_counter()
-            got = console.call(console.transport.download(f"~/{name}", name_up, back))
+            got = console.call(whole_file.download(console.transport, f"~/{name}", name_up, back))
             times["console fetch"].append(time.perf_counter() - start)
             assert got == expected and sha256_file(back) == expected
             back.unlink()

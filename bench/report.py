@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.big_file import BigFile
 from bench.command_start import FLOOR as START_FLOOR
 from bench.command_start import CommandStart
 from bench.many_files import ManyFiles
@@ -307,6 +308,7 @@ def render(results: Results, plots: dict[str, str], commentary: dict[str, str]) 
         ("4. Start-up", "start", _start_body),
         ("5. Scale", "scale", _scale_body),
         ("6. Many small files", "files", _files_body),
+        ("7. One large file", "big_file", lambda results, _plots: _big_file_section(results)),
     ]
     for title, key, body in sections:
         parts += [f"## {title}", ""]
@@ -476,6 +478,32 @@ def files_table(files: list[ManyFiles]) -> str:
         ],
         rows,
     )
+
+
+def _big_file_section(results: Results) -> str:
+    assert results.big_file is not None
+    return big_file_body(results.big_file)
+
+
+def big_file_body(big: BigFile) -> str:
+    lines = [
+        f"One file of {big.size_bytes / 1e6:.0f} MB of random bytes, measured by "
+        "bench/big_file.py: the transfer rows above at this size (MB/s; the ratios are "
+        "rtrain against plain scp), then a fetch cut by Ctrl-C at half and fetched again.",
+        "",
+        transfer_table(big.transfer),
+        "",
+    ]
+    cut = big.cut
+    if cut is None:
+        lines.append("**Not measured in this run:** the cut fetch.")
+    else:
+        lines.append(
+            f"**Fetch cut at {cut.cut_at_bytes / cut.size_bytes:.0%}** (Ctrl-C), then "
+            f"fetched again: the second fetch moved {cut.sent_again_bytes / 1e6:.0f} MB, "
+            f"{cut.moved_again:.0%} of the file, in {cut.again_s:.1f} s."
+        )
+    return "\n".join(lines)
 
 
 def _files_body(results: Results, plots: dict[str, str]) -> str:

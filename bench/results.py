@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.big_file import BigFile
 from bench.command_start import CommandStart
 from bench.many_files import ManyFiles
 from bench.operation_latency import LinkLatency
@@ -33,6 +34,7 @@ class Results:
     start: CommandStart | None = None
     scale: ScaleFigures | None = None
     files: list[ManyFiles] | None = None
+    big_file: BigFile | None = None
     errors: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     load_after: str = ""

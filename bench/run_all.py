@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "scale", "files")
+BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "scale", "files", "bigfile")
 BENCH_PACKAGES = {"pygls": "pygls", "matplotlib": "matplotlib"}
 
 FULL = {
@@ -47,6 +47,10 @@ FULL = {
     "files_delays_ms": [None, 25.0],
     # Transfers are link-bound at +25 ms already and take long there: +0 and +50 bracket it.
     "transfer_delays_ms": [None, 0.0, 50.0],
+    # One large file (issue 34): both ways direct and at +50 ms, and a fetch cut at half.
+    "big_mb": 1000,
+    "big_reps": 1,
+    "big_delays_ms": [None, 50.0],
 }
 QUICK = {
     **FULL,
@@ -65,6 +69,7 @@ QUICK = {
     "files": 300,
     "files_reps": 1,
     "files_delays_ms": [None, 50.0],
+    "big_mb": 50,
 }
 
 
@@ -184,6 +189,14 @@ def _run_one(name: str, world: Any, settings: dict[str, Any], results: Any) -> N
         bench = ManyFilesBench(world, settings["files"], settings["files_reps"])
         results.files = bench.run(links)
         print(report.files_table(results.files))
+    elif name == "bigfile":
+        from bench.big_file import run_big_file
+
+        size = int(settings["big_mb"] * 1_000_000)
+        results.big_file = run_big_file(
+            world, size, settings["big_reps"], settings["big_delays_ms"]
+        )
+        print(report.big_file_body(results.big_file))
 
 
 def _step(name: str, results: Any, body: Callable[[], None]) -> None:

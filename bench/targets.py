@@ -16,6 +16,10 @@ RSS_LIMIT_MB = 100.0
 # Many small files: within this factor of tar over ssh; the same code again under AGAIN_S.
 TAR_FACTOR = 1.5
 AGAIN_S = 1.0
+# One large file: at least scp's throughput on the direct link, this many times it on a
+# delayed one; a fetch cut at half moves at most this share of the file again.
+BIG_DELAYED_FACTOR = 3.5
+CUT_MOVED_AGAIN = 0.55
 
 
 @dataclass
@@ -127,6 +131,38 @@ def verdicts(results: Results) -> list[Verdict]:
                 f"{files.link.label}",
                 f"{files.again.median:.2f} s",
                 files.again.median < AGAIN_S,
+            )
+        )
+    found += _big_file_verdicts(results)
+    return found
+
+
+def _big_file_verdicts(results: Results) -> list[Verdict]:
+    big = results.big_file
+    if big is None:
+        return []
+    found = []
+    size = f"{big.size_bytes / 1e6:.0f} MB"
+    for entry in big.transfer:
+        direct = entry.link.delay_ms is None
+        wanted = 1.0 if direct else BIG_DELAYED_FACTOR
+        pairs = (("upload", UP_RTRAIN, UP_SCP), ("fetch", DOWN_RTRAIN, DOWN_SCP))
+        for label, mine, theirs in pairs:
+            times = ratio(entry.mb_per_s[mine], entry.mb_per_s[theirs])
+            found.append(
+                Verdict(
+                    f"{size} {label} >= {wanted:g}x scp's throughput, {entry.link.label}",
+                    f"{times:.2f}x",
+                    times >= wanted,
+                )
+            )
+    if big.cut is not None:
+        found.append(
+            Verdict(
+                f"a {size} fetch cut at {big.cut.cut_at_bytes / big.size_bytes:.0%} moves at "
+                f"most {CUT_MOVED_AGAIN:.0%} of it again",
+                f"{big.cut.moved_again:.0%}",
+                big.cut.moved_again <= CUT_MOVED_AGAIN,
             )
         )
     return found

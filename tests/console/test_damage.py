@@ -17,6 +17,7 @@ from rtrain.daemon.ssh import console_session
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
 from rtrain.daemon.ssh.transport import Completed
+from rtrain.daemon.transfer import whole_file
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, DamagingSsh, Far
 from tests.run_mark import entries
@@ -54,7 +55,7 @@ def test_a_chunk_damaged_on_the_way_up_is_sent_again(
     run_dir, run_path = far.run_dir("up-once")
 
     async def body(transport: ConsoleTransport) -> int:
-        await transport.upload(local, f"{run_dir}/data.bin", sha256(data))
+        await whole_file.upload(transport, local, f"{run_dir}/data.bin", sha256(data))
         return transport.damaged
 
     damaged = console.run(body)
@@ -72,7 +73,7 @@ def test_a_chunk_damaged_on_the_way_down_is_sent_again(
     damaging_ssh.damage("down", AFTER, "once")
 
     async def body(transport: ConsoleTransport) -> tuple[str, int]:
-        got = await transport.download(run_dir, "data.bin", tmp_path / "back.bin")
+        got = await whole_file.download(transport, run_dir, "data.bin", tmp_path / "back.bin")
         return got, transport.damaged
 
     got, damaged = console.run(body)
@@ -110,7 +111,7 @@ def test_bytes_lost_on_the_way_up_cost_a_console_not_the_file(
     run_dir, run_path = far.run_dir("up-drop")
 
     async def body(transport: ConsoleTransport) -> None:
-        await transport.upload(local, f"{run_dir}/data.bin", sha256(data))
+        await whole_file.upload(transport, local, f"{run_dir}/data.bin", sha256(data))
 
     console.run(body)
     assert len(damaging_ssh.damages) == 1 and "dropped" in damaging_ssh.damages[0]
@@ -126,7 +127,7 @@ def test_an_upload_that_keeps_arriving_damaged_fails_loudly_and_keeps_nothing(
     run_dir, run_path = far.run_dir("up-every")
 
     async def body(transport: ConsoleTransport) -> None:
-        await transport.upload(local, f"{run_dir}/data.bin", sha256(data))
+        await whole_file.upload(transport, local, f"{run_dir}/data.bin", sha256(data))
 
     with pytest.raises(RpcError) as caught:
         console.run(body)
@@ -144,7 +145,7 @@ def test_a_download_that_keeps_arriving_damaged_fails_loudly(
     damaging_ssh.damage("down", AFTER, "every")
 
     async def body(transport: ConsoleTransport) -> str:
-        return await transport.download(run_dir, "data.bin", tmp_path / "back.bin")
+        return await whole_file.download(transport, run_dir, "data.bin", tmp_path / "back.bin")
 
     with pytest.raises(RpcError) as caught:
         console.run(body)

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
+from rtrain.daemon.transfer import whole_file
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, Far
 
-# Several chunks (console_files.DOWNLOAD_CHUNK): the first comes alone, the rest after it.
+# Several chunks (console_chunks.DOWNLOAD_CHUNK): the first comes alone, the rest after it.
 SIZE = 5 * 1024 * 1024 + 99
 
 
@@ -34,7 +35,9 @@ def test_a_file_rewritten_between_chunks_is_refused(
         rewritten.append(count)
 
     async def body(transport: ConsoleTransport) -> str:
-        return await transport.download(run_dir, "model.bin", tmp_path / "back", on_progress)
+        return await whole_file.download(
+            transport, run_dir, "model.bin", tmp_path / "back", on_progress
+        )
 
     with pytest.raises(RpcError) as caught:
         console.run(body)
@@ -51,7 +54,7 @@ def test_a_steady_file_is_vouched_for_by_the_far_side(
     (run_path / "model.bin").write_bytes(data)
 
     async def body(transport: ConsoleTransport) -> str:
-        return await transport.download(run_dir, "model.bin", tmp_path / "back")
+        return await whole_file.download(transport, run_dir, "model.bin", tmp_path / "back")
 
     assert console.run(body) == hashlib.sha256(data).hexdigest()
     assert (tmp_path / "back").read_bytes() == data

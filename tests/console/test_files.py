@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
+from rtrain.daemon.transfer import whole_file
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, Far
 from tests.run_mark import entries
@@ -32,9 +33,13 @@ def test_every_byte_value_goes_up_and_comes_back_identical(
     progress: list[int] = []
 
     async def body(transport: ConsoleTransport) -> tuple[str, list[int]]:
-        await transport.upload(local, f"{run_dir}/copy.bin", sha256(EVERY_BYTE), progress.append)
+        await whole_file.upload(
+            transport, local, f"{run_dir}/copy.bin", sha256(EVERY_BYTE), progress.append
+        )
         back: list[int] = []
-        got = await transport.download(run_dir, "copy.bin", tmp_path / "back.bin", back.append)
+        got = await whole_file.download(
+            transport, run_dir, "copy.bin", tmp_path / "back.bin", back.append
+        )
         return got, back
 
     got, back = console.run(body)
@@ -56,8 +61,8 @@ def test_file_names_with_spaces_quotes_and_non_ascii(
     run_dir, run_path = far.run_dir("names")
 
     async def body(transport: ConsoleTransport) -> str:
-        await transport.upload(local, f"{run_dir}/{name}", sha256(data))
-        return await transport.download(run_dir, name, tmp_path / "back")
+        await whole_file.upload(transport, local, f"{run_dir}/{name}", sha256(data))
+        return await whole_file.download(transport, run_dir, name, tmp_path / "back")
 
     assert console.run(body) == sha256(data)
     assert (run_path / name).read_bytes() == data
@@ -70,8 +75,8 @@ def test_empty_file_both_ways(console: Consoles, far: Far, tmp_path: Path) -> No
     run_dir, run_path = far.run_dir("empty")
 
     async def body(transport: ConsoleTransport) -> str:
-        await transport.upload(local, f"{run_dir}/empty", sha256(b""))
-        return await transport.download(run_dir, "empty", tmp_path / "back")
+        await whole_file.upload(transport, local, f"{run_dir}/empty", sha256(b""))
+        return await whole_file.download(transport, run_dir, "empty", tmp_path / "back")
 
     assert console.run(body) == sha256(b"")
     assert (run_path / "empty").read_bytes() == b""
@@ -83,7 +88,7 @@ def test_a_wrong_expected_hash_keeps_nothing(console: Consoles, far: Far, tmp_pa
     run_dir, run_path = far.run_dir("mismatch")
 
     async def body(transport: ConsoleTransport) -> None:
-        await transport.upload(local, f"{run_dir}/data", sha256(b"something else"))
+        await whole_file.upload(transport, local, f"{run_dir}/data", sha256(b"something else"))
 
     with pytest.raises(RpcError) as caught:
         console.run(body)
@@ -99,7 +104,7 @@ def test_upload_into_a_missing_directory_fails_with_the_reason(
     local.write_bytes(b"x")
 
     async def body(transport: ConsoleTransport) -> None:
-        await transport.upload(local, f"{far.tilde}/no/such/dir/data", sha256(b"x"))
+        await whole_file.upload(transport, local, f"{far.tilde}/no/such/dir/data", sha256(b"x"))
 
     with pytest.raises(RpcError) as caught:
         console.run(body)
@@ -116,7 +121,7 @@ def test_download_refuses_what_send_sh_refuses(console: Consoles, far: Far, tmp_
         messages = []
         for rel in ("missing.bin", "inner", "escape", "../../.bashrc"):
             with pytest.raises(RpcError) as caught:
-                await transport.download(run_dir, rel, tmp_path / "out")
+                await whole_file.download(transport, run_dir, rel, tmp_path / "out")
             assert caught.value.kind == Kind.TRANSFER_FAILED
             messages.append(caught.value.message)
         return messages

@@ -24,6 +24,7 @@ import pytest
 from rtrain.daemon.ssh.command_shell import OUTPUT_LIMIT, CommandShell, ShellLost
 from rtrain.daemon.ssh.exec_transport import ExecTransport
 from rtrain.daemon.ssh.transport import Completed, ProcessTransport
+from rtrain.daemon.transfer import whole_file
 from rtrain.protocol.errors import Kind, RpcError
 from tests.hosts import GPU_USER, TestHosts
 from tests.hosts.sshd import Sshd
@@ -437,8 +438,10 @@ def test_a_host_with_few_sessions_still_runs_everything(
                 await asyncio.sleep(0.05)
             assert len(transport.shells._idle) == 2, "both shells should be open"
             done = await transport.run("status", ["~/.rtrain/runs", "r1"], stdin=b"\n")
-            await transport.upload(local, f"~/{name}/data.bin", sha)
-            got = await transport.download(f"~/{name}", "model.bin", runtime / "model.bin")
+            await whole_file.upload(transport, local, f"~/{name}/data.bin", sha)
+            got = await whole_file.download(
+                transport, f"~/{name}", "model.bin", runtime / "model.bin"
+            )
             # ...and scripts still answer, each on a channel of its own now.
             assert transport.shells.take() is None
             await transport.run("status", ["~/.rtrain/runs", "r1"])

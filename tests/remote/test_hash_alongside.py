@@ -18,7 +18,8 @@ from typing import TypeVar
 import pytest
 
 from rtrain.daemon.ssh.local_transport import LocalTransport
-from rtrain.daemon.ssh.transport import Progress
+from rtrain.daemon.transfer import whole_file
+from rtrain.daemon.transfer.whole_file import Progress
 from rtrain.protocol.errors import Kind, RpcError
 from tests.required_tools import need
 from tests.run_mark import names
@@ -89,7 +90,7 @@ def download(
     far_shell: Path, far_home: Path, rel: str, dest: Path, progress: Progress | None = None
 ) -> str:
     async def body(transport: ShellTransport) -> str:
-        return await transport.download("~/.rtrain/run-1", rel, dest, progress)
+        return await whole_file.download(transport, "~/.rtrain/run-1", rel, dest, progress)
 
     return on(far_shell, far_home, body)
 
@@ -172,7 +173,7 @@ def test_a_refused_path_is_a_failed_read_with_no_verdict(
 
 def upload(far_shell: Path, far_home: Path, local: Path, remote_path: str, digest: str) -> None:
     async def body(transport: ShellTransport) -> None:
-        await transport.upload(local, remote_path, digest)
+        await whole_file.upload(transport, local, remote_path, digest)
 
     on(far_shell, far_home, body)
 

@@ -20,6 +20,7 @@ from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.remote.contract import launch_scripts, run_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transfer import whole_file
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -351,7 +352,7 @@ async def _recorded_launch(transport: Transport, run_dir: str, p: RestartParams)
     os.close(fd)
     try:
         try:
-            await transport.download(run_dir, "meta.json", Path(name))
+            await whole_file.download(transport, run_dir, "meta.json", Path(name))
         except RpcError as error:
             if error.kind not in (Kind.REMOTE_FILE_MISSING, Kind.TRANSFER_FAILED):
                 raise

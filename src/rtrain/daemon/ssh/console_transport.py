@@ -5,8 +5,8 @@ RunPod's proxy. The daemon keeps a ControlMaster to the gateway (supervised like
 master) and opens console sessions through it; each session's shell is replaced by a small
 agent (console_agent.py) that runs the very same far-side scripts as the exec transport,
 `sh -c SCRIPT rtrain ARGS...`, with stdin, stdout, stderr and exit status carried as
-checksummed base64 between random markers. Files move as checksummed chunks
-(console_files.py).
+checksummed base64 between random markers. Files move as checksummed chunks, one request
+each (daemon/transfer/console_chunks.py, through `execute`).
 
 Operations may run concurrently: each takes a console of its own, up to MAX_SESSIONS; more
 wait. A console that times out or breaks is closed (its shell gets SIGHUP) and replaced on
@@ -25,16 +25,15 @@ from rtrain.daemon.remote import script
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import ConnectionState
 
-from . import console_files
 from .console_framing import Request
 from .console_session import ConsoleLost, ConsoleSession
 from .control_master import ControlMaster
 from .options import base_args
-from .transport import Completed, Progress, Transport
+from .transport import Completed, Transport
 
 log = logging.getLogger(__name__)
 
-# Consoles per host: a transfer uses three at once (console_files.WINDOW), the fourth keeps
+# Consoles per host: a transfer uses three at once (console_chunks.WINDOW), the fourth keeps
 # a status or a tail going meanwhile.
 MAX_SESSIONS = 4
 # Newer ssh clients pace "keystrokes" of a terminal session; rtrain's input is not typing.
@@ -48,7 +47,6 @@ class ConsoleTransport(Transport):
         self.alias = alias
         self.config = config
         self.master = ControlMaster(alias, runtime_dir, config)
-        self.upload_chunk = console_files.UPLOAD_CHUNK
         self._idle: list[ConsoleSession] = []
         self._sessions: set[ConsoleSession] = set()
         self._limit = MAX_SESSIONS
@@ -73,18 +71,6 @@ class ConsoleTransport(Transport):
             Request.of(script(name), args, stdin), timeout, name, idempotent=False
         )
 
-    async def upload(
-        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
-    ) -> None:
-        self.upload_chunk = await console_files.upload(
-            self, local, remote_path, sha256, progress, self.upload_chunk
-        )
-
-    async def download(
-        self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
-    ) -> str:
-        return await console_files.download(self, run_dir, rel, dest, progress)
-
     async def close(self) -> None:
         sessions = list(self._sessions)
         idle = set(self._idle)
@@ -101,7 +87,7 @@ class ConsoleTransport(Transport):
     def last_error(self) -> str | None:
         return self._error or self.master.last_error
 
-    # -- what console_files needs -----------------------------------------------------------
+    # -- what the transfer engine's console chunks need ------------------------------------
 
     @property
     def damaged(self) -> int:

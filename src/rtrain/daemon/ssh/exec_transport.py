@@ -18,7 +18,7 @@ from rtrain.protocol.messages import ConnectionState
 from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool, here_document_fits
 from .control_master import ControlMaster
 from .failures import classify
-from .transport import STALL_TIMEOUT, Completed, ProcessTransport, Progress
+from .transport import STALL_TIMEOUT, Completed, ProcessTransport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -90,20 +90,6 @@ class ExecTransport(ProcessTransport):
             raise failure from None
         finally:
             self.shells.give_back(shell)
-
-    async def upload(
-        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
-    ) -> None:
-        await self._on_channel(
-            lambda: ProcessTransport.upload(self, local, remote_path, sha256, progress)
-        )
-
-    async def download(
-        self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
-    ) -> str:
-        return await self._on_channel(
-            lambda: ProcessTransport.download(self, run_dir, rel, dest, progress)
-        )
 
     async def stream_in(
         self,

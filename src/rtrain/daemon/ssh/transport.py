@@ -1,36 +1,30 @@
-"""What every transport offers the operations: run a far-side script, move a file.
+"""What every transport offers: run a far-side script, and (where it can) stream bytes into
+or out of one.
 
 `exec` and `local` run each script as its own process (through ssh, or directly);
-`console` drives one interactive shell. Operations never know which one they have.
+`console` drives one interactive shell. Operations never know which one they have. What a
+file's move means (hashes at both ends, resumable pieces, the far side's verdict) is the
+transfer engine's (daemon/transfer/), built on `run`, `stream_in` and `stream_out`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Sequence
 
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.contract.answers import Completed as Completed  # every transport's answer
-from rtrain.daemon.remote.contract.answers import Exit
-from rtrain.daemon.remote.contract.file_scripts import received, sent
-from rtrain.daemon.remote.error_words import ErrorWord
-from rtrain.protocol.errors import Kind, RpcError, app_error
+from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ConnectionState
 from rtrain.protocol.messages import Transport as TransportKind
 
-Progress = Callable[[int], None]
 CHUNK = 1024 * 1024
 # A transfer that moves no byte for this long is stalled (a wedged master or a dead route)
 # and is given up, so a copy never hangs its request forever.
 STALL_TIMEOUT = 120.0
-# After the last byte the far side hashes what it received; allow it this many bytes/s.
-HASH_RATE = 20e6
 # How much of a login's noise is kept (for preflight to show); the rest is only skipped.
 NOISE_KEPT = 4096
 # How long a killed transfer process gets to be reaped.
@@ -51,20 +45,6 @@ class Transport(ABC):
     ) -> Completed:
         """Run far-side script `name` with `args`; its output, whatever its exit status."""
 
-    @abstractmethod
-    async def upload(
-        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
-    ) -> None:
-        """Copy `local` to `remote_path`, landing only if the far side's sha256 matches."""
-
-    @abstractmethod
-    async def download(
-        self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
-    ) -> str:
-        """Write far file `run_dir/rel` into `dest`; returns the sha256 of what arrived, once
-        the far side vouched for the same bytes (it hashed what it read, and the file held
-        still meanwhile). Raises TRANSFER_FAILED (`fetch_unverified`) when it did not."""
-
     async def close(self) -> None:
         return None
 
@@ -78,7 +58,7 @@ class Transport(ABC):
 
     # Whether `stream_in` and `stream_out` work: a script fed from / read into the daemon as
     # a byte stream, on a channel of its own. The console transport has one PTY and no such
-    # thing; the transfer engine then uses `upload` and `download`.
+    # thing; the transfer engine then moves files in checksummed chunks through `run`.
     streams = False
 
     async def stream_in(
@@ -266,55 +246,6 @@ class ProcessTransport(Transport):
         done = self._answer(proc.returncode, b"", err, marker)
         return Completed(done.returncode, b"", done.stderr, noise + done.noise)
 
-    async def upload(
-        self, local: Path, remote_path: str, sha256: str, progress: Progress | None = None
-    ) -> None:
-        def chunks() -> Iterator[bytes]:
-            with open(local, "rb") as source:
-                while chunk := source.read(CHUNK):
-                    yield chunk
-                    if progress:
-                        progress(len(chunk))
-
-        done = await self.stream_in(
-            "receive",
-            [remote_path, sha256],
-            chunks,
-            answer_within=STALL_TIMEOUT + local.stat().st_size / HASH_RATE,
-        )
-        if not received(done).ok:
-            raise_for_failed_upload(self.alias, local, done)
-
-    async def download(
-        self, run_dir: str, rel: str, dest: Path, progress: Progress | None = None
-    ) -> str:
-        digest = hashlib.sha256()
-        with open(dest, "wb") as sink:
-
-            def take(chunk: bytes) -> None:
-                sink.write(chunk)
-                digest.update(chunk)
-                if progress:
-                    progress(len(chunk))
-
-            done = await self.stream_out("send", [run_dir, rel], take)
-        # send.sh hashed the bytes as it sent them; its verdict is a machine line on stderr.
-        said = sent(done)
-        if said.changed:
-            raise fetch_unverified(rel)
-        if done.returncode == Exit.NOT_A_RUN:
-            raise app_error(
-                Kind.NOT_A_RUN, f"{self.alias}: {done.error_text}; nothing was read from it."
-            )
-        if done.returncode != Exit.OK:
-            raise app_error(
-                Kind.TRANSFER_FAILED, f"{self.alias}: reading {rel} failed: {done.error_text}"
-            )
-        got = digest.hexdigest()
-        if said.sha256 != got:
-            raise fetch_unverified(rel)
-        return got
-
 
 async def skip_noise(
     stream: asyncio.StreamReader, marker: bytes, sink: Callable[[bytes], None]
@@ -376,40 +307,3 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(Exception):
         async with asyncio.timeout(REAP_WAIT):
             await asyncio.gather(drain(proc.stdout), drain(proc.stderr), proc.wait())
-
-
-class Unverified(RpcError):
-    """Bytes that arrived are not the ones the far side vouched for: a partial copy of
-    them is worth nothing, unlike one cut by a dropped connection."""
-
-
-def fetch_unverified(rel: str) -> RpcError:
-    """The error for a fetched file whose bytes the far side did not vouch for."""
-    error = app_error(
-        Kind.TRANSFER_FAILED,
-        f"{rel} arrived with another sha256 than the host computed (it changed while "
-        "fetching, or the copy was damaged); nothing was written under its name. Try again.",
-        path=rel,
-    )
-    return Unverified(error.code, error.message, error.data)
-
-
-def raise_for_failed_upload(alias: str, local: Path, done: Completed) -> NoReturn:
-    """The error for a receive (or put_chunk) answer that is not `ok`; every transport's."""
-    verdict = received(done)
-    if verdict.mismatch:
-        raise app_error(
-            Kind.TRANSFER_FAILED,
-            f"{alias}: {local.name} arrived damaged (sha256 mismatch); nothing was kept. "
-            "Try again.",
-        )
-    error = verdict.error
-    if error is not None and error.word == ErrorWord.DISK_FULL:
-        raise app_error(
-            Kind.DISK_FULL,
-            f"{alias}: the disk is full; {local.name} was not shipped ({' '.join(error.args)}).",
-        )
-    raise app_error(
-        Kind.TRANSFER_FAILED,
-        f"{alias}: shipping {local.name} failed: {error or done.error_text}",
-    )

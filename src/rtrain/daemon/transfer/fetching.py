@@ -9,7 +9,7 @@ those bytes (hash_ranges.sh, with the same state check) and keeps them when the 
 so a cut costs little more than what was in flight when it came. Every byte is thus vouched
 for by the far side while the file was in one state, so the whole file is not hashed there
 again; here it is hashed in order as the pieces join up, and that sha256 is the answer. On a
-transport without byte streams (the console) the file comes through `Transport.download`,
+transport without byte streams (the console) the file comes through `whole_file.download`,
 with the same temporary place.
 """
 
@@ -26,9 +26,11 @@ from pathlib import Path
 
 from rtrain.daemon.remote.contract import answers, file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
-from rtrain.daemon.ssh.transport import Transport, Unverified, fetch_unverified
+from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 
+from . import whole_file
+from .failed_transfers import Unverified, fetch_unverified
 from .lanes import Lanes, first_error
 from .partial import Partial, claimed
 from .plan import LANDED_STEP, PIECE, missing, pieces
@@ -308,7 +310,7 @@ async def _fetch_plainly(
 ) -> tuple[str, int]:
     partial = Partial.open(target, source, "", -1)
     try:
-        sha = await transport.download(run_dir, rel, partial.data, progress)
+        sha = await whole_file.download(transport, run_dir, rel, partial.data, progress)
         sent = partial.data.stat().st_size
         if sent != listed:
             # Whole and unchanged while sent, but not the file that was listed.

@@ -10,7 +10,7 @@ the others are sent. They go into the cache's partial copy as pieces, side by si
 channels, each piece verified by its own sha256 as the far side writes it; the whole copy is
 then hashed once more, moves into the cache and is placed. A cut upload leaves its verified
 pieces, and the next one sends only the others. On a transport without byte streams (the
-console) an input goes through `Transport.upload`, straight into the run directory.
+console) an input goes through `whole_file.upload`, straight into the run directory.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, say
 from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
-from . import tree_ship
+from . import tree_ship, whole_file
 from .lanes import Lanes, first_error
 from .local_hashes import sha256_and_size
 from .plan import channels_for, pieces
@@ -142,7 +142,7 @@ async def _ship_plainly(
 
     async def send(f: _File) -> None:
         async with gate:
-            await transport.upload(f.path, f"{run_dir}/{f.name}", f.sha256, advance)
+            await whole_file.upload(transport, f.path, f"{run_dir}/{f.name}", f.sha256, advance)
         shipped[f.name] = Shipped(f.name, f.size, f.sha256, f.size, "sent")
         landed(shipped[f.name])
 

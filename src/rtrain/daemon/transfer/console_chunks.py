@@ -19,18 +19,22 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import weakref
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.contract import answers, file_scripts
+from rtrain.daemon.ssh.console_framing import Request
+from rtrain.daemon.ssh.transport import Completed
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
-from .console_framing import Request
-from .transport import Completed, Progress, fetch_unverified, raise_for_failed_upload
+from .failed_transfers import fetch_unverified, raise_for_failed_upload
 
 log = logging.getLogger(__name__)
+Progress = Callable[[int], None]
 
 # Raw bytes per chunk; base64 makes a third more on the wire. Damage halves the upload chunk
 # down to MIN_CHUNK; every size is a multiple of MIN_CHUNK, the unit of the far side's dd.
@@ -61,7 +65,8 @@ def get_script() -> str:
 
 
 class Channel(Protocol):
-    """What the chunk loops need from the console transport."""
+    """What the chunk loops need from the console transport: its requests, and how many
+    arrived damaged."""
 
     alias: str
 
@@ -75,21 +80,26 @@ class Channel(Protocol):
     ) -> Completed: ...
 
 
+# The upload chunk size that worked last on each console transport (smaller after damage),
+# for its next file.
+_learned: weakref.WeakKeyDictionary[Channel, int] = weakref.WeakKeyDictionary()
+
+
 async def upload(
     channel: Channel,
     local: Path,
     remote_path: str,
     sha256: str,
     progress: Progress | None,
-    chunk_size: int = UPLOAD_CHUNK,
     window: int = WINDOW,
-) -> int:
-    """Ship `local` to `remote_path`; returns the chunk size that worked (smaller after
-    damage, for the next file). On failure the far part file is removed where possible."""
+) -> None:
+    """Ship `local` to `remote_path`. On failure the far part file is removed where
+    possible."""
     try:
-        return await _upload_chunks(
-            channel, local, remote_path, sha256, progress, chunk_size, window
-        )
+        _learned[channel] = await _upload_chunks(
+            channel, local, remote_path, sha256, progress, _learned.get(channel, UPLOAD_CHUNK),
+            window,
+        )  # fmt: skip
     except RpcError as error:
         if error.kind not in _UNREACHABLE:
             with contextlib.suppress(RpcError):
