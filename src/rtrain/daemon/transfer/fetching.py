@@ -33,7 +33,7 @@ from . import whole_file
 from .failed_transfers import Unverified, fetch_unverified
 from .lanes import Lanes, first_error
 from .partial import Partial, claimed
-from .plan import LANDED_STEP, PIECE, missing, pieces
+from .plan import LANDED_STEP, PIECE, fetch_pieces, missing
 
 Progress = Callable[[int], None]
 # The far side hashes what a cut fetch landed before it is kept; allow it this many bytes/s.
@@ -126,7 +126,7 @@ class _PieceFetch:
     async def run(self) -> tuple[str, int]:
         partial = self.partial
         await self.keep_what_landed()
-        todo = missing(pieces(partial.size), partial.verified)
+        todo = missing(fetch_pieces(partial.size), partial.verified)
         self.progress(partial.size - sum(length for _offset, length in todo))
         whole = _InOrderHash(partial.data)
         whole.advance(_joined(partial.verified))

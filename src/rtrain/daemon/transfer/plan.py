@@ -15,6 +15,12 @@ MIB = 1024 * 1024
 # Every offset is a multiple of this (the far side's dd writes in whole MiB blocks).
 ALIGN = MIB
 PIECE = 16 * MIB
+# A large file is fetched in larger pieces: each piece costs a channel's opening (a round
+# trip or two, and a far script's start), and a cut fetch keeps what landed of a piece in
+# flight anyway. Chosen by size alone, so that a resumed fetch cuts the file as the first one
+# did (and the ranges of smaller pieces an older fetch verified still join up).
+LARGE_PIECE = 64 * MIB
+LARGE_FILE = 512 * MIB
 # How often a fetch notes how far each piece in flight has landed: a daemon killed in the
 # middle loses at most this much of each piece in flight.
 LANDED_STEP = MIB
@@ -34,6 +40,11 @@ def channels_for(size: int, round_trip: float, configured: int | None = None) ->
     else:
         wanted = MOST_CHANNELS
     return max(1, min(wanted, math.ceil(size / PIECE) or 1))
+
+
+def fetch_pieces(size: int) -> list[tuple[int, int]]:
+    """The pieces a fetch cuts a far file of `size` bytes into."""
+    return pieces(size, LARGE_PIECE if size >= LARGE_FILE else PIECE)
 
 
 def pieces(size: int, piece: int = PIECE) -> list[tuple[int, int]]:
