@@ -45,7 +45,7 @@ class BigFile:
 def run_big_file(
     world: BenchWorld, size_bytes: int, reps: int, delays: list[float | None]
 ) -> BigFile:
-    bench = TransferBench(world, size_bytes, reps)
+    bench = TransferBench(world, size_bytes, reps, name="big")
     transfer = bench.run([world.link(delay) for delay in delays])
     return BigFile(size_bytes, transfer, _cut_fetch(world, bench))
 

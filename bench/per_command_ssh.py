@@ -45,8 +45,10 @@ class PerCommandSsh:
     def status(self, run_dir: str) -> list[str]:
         d = shlex.quote(run_dir)
         return self.ssh(
-            f"cat {d}/status 2>/dev/null || "
-            f'{{ kill -0 "$(cat {d}/train.pid)" 2>/dev/null && echo running || echo lost; }}'
+            # rtrain keeps its own files in .rtrain/ (issue 33); a run by hand keeps them beside.
+            f"cat {d}/.rtrain/status 2>/dev/null || cat {d}/status 2>/dev/null || "
+            f'{{ kill -0 "$(cat {d}/.rtrain/train.pid 2>/dev/null || cat {d}/train.pid)" '
+            "2>/dev/null && echo running || echo lost; }"
         )
 
     def tail(self, run_dir: str) -> list[str]:

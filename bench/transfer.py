@@ -44,13 +44,16 @@ class LinkTransfer:
 
 
 class TransferBench:
-    def __init__(self, world: BenchWorld, size_bytes: int, reps: int) -> None:
+    def __init__(self, world: BenchWorld, size_bytes: int, reps: int, name: str = "xfer") -> None:
+        """`name` keeps this bench's runs and folders apart from another one's in the same
+        world (the large-file step runs it again)."""
         assert world.daemon is not None
+        self.name = name
         self.world = world
         self.daemon = world.daemon
         self.size = size_bytes
         self.reps = reps
-        inputs = world.local_dir("transfer-inputs")
+        inputs = world.local_dir(f"{name}-inputs")
         self.payload = inputs / "payload.bin"
         with open(self.payload, "wb") as out:
             left = size_bytes
@@ -67,11 +70,11 @@ class TransferBench:
     def _one_link(self, index: int, link: Link) -> LinkTransfer:
         result = LinkTransfer(link, self.size)
         ssh = PerCommandSsh(self.world.ssh_config, link.alias)
-        control = self.world.local_dir("cm") / f"t{index}"
+        control = self.world.local_dir("cm") / f"{self.name[:4]}{index}"
         master = MuxMaster(self.world.ssh_config, link.alias, control)
         mux = ["-o", f"ControlPath={control}", "-o", "ControlMaster=no"]
         client = self.daemon.client()
-        landing = self.world.local_dir(f"fetched-{index}")
+        landing = self.world.local_dir(f"{self.name}-fetched-{index}")
         try:
             client.request("host/preflight", {"host": link.alias, "gpus": 0})
             if link.delay_ms is None:
@@ -99,7 +102,7 @@ class TransferBench:
             payload.write(os.urandom(16))
         alias = ssh.alias
         workdir = self.world.workdir_abs
-        run_id = f"xfer-{alias}-{rep}"
+        run_id = f"{self.name}-{alias}-{rep}"
         remote_file = f"{workdir}/{run_id}/{self.payload.name}"
 
         def rtrain_upload() -> None:
@@ -146,7 +149,7 @@ class TransferBench:
         self.world.far_side('rm -f -- "$1"/scp-up-* "$2"', workdir, remote_file)
 
     def _hash_costs(self, result: LinkTransfer, client: Any, master: MuxMaster, alias: str) -> None:
-        run_id = f"hash-{alias}"
+        run_id = f"{self.name}-hash-{alias}"
         client.request("run/start", {
             "host": alias, "runId": run_id, "config": str(self.config),
             "dataset": str(self.payload), "gpus": 0, "workdir": self.world.workdir,

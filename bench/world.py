@@ -25,12 +25,13 @@ CLEANUP = """
 workdir=$1
 tag=$2
 [ -d "$workdir" ] || exit 0
-for pid_file in "$workdir"/*/train.pid; do
+for pid_file in "$workdir"/*/train.pid "$workdir"/*/.rtrain/train.pid; do
     [ -f "$pid_file" ] || continue
     pid=$(cat "$pid_file")
     case $pid in ''|*[!0-9]*) continue ;; esac
     [ "$pid" -gt 1 ] || continue
     run_dir=${pid_file%/train.pid}
+    run_dir=${run_dir%/.rtrain}
     if tr '\\0' '\\n' <"/proc/$pid/environ" 2>/dev/null |
         grep -qx -e "RTRAIN_RUN_ID=${run_dir##*/}" -e "RTRAIN_BENCH=$tag"; then
         kill -s KILL -- "-$pid" 2>/dev/null || kill -s KILL "$pid" 2>/dev/null
