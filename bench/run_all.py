@@ -82,8 +82,8 @@ def ensure_bench_packages(install: bool) -> None:
 def compile_bytecode() -> None:
     """An installed rtrain has its modules compiled (pip does it at install). A checkout run
     where PYTHONDONTWRITEBYTECODE is set would compile every module again at every command,
-    and the start-up rows would time the compiler: 0.34 s for `rtrain status` instead of
-    about 0.1 s on this machine."""
+    and the start-up rows would time the compiler (nearly half of `rtrain status` in a
+    profile here)."""
     import compileall
 
     compileall.compile_dir(REPO / "src", quiet=1)
