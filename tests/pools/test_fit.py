@@ -87,3 +87,36 @@ def test_the_host_with_the_environment_built_goes_first(lab: Lab) -> None:
     # Still before the less loaded box1: a build takes longer than a shared box.
     other = lab.start(lab.new_run_id("other"), "--requirements", str(lock))
     assert "placed on box3: 1 of 2 GPUs free, inputs cached, environment built" in other.out, other
+
+
+def test_a_queued_run_goes_to_the_host_that_can_run_it_when_gpus_free(lab: Lab) -> None:
+    # box3's GPUs are taken; box1's GPU is free, but box1 has no torch for a torchrun run.
+    _configure(lab, {"lab": ["box1", "box3"]}, {"box3": far_torch_python()})
+    holder = lab.new_run_id("holder")
+    assert lab.start(holder, where="box3", gpus=2).code == 0
+    run_id = lab.new_run_id("torch")
+    queued = _torchrun_start(lab, run_id, "@lab")
+    assert queued.code == 0, queued
+    assert (
+        "waiting for 1 GPU in lab: box1 cannot run it (python3 has no torch), box3 0/2 free"
+        in queued.out
+    ), queued
+
+    lab.finish("box3", holder)  # box3's GPUs free: the queued run goes there, never to box1
+    log = lab.far_run_dir("box3", run_id) / "train.log"
+    lab.wait_until(lambda: log.exists() and "rank 0" in log.read_text(), "rank 0 on box3")
+    assert not lab.far_run_dir("box1", run_id).exists()
+    assert lab("status", "box3", run_id, "--json").json()["pool"] == "@lab"
+
+
+def test_an_image_no_host_holds_is_refused_before_anything_runs(lab: Lab) -> None:
+    lab.configure({"lab": ["box1", "box3"]})
+    refused = lab.start(lab.new_run_id(), "--image", "localhost/rtrain-no-such-image:1")
+    assert refused.code != 0, refused
+    assert "no host of lab can run" in refused.err, refused
+    assert "box1: image localhost/rtrain-no-such-image:1 is not in " in refused.err, refused
+    for alias in ("box1", "box3"):  # nothing shipped: the hosts were only asked
+        workdir = lab.hosts.home(alias) / ".rtrain-pl" / lab.tag
+        assert not workdir.exists() or not [
+            p for p in workdir.iterdir() if not p.name.startswith(".")
+        ], alias
