@@ -1,3 +1,4 @@
+# rtrain-needs: hashing
 # fit.sh WORKDIR PYTHON NEEDS RUNTIME IMAGE [SHA256 SIZE]...
 # Whether this host can run one run now, and what it holds of it already: the cheap part of
 # preflight that a pool's placement asks of every host (docs/pools.md).
