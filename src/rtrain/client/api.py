@@ -16,6 +16,9 @@
     runner.guard(idle="30m", then="runpodctl remove pod $RUNPOD_POD_ID")  # the host's net
     runner.terminate()                        # the host's terminate command, now
 
+Sweeps (one run per point of a grid, in a pool) are `rtrain.sweep(...)` and its
+`RemoteSweep` handle (client/sweep_api.py, docs/sweeps.md).
+
 Every method opens its own short conversation with the daemon, so a runner rebuilt from
 just a host alias and a run id reattaches: `runner.run("run-1787667005")`.
 
