@@ -157,7 +157,7 @@ def _warm_verdicts(warm: list[WarmStart]) -> list[Verdict]:
             found.append(
                 Verdict(
                     f"a warm start under {WARM_ROUND_TRIPS} round trips, {entry.link.label}",
-                    f"{trips:.1f} round trips ({entry.calls_per_start:g} far calls)",
+                    f"{trips:.1f} round trips ({entry.calls_per_start:.3g} far calls)",
                     trips < WARM_ROUND_TRIPS,
                 )
             )
