@@ -26,7 +26,17 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "scale", "files", "bigfile")
+BENCHMARKS = (
+    "latency",
+    "transfer",
+    "console",
+    "rpc",
+    "start",
+    "warm",
+    "scale",
+    "files",
+    "bigfile",
+)
 BENCH_PACKAGES = {"pygls": "pygls", "matplotlib": "matplotlib"}
 
 FULL = {
@@ -38,6 +48,9 @@ FULL = {
     "rpc_seconds": 2.0,
     "rpc_rounds": 3,
     "start_reps": 15,
+    "warm_reps": 7,
+    # A warm start: on the direct link, and at +50 ms one way (issue 34's link).
+    "warm_delays_ms": [None, 50.0],
     "scale_hosts": 20,
     "scale_runs": 1000,
     "scale_interval_s": 5.0,
@@ -63,6 +76,7 @@ QUICK = {
     "rpc_seconds": 0.5,
     "rpc_rounds": 1,
     "start_reps": 3,
+    "warm_reps": 2,
     "scale_runs": 200,
     "scale_interval_s": 2.0,
     "scale_rounds": 2,
@@ -82,6 +96,16 @@ def ensure_bench_packages(install: bool) -> None:
         sys.exit(f"run_all.py: missing bench-only packages; pip install {' '.join(wanted)}")
     print(f"run_all.py: installing bench-only packages: {' '.join(wanted)}", flush=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *wanted], check=True)
+
+
+def compile_bytecode() -> None:
+    """An installed rtrain has its modules compiled (pip does it at install). A checkout run
+    where PYTHONDONTWRITEBYTECODE is set would compile every module again at every command,
+    and the start-up rows would time the compiler (nearly half of `rtrain status` in a
+    profile here)."""
+    import compileall
+
+    compileall.compile_dir(REPO / "src", quiet=1)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -113,6 +137,7 @@ def main(argv: list[str]) -> int:
     if missing:
         sys.exit("run_all.py needs: " + ", ".join(missing))
     ensure_bench_packages(not args.no_install)
+    compile_bytecode()
 
     from bench.machine import describe_machine, load_average
     from bench.results import Results
@@ -170,6 +195,12 @@ def _run_one(name: str, world: Any, settings: dict[str, Any], results: Any) -> N
 
         results.start = run_command_start(world, settings["start_reps"])
         print(report.start_table(results.start))
+    elif name == "warm":
+        from bench.warm_start import run_warm_start, warm_table
+
+        links = [world.link(delay) for delay in settings["warm_delays_ms"]]
+        results.warm = run_warm_start(world, links, settings["warm_reps"])
+        print(warm_table(results.warm))
     elif name == "scale":
         from bench.scale import ScaleBench
 

@@ -1,3 +1,4 @@
+# rtrain-needs: run_paths hashing
 # hash_ranges.sh RUN_DIR REL STATE OFFSET LENGTH [OFFSET LENGTH]...: `range OFFSET LENGTH
 # SHA256` for each byte range of the run's file REL, while the file still is what STATE (a
 # file_state line) says, as send_range.sh; `changed REL` (exit 3) when it moved before or
