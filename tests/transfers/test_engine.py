@@ -313,19 +313,13 @@ def test_a_fetch_killed_with_the_daemon_resumes(campaign: Campaign) -> None:
 HALF_IN_A_PIECE = 4 * 16 * MIB + 2 * MIB
 
 
-@pytest.mark.parametrize("how", ["kill -9", "ctrl-c"])
-def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
-    campaign: Campaign, how: str
-) -> None:
-    one_channel(campaign, "viaproxy")
-    run_id = finished_run(campaign, host="viaproxy")
-    data = patterned(HALF_IN_A_PIECE, salt=23)
-    write_far(campaign, run_id, "model.bin", data)
-    dest = campaign.tmp / "home"
+def cut_fetch(campaign: Campaign, run_id: str, dest: Path, at: int, how: str) -> int:
+    """Fetch model.bin through the proxy and cut it (Ctrl-C, or `kill -9` of the daemon)
+    once `at` bytes have arrived; how many had when the cut came."""
     cut_at: list[int] = []
 
-    def cut_at_half(method: str, params: Any) -> None:
-        if cut_at or method != "$/progress" or params.value.done_bytes < HALF_IN_A_PIECE // 2:
+    def cut_there(method: str, params: Any) -> None:
+        if cut_at or method != "$/progress" or params.value.done_bytes < at:
             return
         cut_at.append(params.value.done_bytes)
         # Stalled, so that the fetch cannot finish before the cut lands.
@@ -346,7 +340,7 @@ def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
                     "dest": str(dest),
                     "progressToken": 1,
                 },
-                on_notification=cut_at_half,
+                on_notification=cut_there,
                 cancel_on_interrupt=how == "ctrl-c",
             )
         if how == "kill -9":
@@ -354,13 +348,26 @@ def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
     finally:
         campaign.link.resume()
     campaign.link.delay_s = 0.0
+    return cut_at[0]
+
+
+@pytest.mark.parametrize("how", ["kill -9", "ctrl-c"])
+def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
+    campaign: Campaign, how: str
+) -> None:
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
+    data = patterned(HALF_IN_A_PIECE, salt=23)
+    write_far(campaign, run_id, "model.bin", data)
+    dest = campaign.tmp / "home"
+    cut_at = cut_fetch(campaign, run_id, dest, HALF_IN_A_PIECE // 2, how)
     assert not (dest / "model.bin").exists()
     [record] = partial_records(dest)
     assert json.loads(record.read_text())["landed"]  # the third piece was cut in flight
     again = fetch(campaign, run_id, "model.bin", dest, host="viaproxy")
     assert (dest / "model.bin").read_bytes() == data
     # What landed of the piece in flight is kept (as noted every LANDED_STEP before a kill).
-    assert again.sent_bytes <= HALF_IN_A_PIECE - cut_at[0] + LANDED_STEP
+    assert again.sent_bytes <= HALF_IN_A_PIECE - cut_at + LANDED_STEP
     assert again.sent_bytes <= 0.55 * HALF_IN_A_PIECE
     assert partial_records(dest) == [] and not (dest / ".rtrain-partial").exists()
 
@@ -373,40 +380,10 @@ def test_bytes_that_landed_but_differ_from_the_far_file_are_fetched_again(
     data = patterned(HALF_IN_A_PIECE, salt=29)
     write_far(campaign, run_id, "model.bin", data)
     dest = campaign.tmp / "home"
-    cut_at: list[int] = []
-
-    def cut_in_the_third_piece(method: str, params: Any) -> None:
-        if cut_at or method != "$/progress" or params.value.done_bytes < 33 * MIB:
-            return
-        cut_at.append(params.value.done_bytes)
-        campaign.link.stall()
-        raise KeyboardInterrupt
-
-    from rtrain.client.errors import Interrupted
-
-    campaign.link.delay_s = 0.05
-    try:
-        with pytest.raises(Interrupted):
-            campaign.client().request(
-                "run/fetch",
-                {
-                    "host": "viaproxy",
-                    "runId": run_id,
-                    "path": "model.bin",
-                    "dest": str(dest),
-                    "progressToken": 1,
-                },
-                on_notification=cut_in_the_third_piece,
-                cancel_on_interrupt=True,
-            )
-    finally:
-        campaign.link.resume()
-    campaign.link.delay_s = 0.0
+    cut_fetch(campaign, run_id, dest, 33 * MIB, "ctrl-c")
     [record] = partial_records(dest)
-    landed = json.loads(record.read_text())["landed"]
-    assert landed
     # Damage one byte of what landed of the third piece: it must not be trusted.
-    [(offset, count)] = landed
+    [(offset, count)] = json.loads(record.read_text())["landed"]
     part = record.with_suffix(".part")
     with open(part, "r+b") as copy:
         copy.seek(offset + count // 2)
