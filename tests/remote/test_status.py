@@ -37,13 +37,15 @@ def test_completed(remote: Remote) -> None:
 
     state = finished(remote, launched)
 
-    # The last field: how long a running run has been still (limits.sh), `-` for none.
+    # Then: how long a running run has been still (limits.sh), when a torchrun run's first
+    # rank failed, whether global rank 0 ran here; `-` for none.
     assert state == [
         launched.run_id,
         "completed",
         "0",
         "-",
         str(launched.started_at),
+        "-",
         "-",
         "-",
         "-",
@@ -127,7 +129,7 @@ def test_reboot_makes_a_run_lost(remote: Remote) -> None:
 def test_missing(remote: Remote) -> None:
     state = remote.status("never-created")
 
-    assert state == ["never-created", "missing", "-", "-", "-", "no run directory", "-", "-"]
+    assert state == ["never-created", "missing", "-", "-", "-", "no run directory", "-", "-", "-"]
 
 
 def test_stop_request_turns_an_exit_into_stopped(remote: Remote) -> None:

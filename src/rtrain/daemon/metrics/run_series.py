@@ -115,6 +115,8 @@ class RunSeries:
         # Bumped when points go (a new attempt, a lower rank): a follower starts over.
         self.generation = 0
         self.records = 0
+        # A run across hosts: the node whose log these points came from (store.read_from).
+        self.node = 0
         self.attempt = 1  # as rtrain's attempt lines in the log say
         # The attempt whose every byte was read after it ended (store.py); None: not yet.
         self.final_attempt: int | None = None

@@ -38,6 +38,9 @@ HOLD = 2.0  # an unfinished line waits this long for its end before it is writte
 READ = 1 << 20  # bytes read from one file per look
 TAIL = 256 * 1024  # bytes of train.log read for torchrun's failure summary
 FAILURE_FILE = "rank_failure"
+# In the run's `.rtrain/`: this node runs global rank 0 (across hosts, c10d numbers the nodes
+# itself), so rank 0's lines, and the run's metrics, are in this node's train.log.
+RANK0_FILE = "rank0"
 PREFIXED = re.compile(rb"^\[rank\d+\]:")
 SEGMENT = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)")
 RANK_LINE = re.compile(r"^\s*rank\s*:\s*(\d+)")
@@ -108,6 +111,7 @@ class Relay:
         # torchrun's pid, once started: its workers' environment gives their global ranks.
         self.torchrun: int | None = None
         self.global_ranks: dict[int, int] = {}
+        self.rank0_marked = False
         self.old = set(self._entries(log_dir))  # earlier attempts' folders: not ours
         self.followers: dict[str, Follower] = {}
         # local rank -> (attempt number, its folder) of the latest attempt seen
@@ -148,12 +152,27 @@ class Relay:
         if local not in self.global_ranks and self.torchrun is not None:
             deadline = time.monotonic() + HOLD
             while True:
-                self.global_ranks.update(worker_ranks(self.torchrun))
+                found = worker_ranks(self.torchrun)
+                self.global_ranks.update(found)
+                if 0 in found.values():
+                    self._mark_rank0()  # read from a worker's own RANK, never guessed
                 if local in self.global_ranks or time.monotonic() > deadline:
                     break
                 time.sleep(POLL)
             self.global_ranks.setdefault(local, local)  # asked once: a worker gone says no more
         return self.global_ranks.get(local, local)
+
+    def _mark_rank0(self) -> None:
+        """Say, in the run's private `.rtrain/`, that global rank 0 runs on this node."""
+        own = os.path.join(self.run_dir, ".rtrain")
+        if self.rank0_marked or not os.path.isdir(own):
+            return  # a run launched by an older rtrain: its metrics stay node 0's
+        try:
+            with open(os.path.join(own, RANK0_FILE), "w", encoding="utf-8") as handle:
+                handle.write("0\n")
+            self.rank0_marked = True
+        except OSError:
+            pass
 
     def pump(self, final: bool = False) -> None:
         self.discover()

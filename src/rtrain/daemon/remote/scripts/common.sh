@@ -13,7 +13,7 @@ META_STARTED='' META_BOOT='' META_ATTEMPT=''
 PF_PID=
 NAP_PER_SECOND=
 REAL_RUN='' REAL_PATH='' REL='' TARGET=''
-RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT='' RS_RANK0=''
 TAB=$(printf '\t')
 NL='
 '
@@ -742,11 +742,11 @@ run_alive() {
 }
 
 # The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED
-# RS_FAILED_AT ("-" when empty; RS_STALLED: seconds a running run has been still, see
-# limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
-# rank_failure_reason).
+# RS_FAILED_AT RS_RANK0 ("-" when empty; RS_STALLED: seconds a running run has been still,
+# see limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
+# rank_failure_reason; RS_RANK0: 1 when global rank 0 of a torchrun run ran here).
 run_state() {
-	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=-
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=- RS_RANK0=-
 	if [ ! -d "$1" ]; then
 		RS_DETAIL='no run directory'
 		return 0
@@ -758,6 +758,8 @@ run_state() {
 	fi
 	read_meta "$1"
 	[ -n "$META_STARTED" ] && RS_STARTED=$META_STARTED
+	# rtrain-ranks found global rank 0 among this node's workers (rank_lines.py).
+	[ -f "$1/.rtrain/rank0" ] && RS_RANK0=1
 	state_from_status_file "$1" && return 0
 	if run_alive "$1" "$2"; then
 		RS_STATE=running

@@ -212,7 +212,7 @@ else
 	# The state's own files are in .rtrain/; in the run dir itself only for a run an older
 	# rtrain launched (where the names are rtrain's, not the trainer's).
 	own_dir "$RUN_DIR"
-	rm -f -- "$OWN/status" "$OWN/status.tmp" "$OWN/train.pid" \
+	rm -f -- "$OWN/status" "$OWN/status.tmp" "$OWN/train.pid" "$OWN/rank0" \
 		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
 		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed" \
 		"$RUN_DIR/env_failed"

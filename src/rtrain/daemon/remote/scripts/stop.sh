@@ -163,7 +163,7 @@ wait_gone() {
 # After the outcome: the `run` line of status.sh, now that nothing of the run is alive.
 emit_state() {
 	run_state "$RUN_DIR" "$run_id"
-	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT" "$RS_RANK0"
 }
 
 # A run in a container (rtrain-container): the container goes too, also when its runtime's
