@@ -108,14 +108,14 @@ def test_the_node_that_failed_first_is_named_not_the_one_that_lost_its_peer(
         assert time.monotonic() < deadline, f"the nodes never ended: {logs(cli, run_id)}"
         time.sleep(0.1)
     # Node 0 failed of its lost peer, on its own.
-    assert (cli.far_run_dir(run_id) / "rank_failure").exists()
+    assert (cli.far_run_dir(run_id) / ".rtrain" / "rank_failure").exists()
     away_node.resume()
     out = wait_status(cli, run_id, "failed")
     assert re.search(r"node 1 \(awaynode\), rank [01]: ValueError: rank [01] ran out", out), out
     assert "node 0 failed too" in out, out
     assert run_pids(run_id) == []
     # The far side recorded when node 1's first failing rank failed (rank_failure's time).
-    text = (second_run_dir(cli, run_id) / "rank_failure").read_text()
+    text = (second_run_dir(cli, run_id) / ".rtrain" / "rank_failure").read_text()
     fields = text.rstrip("\n").split("\t")
     assert len(fields) == 7 and abs(float(fields[6]) - time.time()) < 600, fields
 

@@ -350,12 +350,17 @@ async def _recorded_launch(transport: Transport, run_dir: str, p: RestartParams)
     fd, name = tempfile.mkstemp(prefix="rtrain-meta-")
     os.close(fd)
     try:
-        try:
-            await transport.download(run_dir, "meta.json", Path(name))
-        except RpcError as error:
-            if error.kind not in (Kind.REMOTE_FILE_MISSING, Kind.TRANSFER_FAILED):
-                raise
-            raise _never_launched(p) from None
+        # rtrain's own record; the run dir's meta.json for a run an older rtrain launched
+        # (a trainer may have written its own meta.json there since).
+        for record in (".rtrain/meta.json", "meta.json"):
+            try:
+                await transport.download(run_dir, record, Path(name))
+                break
+            except RpcError as error:
+                if error.kind not in (Kind.REMOTE_FILE_MISSING, Kind.TRANSFER_FAILED):
+                    raise
+        else:
+            raise _never_launched(p)
         data = await asyncio.to_thread(Path(name).read_bytes)
     finally:
         os.unlink(name)

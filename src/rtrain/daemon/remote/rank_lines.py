@@ -13,7 +13,7 @@ print is two writes: the text, then its newline). A line torch already prefixed 
 excepthook writes `[rankN]: `) keeps its one prefix. torchrun's own lines (its warnings,
 its failure summary) go to train.log directly.
 
-When torchrun fails, the relay writes RUN_DIR/rank_failure: the rank that failed first in
+When torchrun fails, the relay writes RUN_DIR/.rtrain/rank_failure: the rank that failed first in
 time, as one line `RANK<TAB>EXIT<TAB>SIGNAL<TAB>PID<TAB>STDERR<TAB>ERROR_MESSAGE<TAB>TIME`
 (`-` where empty; STDERR relative to RUN_DIR when inside it; TIME: the rank's last sign of
 life, epoch seconds), which status.sh turns into the run's reason (and, across hosts, which
@@ -310,6 +310,13 @@ def error_message(path: str) -> str:
     return text if isinstance(text, str) else ""
 
 
+def own_files(run_dir: str) -> str:
+    """Where rtrain keeps the run's bookkeeping (common.sh's own_dir: BOOK): its `.rtrain/`,
+    unless an older rtrain launched the run."""
+    own = os.path.join(run_dir, ".rtrain")
+    return own if os.path.isfile(os.path.join(own, "meta.json")) else run_dir
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4:
         sys.stderr.write("usage: rtrain-ranks RUN_DIR LOG_DIR COMMAND...\n")
@@ -322,7 +329,7 @@ def main(argv: list[str]) -> int:
     def forward(signum: int, _frame: FrameType | None) -> None:
         # stop.sh signals every process of the run itself; passing its signal on as well
         # would hit torchrun twice (rtrain-run's wrapper keeps the same rule).
-        if not os.path.exists(os.path.join(run_dir, "stop_requested")):
+        if not os.path.exists(os.path.join(own_files(run_dir), "stop_requested")):
             try:
                 child.send_signal(signum)
             except OSError:
@@ -338,7 +345,7 @@ def main(argv: list[str]) -> int:
     if code != 0:
         line = relay.first_failure()
         if line is not None:
-            path = os.path.join(run_dir, FAILURE_FILE)
+            path = os.path.join(own_files(run_dir), FAILURE_FILE)
             try:
                 with open(path + ".tmp", "w", encoding="utf-8") as handle:
                     handle.write(line)

@@ -336,7 +336,9 @@ end_watcher() {
 # JSON parser is needed here.
 read_meta() {
 	META_STARTED='' META_BOOT='' META_ATTEMPT=''
-	[ -f "$1/meta.json" ] || return 0
+	rm_file=$1/.rtrain/meta.json
+	[ -f "$rm_file" ] || rm_file=$1/meta.json
+	[ -f "$rm_file" ] || return 0
 	while IFS= read -r rm_line || [ -n "$rm_line" ]; do
 		case $rm_line in
 		'  "started_at": '*)
@@ -355,18 +357,28 @@ read_meta() {
 			;;
 		esac
 		rm_line=
-	done <"$1/meta.json"
+	done <"$rm_file"
 }
 
-# RUN_DIR -> OWN: where rtrain keeps the files that decide a run's state (`status`,
-# `train.pid`): the run's private `.rtrain/`, which no trainer writing its own `status` into
-# its working directory reaches; RUN_DIR itself for a run an older rtrain launched (no
-# `.rtrain/`), so runs already on a host read as they did.
+# RUN_DIR -> OWN BOOK: where rtrain keeps the files that decide what it says of a run, in
+# the run's private `.rtrain/`, which no trainer writing files of those names into its
+# working directory reaches. OWN: `status` and `train.pid`; BOOK: every other one
+# (`stop_requested`, `setup_failed`, `program_missing`, `env_failed`, `oom_killed`,
+# `stalled`, `limit_stop`, `limits.pid`, `rank_failure`, `queued`, `attempt-N`,
+# `train.jobid`). Runs an older rtrain launched are read where it wrote: no `.rtrain/`,
+# all in RUN_DIR; a `.rtrain/` without `meta.json` (the first layout with one), only
+# `status` and `train.pid` in it. This layout's `.rtrain/meta.json` is rtrain's record of
+# the launch; the `meta.json` beside the trainer's files is a copy for people to read.
 own_dir() {
 	if [ -d "$1/.rtrain" ]; then
 		OWN=$1/.rtrain
 	else
 		OWN=$1
+	fi
+	if [ -f "$1/.rtrain/meta.json" ]; then
+		BOOK=$1/.rtrain
+	else
+		BOOK=$1
 	fi
 }
 
@@ -408,21 +420,21 @@ state_from_status_file() {
 		else
 			RS_STATE=failed
 			# launch.sh's first steps leave these when the trainer never got to run.
-			if [ -f "$1/env_failed" ]; then
+			if [ -f "$BOOK/env_failed" ]; then
 				# rtrain-env (env_build.py): the environment's build failed, on this line.
 				sf_env=
-				{ IFS= read -r sf_env <"$1/env_failed"; } 2>/dev/null
+				{ IFS= read -r sf_env <"$BOOK/env_failed"; } 2>/dev/null
 				set_detail "environment: ${sf_env:-the build failed}"
-			elif [ -e "$1/setup_failed" ]; then
+			elif [ -e "$BOOK/setup_failed" ]; then
 				RS_DETAIL=setup
-			elif [ -e "$1/program_missing" ]; then
+			elif [ -e "$BOOK/program_missing" ]; then
 				RS_DETAIL='program not found'
 			else
 				failure_reason "$1" "$sf_code"
 			fi
 		fi
 	fi
-	if [ -e "$1/stop_requested" ]; then
+	if [ -e "$BOOK/stop_requested" ]; then
 		# After a refused stop the wrapper may be gone while a child that ignored the signal
 		# lives on: the run is not stopped until nothing of it is left.
 		if [ -n "$(marked_pids "${1##*/}")" ]; then
@@ -440,9 +452,10 @@ state_from_status_file() {
 # A stop that the run's limits made (limits.sh): RS_DETAIL becomes `limit: WHY SECONDS`
 # (`max_duration 21600`, `stalled 1800`), as limit_stop says.
 limit_detail() {
-	[ -f "$1/limit_stop" ] || return 0
+	own_dir "$1"
+	[ -f "$BOOK/limit_stop" ] || return 0
 	ld_line=
-	{ IFS= read -r ld_line <"$1/limit_stop"; } 2>/dev/null
+	{ IFS= read -r ld_line <"$BOOK/limit_stop"; } 2>/dev/null
 	case $ld_line in
 	'max_duration '[0-9]* | 'stalled '[0-9]*) RS_DETAIL="limit: $ld_line" ;;
 	esac
@@ -451,9 +464,10 @@ limit_detail() {
 # A running run that limits.sh found still (`stalled`: the epoch second it went still) ->
 # RS_STALLED, the seconds since then.
 stalled_for() {
-	[ -f "$1/stalled" ] || return 0
+	own_dir "$1"
+	[ -f "$BOOK/stalled" ] || return 0
 	sf_since=
-	{ IFS= read -r sf_since <"$1/stalled"; } 2>/dev/null
+	{ IFS= read -r sf_since <"$BOOK/stalled"; } 2>/dev/null
 	is_uint "$sf_since" && [ "${#sf_since}" -le 12 ] || return 0
 	sf_now=$(date +%s)
 	RS_STALLED=$((sf_now - sf_since))
@@ -466,7 +480,8 @@ stalled_for() {
 # last (its last exception line, else its last line). RUN_DIR CODE (the wrapper's status).
 failure_reason() {
 	fr_text=
-	if [ -f "$1/rank_failure" ]; then
+	own_dir "$1"
+	if [ -f "$BOOK/rank_failure" ]; then
 		rank_failure_reason "$1" && return 0
 	fi
 	if [ -d "$1/torchrun_logs" ]; then
@@ -526,7 +541,8 @@ signal_words() {
 	*) fr_text="killed by SIG$sw_name" ;;
 	esac
 	[ "$1" = 9 ] || return 0
-	if [ -e "$2/oom_killed" ] ||
+	own_dir "$2"
+	if [ -e "$BOOK/oom_killed" ] ||
 		{ is_uint "$3" && dmesg 2>/dev/null | grep -qi -e "killed process $3 "; }; then
 		fr_text="$fr_text, out of memory?"
 	fi
@@ -539,7 +555,8 @@ signal_words() {
 # across hosts failed first.
 rank_failure_reason() {
 	rf_line=
-	{ IFS= read -r rf_line <"$1/rank_failure"; } 2>/dev/null
+	own_dir "$1"
+	{ IFS= read -r rf_line <"$BOOK/rank_failure"; } 2>/dev/null
 	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message rf_time <<RF_EOF
 $rf_line
 RF_EOF
@@ -764,9 +781,10 @@ run_state() {
 	if run_alive "$1" "$2"; then
 		RS_STATE=running
 		# gpus.sh's gate waits for GPUs on the host; `queued` says for what.
-		if [ -f "$1/queued" ]; then
+		own_dir "$1"
+		if [ -f "$BOOK/queued" ]; then
 			RS_STATE=queued
-			{ IFS= read -r RS_DETAIL <"$1/queued"; } 2>/dev/null
+			{ IFS= read -r RS_DETAIL <"$BOOK/queued"; } 2>/dev/null
 			RS_DETAIL=$(flat "${RS_DETAIL:-waiting for GPUs}")
 		else
 			stalled_for "$1"
@@ -775,7 +793,8 @@ run_state() {
 	fi
 	# The wrapper may have written its status between the two looks.
 	state_from_status_file "$1" && return 0
-	if [ -e "$1/stop_requested" ]; then
+	own_dir "$1"
+	if [ -e "$BOOK/stop_requested" ]; then
 		RS_STATE=stopped
 		RS_DETAIL='stopped on request; no exit status'
 		limit_detail "$1"
@@ -783,7 +802,7 @@ run_state() {
 		RS_STATE=lost
 		if [ -n "$RS_REBOOTED" ]; then
 			RS_DETAIL='host rebooted since the run started'
-		elif own_dir "$1" && [ ! -f "$OWN/train.pid" ] && [ ! -f "$1/meta.json" ]; then
+		elif [ ! -f "$OWN/train.pid" ] && [ ! -f "$BOOK/meta.json" ]; then
 			RS_DETAIL='never launched'
 		else
 			RS_DETAIL='process gone without exit status'
@@ -830,7 +849,8 @@ is_run_dir() {
 	ir_mark=
 	{ IFS= read -r ir_mark <"$1/$RUN_MARK"; } 2>/dev/null
 	[ -n "$ir_mark" ] && [ "$ir_mark" = "$2" ] && return 0
-	grep -qxF "  \"run_id\": \"$2\"," "$1/meta.json" 2>/dev/null
+	grep -qxF "  \"run_id\": \"$2\"," "$1/.rtrain/meta.json" 2>/dev/null ||
+		grep -qxF "  \"run_id\": \"$2\"," "$1/meta.json" 2>/dev/null
 }
 
 # prove_run_dir RUN_ID: RUN_DIR (as take_run_dir set it) is RUN_ID's run (is_run_dir), or the

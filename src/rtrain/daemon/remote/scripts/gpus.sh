@@ -219,6 +219,7 @@ shift 7
 valid_run_id "$run_id" || fail "$E_USAGE" bad_run_id
 is_uint "$count" || fail "$E_USAGE" usage
 run_dir=$workdir/$run_id
+own_dir "$run_dir"
 
 while :; do
 	lock_claims
@@ -240,10 +241,10 @@ while :; do
 		say "not enough free GPUs: ${waiting_on#, }"
 		exit "$E_GPUS_BUSY"
 	fi
-	printf '%s\n' "$reason" >"$run_dir/queued.tmp" && mv -f -- "$run_dir/queued.tmp" "$run_dir/queued"
+	printf '%s\n' "$reason" >"$BOOK/queued.tmp" && mv -f -- "$BOOK/queued.tmp" "$BOOK/queued"
 	sleep 2
 done
-rm -f -- "$run_dir/queued"
+rm -f -- "$BOOK/queued"
 # Under the trainer's CUDA_VISIBLE_DEVICES a host without GPUs keeps its own (none to share).
 if [ "$GPU_TOTAL" -gt 0 ]; then
 	CUDA_VISIBLE_DEVICES=$chosen

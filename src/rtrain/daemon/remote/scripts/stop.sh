@@ -187,8 +187,9 @@ if [ -z "$LIVE" ]; then
 	exit 0
 fi
 if [ -d "$RUN_DIR" ]; then
-	printf '%s\n' "$(date +%s)" >"$RUN_DIR/stop_requested" 2>/dev/null ||
-		say "could not write $RUN_DIR/stop_requested"
+	own_dir "$RUN_DIR"
+	printf '%s\n' "$(date +%s)" >"$BOOK/stop_requested" 2>/dev/null ||
+		say "could not write $BOOK/stop_requested"
 fi
 SIGNALLED=$LIVE
 signal_live TERM

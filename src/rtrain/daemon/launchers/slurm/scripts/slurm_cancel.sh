@@ -9,7 +9,8 @@ grace=$3
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
 prove_run_dir "$2"
 job_id=
-{ IFS= read -r job_id <"$RUN_DIR/train.jobid"; } 2>/dev/null
+own_dir "$RUN_DIR"
+{ IFS= read -r job_id <"$BOOK/train.jobid"; } 2>/dev/null
 is_uint "$job_id" || fail "$E_NOT_FOUND" never_submitted
 is_uint "$grace" || fail "$E_USAGE" bad_grace
 have scancel || fail "$E_SCHEDULER" no_scancel "scancel is not on PATH on the login node"
@@ -31,7 +32,7 @@ over() {
 	esac
 }
 
-: >"$RUN_DIR/stop_requested" 2>/dev/null
+: >"$BOOK/stop_requested" 2>/dev/null
 state=$(job_state)
 nap_init
 if [ "$state" = RUNNING ] || [ "$state" = CONFIGURING ]; then
