@@ -119,6 +119,12 @@ async def preflight(ops: DaemonState, p: PreflightParams) -> PreflightResult:
             verdict.problem("environment", problem)
     if image and ops.launcher(p.host).runs_on_host:
         await _judge_image(verdict, transport, p, settings.container_runtime, image)
+    # What a run failing for want of torch on this host is then pointed to.
+    pick = judged.python.suggested or (interpreter if report.torch is not None else None)
+    if pick:
+        ops.torch_pythons[p.host] = pick
+    else:
+        ops.torch_pythons.pop(p.host, None)
     return _result(p, transport, report, verdict, judged)
 
 

@@ -219,7 +219,9 @@ shift 7
 valid_run_id "$run_id" || fail "$E_USAGE" bad_run_id
 is_uint "$count" || fail "$E_USAGE" usage
 run_dir=$workdir/$run_id
+# Where `queued` goes (kept: gpu_states sets BOOK for the runs it looks at).
 own_dir "$run_dir"
+gate_book=$BOOK
 
 while :; do
 	lock_claims
@@ -241,10 +243,10 @@ while :; do
 		say "not enough free GPUs: ${waiting_on#, }"
 		exit "$E_GPUS_BUSY"
 	fi
-	printf '%s\n' "$reason" >"$BOOK/queued.tmp" && mv -f -- "$BOOK/queued.tmp" "$BOOK/queued"
+	printf '%s\n' "$reason" >"$gate_book/queued.tmp" && mv -f -- "$gate_book/queued.tmp" "$gate_book/queued"
 	sleep 2
 done
-rm -f -- "$BOOK/queued"
+rm -f -- "$gate_book/queued"
 # Under the trainer's CUDA_VISIBLE_DEVICES a host without GPUs keeps its own (none to share).
 if [ "$GPU_TOTAL" -gt 0 ]; then
 	CUDA_VISIBLE_DEVICES=$chosen
