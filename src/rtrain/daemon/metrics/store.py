@@ -59,6 +59,11 @@ class MetricsStore:
         """Drop all of a run's metrics (it was removed; its id may be used again)."""
         self._runs.pop((host, run_id), None)
 
+    def plan(self, host: str, run_id: str, epochs: int | None, steps: int | None) -> None:
+        """How many epochs (and steps) the run's command says it trains for."""
+        run = self._series(host, run_id)
+        run.planned_epochs, run.planned_steps = epochs, steps
+
     def read_from(self, host: str, run_id: str, node: int) -> None:
         """The node of a run across hosts whose log holds its metrics (where global rank 0
         ran). Once that turns out to be another node than read so far, the points read from

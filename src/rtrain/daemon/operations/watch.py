@@ -11,6 +11,7 @@ import posixpath
 from collections import defaultdict
 
 from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
+from rtrain.daemon.metrics.planned_length import planned_length
 from rtrain.daemon.remote.contract import answers, run_scripts
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
@@ -134,6 +135,7 @@ def _asked(ops: DaemonState, host: str, members: list[RunInfo]) -> dict[tuple[st
     """Where reading each run's log and metrics file stands: (run id, source) -> offset."""
     asked: dict[tuple[str, str], int] = {}
     for run in members:
+        ops.metrics.plan(host, run.run_id, *planned_length(run.command))
         for source in ("log", "jsonl"):
             asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
     return asked

@@ -247,7 +247,7 @@ def failing_requirement(lock: bytes, output: list[str]) -> str:
 def _failed(lock: bytes, output: list[str], code: int) -> None:
     why = failing_requirement(lock, output)
     say(f"the environment could not be built (exit {code}): {why}")
-    # A run's own files are in its .rtrain/ (common.sh's own_dir), which no file of the
+    # A run's own files are in its .rtrain/ (lib/own_files.sh's own_dir), which no file of the
     # trainer's reaches; beside the lock where there is none (env_check.sh's scratch dir).
     path = os.path.join(".rtrain", FAILED) if os.path.isfile(".rtrain/meta.json") else FAILED
     with open(path + ".tmp", "w") as failed:

@@ -311,7 +311,7 @@ def error_message(path: str) -> str:
 
 
 def own_files(run_dir: str) -> str:
-    """Where rtrain keeps the run's bookkeeping (common.sh's own_dir: BOOK): its `.rtrain/`,
+    """Where rtrain keeps the run's bookkeeping (lib/own_files.sh's own_dir: BOOK): its `.rtrain/`,
     unless an older rtrain launched the run."""
     own = os.path.join(run_dir, ".rtrain")
     return own if os.path.isfile(os.path.join(own, "meta.json")) else run_dir
