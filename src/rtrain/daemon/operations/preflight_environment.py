@@ -5,8 +5,8 @@ lock's line (docs/environments.md)."""
 from __future__ import annotations
 
 from rtrain.daemon.environments.lock_file import EnvironmentLock
-from rtrain.daemon.environments.run_environment import builder_source
-from rtrain.daemon.remote.contract.environment_scripts import check_environment
+from rtrain.daemon.environments.run_environment import builder_source, lock_file
+from rtrain.daemon.remote.contract.environment_scripts import EnvironmentFiles, check_environment
 from rtrain.daemon.ssh.transport import Transport
 from rtrain.protocol.messages import Finding
 
@@ -15,7 +15,8 @@ async def judge_environment(
     transport: Transport, workdir: str, python: str, lock: EnvironmentLock
 ) -> tuple[list[Finding], str | None]:
     """The findings, and the problem (None when the environment is there now)."""
-    checked = await check_environment(transport, workdir, python, builder_source(), lock.content)
+    files = EnvironmentFiles(name=lock_file(lock), content=lock.content, pyproject=lock.pyproject)
+    checked = await check_environment(transport, workdir, python, builder_source(), files)
     if checked.built_seconds is not None:
         said = (
             f"{checked.key} built now from {lock.source} in {checked.built_seconds:.1f} s "

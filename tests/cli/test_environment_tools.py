@@ -1,0 +1,144 @@
+"""How an environment is built: a uv project (pyproject.toml + uv.lock) under `--code` synced
+with uv, uv installed into the host's cache where the host has none and its index has it, the
+host's own uv where it has one, and pip where the index has no uv; the run's state says which
+step a build is at and for how long so far."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from tests.cli.conftest import Cli
+from tests.cli.test_environments import BASE_PYTHON, BUILD_WAIT_S, ENVS, LOCK, SHOW_ENV
+from tests.hosts import GPU_USER
+
+PROJECT = """\
+[project]
+name = "tiny-trainer"
+version = "0.1"
+requires-python = ">=3.8"
+dependencies = ["termcolor"]
+"""
+
+
+def _uv_here() -> str:
+    """This machine's uv (the dev extra installs it), which writes the test's uv.lock."""
+    found = shutil.which("uv")
+    assert found, "uv is not installed here: pip install uv (the dev extra has it)"
+    return found
+
+
+def _ended(cli: Cli, run_id: str) -> str:
+    deadline = time.monotonic() + BUILD_WAIT_S
+    while True:
+        state = cli("status", "plain", run_id).out.strip()
+        if state.split(" ")[0] in ("completed", "failed", "stopped", "lost"):
+            return state
+        assert time.monotonic() < deadline, f"{run_id} never ended: {state}"
+        time.sleep(0.5)
+
+
+def _log(cli: Cli, run_id: str) -> str:
+    return (cli.far_run_dir(run_id) / "train.log").read_text(errors="replace")
+
+
+def test_a_uv_project_under_code_is_synced_with_a_uv_rtrain_installs(cli: Cli) -> None:
+    code = cli.cwd / "project"
+    code.mkdir()
+    (code / "pyproject.toml").write_text(PROJECT)
+    locked = subprocess.run(
+        [_uv_here(), "lock", "--quiet"], cwd=code, capture_output=True, text=True, timeout=180
+    )
+    assert locked.returncode == 0, locked.stderr
+    # A requirements.txt beside it is not the lock: uv.lock wins.
+    (code / "requirements.txt").write_text("no-such-package-rtrain-test==1.0\n")
+    (code / "train.py").write_text(SHOW_ENV + "\n")
+    first = cli.new_run_id()
+    cli.start(first, "{python}", "train.py", code=str(code), python=BASE_PYTHON)
+    assert _ended(cli, first) == "completed", _log(cli, first)
+    log = _log(cli, first)
+    assert "rtrain: installing uv into the host's cache (pip install uv)" in log, log
+    assert "rtrain: building environment" in log and "(uv, uv.lock)" in log, log
+    assert re.search(r"rtrain: environment \w+ built in [\d.]+ s with uv", log), log
+    assert f"python in {cli.far_run_dir(first)}/rtrain-venv" in log, log
+    assert (cli.far_workdir / ".cache/uv/bin/uv").exists()
+
+    # The next start with the same lock uses it; the uv rtrain installed is not installed again.
+    second = cli.new_run_id()
+    cli.start(second, "{python}", "train.py", code=str(code), python=BASE_PYTHON)
+    assert _ended(cli, second) == "completed"
+    assert "is ready (built before): nothing to install" in _log(cli, second)
+
+    # Another lock: built with the uv in the cache, nothing installed to get it.
+    (code / "pyproject.toml").write_text(PROJECT.replace('"termcolor"', '"termcolor", "iniconfig"'))
+    relocked = subprocess.run([_uv_here(), "lock", "--quiet"], cwd=code, timeout=180)
+    assert relocked.returncode == 0
+    third = cli.new_run_id()
+    cli.start(third, "{python}", "-c", "import iniconfig", code=str(code), python=BASE_PYTHON)
+    assert _ended(cli, third) == "completed", _log(cli, third)
+    log = _log(cli, third)
+    assert "installing uv" not in log and "built in" in log and "with uv" in log, log
+    assert len([p for p in (cli.far_workdir / ENVS).iterdir() if p.name[0] != "."]) == 2
+
+
+def _start_with_env(cli: Cli, run_id: str, lock: Path, *env: str) -> None:
+    cli.file("cfg.yaml", "steps: 1\n")
+    args = ["start", "plain", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", cli.workdir]
+    args += ["--gpus", "0", "--no-follow", "--python", BASE_PYTHON, "--requirements", str(lock)]
+    for pair in env:
+        args += ["--env", pair]
+    done = cli(*args, "--", "{python}", "-c", SHOW_ENV)
+    assert done.code == 0, done
+
+
+def test_an_index_without_uv_builds_with_pip(cli: Cli) -> None:
+    # The host's index is a folder holding termcolor only: pip finds no uv in it.
+    wheels = cli.hosts.home(GPU_USER) / f"wheels-{cli.tag}"
+    wheels.mkdir(exist_ok=True)
+    fetched = subprocess.run(
+        ["pip", "download", "--no-deps", "--quiet", "-d", str(wheels), "termcolor"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert fetched.returncode == 0, fetched.stderr
+    lock = cli.file("requirements.txt", LOCK)
+    run_id = cli.new_run_id()
+    try:
+        _start_with_env(
+            cli,
+            run_id,
+            lock,
+            "PIP_NO_INDEX=1",
+            f"PIP_FIND_LINKS={wheels}",
+            "PIP_CONFIG_FILE=/dev/null",
+        )
+        assert _ended(cli, run_id) == "completed", _log(cli, run_id)
+    finally:
+        shutil.rmtree(wheels, ignore_errors=True)
+    log = _log(cli, run_id)
+    assert "rtrain: uv could not be installed from the host's package index" in log, log
+    assert "building with pip" in log
+    assert re.search(r"rtrain: environment \w+ built in [\d.]+ s with pip", log), log
+    assert not (cli.far_workdir / ".cache/uv").exists()
+
+
+def test_the_host_s_own_uv_builds_and_nothing_is_installed(cli: Cli) -> None:
+    # The host has uv on PATH (this machine's, linked into a folder of the far user's).
+    tools = cli.hosts.home(GPU_USER) / f"tools-{cli.tag}"
+    tools.mkdir(exist_ok=True)
+    (tools / "uv").symlink_to(_uv_here())
+    home = cli.hosts.home(GPU_USER)
+    path = f"{tools}:{home}/.test-hosts/bin:/usr/local/bin:/usr/bin:/bin"
+    lock = cli.file("requirements.txt", LOCK)
+    run_id = cli.new_run_id()
+    try:
+        _start_with_env(cli, run_id, lock, f"PATH={path}")
+        assert _ended(cli, run_id) == "completed", _log(cli, run_id)
+    finally:
+        shutil.rmtree(tools, ignore_errors=True)
+    log = _log(cli, run_id)
+    assert "installing uv" not in log, log
+    assert re.search(r"rtrain: environment \w+ built in [\d.]+ s with uv", log), log
+    assert not (cli.far_workdir / ".cache/uv").exists()
