@@ -1,8 +1,9 @@
 # env_check.sh WORKDIR PYTHON LOCK_NAME: builds the environment of a lock ahead of any run, or
 # finds it built (preflight --requirements). Stdin: the lengths in bytes of the builder and of
 # the pyproject.toml (0 for a requirements file), a newline, the builder (env_build.py), the
-# pyproject.toml, then the lock, written as LOCK_NAME (rtrain-requirements.txt or rtrain-uv.lock). The builder runs as in a run, in a scratch folder of
-# the environments' place (removed after), and execs `true` where a run execs its trainer.
+# pyproject.toml, then the lock, written as LOCK_NAME (rtrain-requirements.txt or
+# rtrain-uv.lock). The builder runs as in a run, in a scratch folder of the environments'
+# place (removed after), and execs `true` where a run execs its trainer.
 # Prints `built KEY SECONDS TOOL`, `ready KEY`, or `failed WHY` (the lock's line).
 need_args "$#" 3
 case $3 in
