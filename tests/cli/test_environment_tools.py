@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.cli.conftest import Cli
 from tests.cli.test_environments import BASE_PYTHON, BUILD_WAIT_S, ENVS, LOCK, SHOW_ENV
@@ -142,3 +144,46 @@ def test_the_host_s_own_uv_builds_and_nothing_is_installed(cli: Cli) -> None:
     assert "installing uv" not in log, log
     assert re.search(r"rtrain: environment \w+ built in [\d.]+ s with uv", log), log
     assert not (cli.far_workdir / ".cache/uv").exists()
+
+
+def test_preflight_says_how_long_a_build_it_waits_for_has_taken(cli: Cli) -> None:
+    """`$/progress` of a preflight that builds: what the CLI draws on a terminal."""
+    from rtrain.client.daemon_client import DaemonClient
+    from rtrain.protocol import requests
+    from tests.cli.test_environments import _far_key, _hold_build_lock
+
+    lock = cli.file("requirements.txt", LOCK)
+    # Another start builds this key (it holds its lock): the preflight waits, and says so.
+    held = _hold_build_lock(cli, _far_key(cli, LOCK.encode()))
+    seen: list[Any] = []
+    got = threading.Event()
+
+    def on(method: str, params: Any) -> None:
+        seen.append((method, params))
+        if method == "$/progress" and "s so far" in (params.value.message or ""):
+            got.set()
+
+    call = requests.host_preflight(
+        host="plain", gpus=0, python=BASE_PYTHON, workdir=cli.workdir,
+        requirements=str(lock), progress_token="env",
+    )  # fmt: skip
+    verdict: list[Any] = []
+    cli("hosts")  # the daemon is up before the request's own client connects
+    with DaemonClient.connect(timeout=BUILD_WAIT_S) as client:
+        worker = threading.Thread(
+            target=lambda: verdict.append(client.call(call, on_notification=on)), daemon=True
+        )
+        worker.start()
+        try:
+            assert got.wait(BUILD_WAIT_S), seen
+        finally:
+            held.close()
+        worker.join(BUILD_WAIT_S)
+    assert verdict and verdict[0].ok, (verdict, seen)
+    values = [params.value for method, params in seen if method == "$/progress"]
+    assert [v.kind for v in values][0] == "begin" and values[-1].kind == "end"
+    assert all(v.title == f"Environment of {lock}" for v in values)
+    report = next(v for v in values if v.kind == "report")
+    assert re.fullmatch(
+        r"building it, or waiting for another start's build: \d+ s so far", report.message
+    ), report
