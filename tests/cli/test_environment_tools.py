@@ -107,15 +107,9 @@ def test_an_index_without_uv_builds_with_pip(cli: Cli) -> None:
     assert fetched.returncode == 0, fetched.stderr
     lock = cli.file("requirements.txt", LOCK)
     run_id = cli.new_run_id()
+    index = ["PIP_NO_INDEX=1", f"PIP_FIND_LINKS={wheels}", "PIP_CONFIG_FILE=/dev/null"]
     try:
-        _start_with_env(
-            cli,
-            run_id,
-            lock,
-            "PIP_NO_INDEX=1",
-            f"PIP_FIND_LINKS={wheels}",
-            "PIP_CONFIG_FILE=/dev/null",
-        )
+        _start_with_env(cli, run_id, lock, *index)
         assert _ended(cli, run_id) == "completed", _log(cli, run_id)
     finally:
         shutil.rmtree(wheels, ignore_errors=True)
@@ -124,6 +118,16 @@ def test_an_index_without_uv_builds_with_pip(cli: Cli) -> None:
     assert "building with pip" in log
     assert re.search(r"rtrain: environment \w+ built in [\d.]+ s with pip", log), log
     assert not (cli.far_workdir / ".cache/uv").exists()
+
+    # A uv.lock needs uv: on this host the run fails in one sentence, nothing built.
+    project = cli.cwd / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(PROJECT)
+    (project / "uv.lock").write_text('version = 1\nrequires-python = ">=3.8"\n')
+    uv_run = cli.new_run_id()
+    _start_with_env(cli, uv_run, project / "uv.lock", *index)
+    state = _ended(cli, uv_run)
+    assert state.startswith("failed (environment: a uv.lock is built with uv, and this host"), state
 
 
 def test_the_host_s_own_uv_builds_and_nothing_is_installed(cli: Cli) -> None:

@@ -145,6 +145,11 @@ def test_two_starts_needing_one_environment_build_it_once(cli: Cli) -> None:
             assert status.startswith(waiting), status
             assert time.monotonic() < deadline, status
             time.sleep(0.5)
+        # --json carries the same words: the state, and the reason with the time so far.
+        as_json = cli("status", "plain", runs[0], "--json").json()
+        assert as_json["state"] == "queued", as_json
+        assert as_json["reason"].startswith(waiting[len("queued (") :]), as_json
+        assert re.search(r", \d+ s so far$", as_json["reason"]), as_json
     finally:
         held.close()
     assert [_wait_ended(cli, run_id) for run_id in runs] == ["completed", "completed"]
