@@ -191,3 +191,26 @@ def test_preflight_says_how_long_a_build_it_waits_for_has_taken(cli: Cli) -> Non
     assert re.fullmatch(
         r"building it, or waiting for another start's build: \d+ s so far", report.message
     ), report
+
+
+def test_preflight_builds_a_uv_project_s_environment_ahead(cli: Cli) -> None:
+    code = cli.cwd / "project"
+    code.mkdir()
+    (code / "pyproject.toml").write_text(PROJECT)
+    locked = subprocess.run([_uv_here(), "lock", "--quiet"], cwd=code, timeout=180)
+    assert locked.returncode == 0
+    ahead = cli(
+        "preflight", "plain", "--gpus", "0", "--python", BASE_PYTHON,
+        "--workdir", cli.workdir, "--requirements", str(code / "uv.lock"),
+    )  # fmt: skip
+    assert ahead.code == 0, ahead
+    built = re.search(
+        r"environment: (\w+) built now from \S+uv.lock in [\d.]+ s with uv", ahead.out
+    )
+    assert built, ahead
+    # A start of the same project under --code finds it built.
+    (code / "train.py").write_text(SHOW_ENV + "\n")
+    run_id = cli.new_run_id()
+    cli.start(run_id, "{python}", "train.py", code=str(code), python=BASE_PYTHON)
+    assert _ended(cli, run_id) == "completed", _log(cli, run_id)
+    assert f"rtrain: environment {built[1]} is ready (built before)" in _log(cli, run_id)
