@@ -327,8 +327,11 @@ def find_uv(cache: str, progress: Progress) -> str | None:
         except OSError:
             pass
         progress.step("installing uv into the host's cache (pip install uv)")
+        # What an earlier installer left (killed midway) is stale: the lock is ours.
+        for name in os.listdir(cache):
+            if name.startswith(".uv-build-"):
+                shutil.rmtree(os.path.join(cache, name), ignore_errors=True)
         building = os.path.join(cache, f".uv-build-{os.getpid()}")
-        shutil.rmtree(building, ignore_errors=True)
         output: list[str] = []
         try:
             code = _make_venv(building, None, output)
