@@ -35,6 +35,14 @@ class EnvironmentLock:
     content: bytes
     pyproject: bytes | None = None
 
+    @property
+    def identity(self) -> bytes:
+        """What the far builder's key hashes (env_build.identity_of), as a far check of
+        whether it is built asks with it."""
+        from rtrain.daemon.remote.env_build import identity_of
+
+        return identity_of(self.content, self.pyproject)
+
 
 def chosen_lock(requirements: str | None, host_requirements: str | None) -> EnvironmentLock | None:
     """The lock the start names, else the host's; the code's is `code_lock`'s, once the

@@ -90,7 +90,15 @@ def _lock_bytes(lock_name: str) -> bytes:
     if not is_uv_project(lock_name):
         return lock
     with open(os.path.join(os.path.dirname(lock_name) or ".", PYPROJECT), "rb") as project:
-        return b"uv.lock\0" + project.read() + b"\0" + lock
+        return identity_of(lock, project.read())
+
+
+def identity_of(lock: bytes, pyproject: bytes | None) -> bytes:
+    """The bytes `environment_key` hashes for a lock: a requirements file as it is, a uv
+    project's lock with its pyproject.toml (the daemon asks for keys with it too)."""
+    if pyproject is None:
+        return lock
+    return b"uv.lock\0" + pyproject + b"\0" + lock
 
 
 def environment_key(lock: bytes) -> str:
