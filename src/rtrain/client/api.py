@@ -289,6 +289,7 @@ class RemoteRunner:
         image: str | None = None,
         sync: Sequence[Literal["mlflow"]] = (),
         sync_to: str | None = None,
+        reverse: Sequence[int] = (),
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
         A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
@@ -328,7 +329,11 @@ class RemoteRunner:
         docker, `{python}` its python3 (on Slurm: pyxis' `--container-image`; default: the
         host's config.toml `image`; "" for none; docs/containers.md).
         `sync`: trackers whose files of the run reach this machine's tracker while it trains
-        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI)."""
+        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI).
+        `reverse`: ports of this machine's 127.0.0.1 (a server listening here) that the
+        run's processes reach at the host's 127.0.0.1, at the same number where it is free
+        there, from before the trainer starts until the run ends, and again on a restart
+        (docs/trackers.md)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -374,6 +379,7 @@ class RemoteRunner:
             priority=priority or None,
             sync=list(sync) or None,
             sync_to=(sync_to or os.environ.get("MLFLOW_TRACKING_URI") or None) if sync else None,
+            reverse=list(reverse) or None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

@@ -239,6 +239,9 @@ class AfterRun(Result):
     terminated_at: float | None = None
 
 
+# A TCP port number (1-65535).
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+
 # The trackers whose files a run's `sync` brings home while it trains (docs/trackers.md).
 SyncTracker = Literal["mlflow"]
 
@@ -572,6 +575,10 @@ class StartParams(Params):
     # Where the synced files go here: MLflow's tracking URI (the CLI and the API send their
     # own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
     sync_to: str | None = None
+    # Ports of this machine's 127.0.0.1 the run's processes reach on the host's 127.0.0.1
+    # (at the same number where it is free there), from before its trainer starts until it
+    # ends; every later attempt (`run/restart`, a retry) gets them again (docs/trackers.md).
+    reverse: list[Port] = []
     # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
     # leave them home; and whether links that leave the code directory ship what they point
     # to (else they ship as links).
@@ -726,8 +733,6 @@ class StatusResult(Result):
     run: RunInfo
 
 
-# A TCP port number (1-65535).
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 # How `run/wait` ended: the run reached `until`, it ended (its state says how), the wait's
 # own `timeout` passed (the run goes on), or the run was removed (`rtrain rm`) meanwhile.
 WaitOutcome = Literal["reached", "ended", "timeout", "removed"]
