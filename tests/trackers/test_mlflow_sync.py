@@ -5,6 +5,9 @@ machine's tracking URI, read back here with the mlflow package."""
 from __future__ import annotations
 
 import importlib
+import site
+import subprocess
+import sys
 import time
 import typing
 from pathlib import Path
@@ -122,3 +125,41 @@ def test_an_unknown_tracker_is_refused_before_anything_starts(cli: Cli) -> None:
     done = cli("start", "plain", "--sync", "neptune", "--", "python3", "-c", "print(1)")
     assert done.code == 2, done
     assert done.err_lines == ["rtrain: --sync takes mlflow, not 'neptune'."], done
+
+
+def python_without(tmp_path: Path, package: str) -> Path:
+    """A python of this machine with every package of this one but `package`: a venv whose
+    site-packages reaches, through a .pth line, links to all of this one's entries but it."""
+    venv = tmp_path / f"no-{package}"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    shared = tmp_path / f"site-without-{package}"
+    shared.mkdir()
+    for source in map(Path, site.getsitepackages()):
+        for entry in source.iterdir():
+            if not entry.name.lower().startswith(package) and not (shared / entry.name).exists():
+                (shared / entry.name).symlink_to(entry)
+    [own] = (venv / "lib").glob("python*/site-packages")
+    (own / "shared.pth").write_text(f"{shared}\n")
+    return venv / "bin" / "python"
+
+
+def test_mlflow_missing_here_is_one_sentence_and_starts_nothing(cli: Cli, tmp_path: Path) -> None:
+    python = python_without(tmp_path, "mlflow")
+    # rtrain itself as this test runs it (an editable install's .pth is not a link's to follow).
+    source = Path(importlib.import_module("rtrain").__file__ or "").parent.parent
+    env = {**cli.env, "PYTHONPATH": str(source)}
+    probe = [str(python), "-c", "import importlib.util as u; print(u.find_spec('mlflow'))"]
+    assert subprocess.run(probe, env=env, capture_output=True, text=True).stdout == "None\n"
+    run_id = cli.new_run_id("nomlf")
+    done = subprocess.run(
+        [str(python), "-m", "rtrain", "start", "plain", "--run-id", run_id, "--gpus", "0",
+         "--workdir", cli.workdir, "--sync", "mlflow", "--no-follow", "--", "python3", "-V"],
+        env=env, cwd=cli.cwd, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done
+    assert done.stderr.splitlines() == [
+        f"rtrain: --sync mlflow imports into this machine's mlflow, which is not installed for "
+        f"{python}: pip install mlflow (nothing was started)."
+    ], done
+    assert not cli.far_run_dir(run_id).exists()
+    assert cli("runs", "--json").json() == []
