@@ -124,7 +124,7 @@ def test_an_mlflow_file_store_is_synced_while_it_trains_and_at_the_end(
 def test_an_unknown_tracker_is_refused_before_anything_starts(cli: Cli) -> None:
     done = cli("start", "plain", "--sync", "neptune", "--", "python3", "-c", "print(1)")
     assert done.code == 2, done
-    assert done.err_lines == ["rtrain: --sync takes mlflow, not 'neptune'."], done
+    assert done.err_lines == ["rtrain: --sync takes mlflow, wandb, not 'neptune'."], done
 
 
 def python_without(tmp_path: Path, package: str) -> Path:

@@ -287,7 +287,7 @@ class RemoteRunner:
         priority: int = 0,
         requirements: str | Path | None = None,
         image: str | None = None,
-        sync: Sequence[Literal["mlflow"]] = (),
+        sync: Sequence[Literal["mlflow", "wandb"]] = (),
         sync_to: str | None = None,
         reverse: Sequence[int] = (),
     ) -> RemoteRun:
@@ -329,7 +329,9 @@ class RemoteRunner:
         docker, `{python}` its python3 (on Slurm: pyxis' `--container-image`; default: the
         host's config.toml `image`; "" for none; docs/containers.md).
         `sync`: trackers whose files of the run reach this machine's tracker while it trains
-        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI).
+        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI;
+        `wandb`: its offline runs, wandb/offline-run-*, into the W&B this machine is logged
+        in to, with `wandb sync`).
         `reverse`: ports of this machine's 127.0.0.1 (a server listening here) that the
         run's processes reach at the host's 127.0.0.1, at the same number where it is free
         there, from before the trainer starts until the run ends, and again on a restart

@@ -200,7 +200,7 @@ _ADDED_COLUMNS = {
 }
 _Latest = dict[str, float | None]
 # What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.
-_TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow"}
+_TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow", "wandb": "wandb"}
 
 
 class PendingStop(msgspec.Struct, frozen=True):

@@ -243,7 +243,7 @@ class AfterRun(Result):
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 
 # The trackers whose files a run's `sync` brings home while it trains (docs/trackers.md).
-SyncTracker = Literal["mlflow"]
+SyncTracker = Literal["mlflow", "wandb"]
 
 
 class TrackerSync(Result):
@@ -570,10 +570,12 @@ class StartParams(Params):
     then_fetch_into: str | None = None
     then_terminate: bool = False
     # Trackers whose files the daemon brings home while the run trains and at its end, into
-    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here).
+    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here;
+    # `wandb`: its offline runs, wandb/offline-run-*, with `wandb sync` and this machine's
+    # W&B login).
     sync: list[SyncTracker] = []
-    # Where the synced files go here: MLflow's tracking URI (the CLI and the API send their
-    # own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
+    # Where `mlflow`'s synced files go here: MLflow's tracking URI (the CLI and the API send
+    # their own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
     sync_to: str | None = None
     # Ports of this machine's 127.0.0.1 the run's processes reach on the host's 127.0.0.1
     # (at the same number where it is free there), from before its trainer starts until it

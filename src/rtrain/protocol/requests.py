@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
     StoppedBy = Literal["max_duration", "stall"]
-    SyncTracker = Literal["mlflow"]
+    SyncTracker = Literal["mlflow", "wandb"]
     Transport = Literal["console", "exec", "local"]
     WaitOutcome = Literal["ended", "reached", "removed", "timeout"]
 

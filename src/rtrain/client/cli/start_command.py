@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 # protocol.messages.SyncTracker's words (not imported: msgspec costs start-up time);
 # tests/trackers/test_mlflow_sync.py checks the two agree.
-SYNC_TRACKERS = ("mlflow",)
+SYNC_TRACKERS = ("mlflow", "wandb")
 
 # The options of each launcher, in a panel of their own in `rtrain start --help` (a start
 # option of all launchers goes in the default panel; docs/architecture.md).
@@ -303,9 +303,10 @@ def start(
     sync: list[str] = typer.Option(
         [],
         "--sync",
-        metavar="mlflow",
+        metavar="mlflow|wandb",
         help="Bring the run's tracker files home while it trains and at its end, into this "
-        "machine's tracker (mlflow: its mlruns/ into MLFLOW_TRACKING_URI here).",
+        "machine's tracker (mlflow: its mlruns/ into MLFLOW_TRACKING_URI here; wandb: its "
+        "offline runs, with wandb sync and this machine's W&B login); repeatable.",
     ),
     sync_to: str | None = typer.Option(
         None,
@@ -415,9 +416,9 @@ def _check_words(retry_on: str | None, on_stall: str | None, sync: list[str]) ->
 
 def _sync_target(sync: list[str], sync_to: str | None) -> str | None:
     """Where --sync brings the files here: --sync-to, else this shell's tracking URI."""
-    if sync_to is not None and not sync:
-        fail("--sync-to names where --sync brings files; give --sync mlflow too.", 2)
-    if sync and sync_to is None:
+    if sync_to is not None and "mlflow" not in sync:
+        fail("--sync-to names where --sync mlflow brings files; give --sync mlflow too.", 2)
+    if "mlflow" in sync and sync_to is None:
         return os.environ.get("MLFLOW_TRACKING_URI") or None
     return sync_to
 
