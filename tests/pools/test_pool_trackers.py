@@ -12,7 +12,21 @@ import pytest
 
 from tests.pools.conftest import WAIT_S, Lab
 from tests.torch_python import far_trackers_python
-from tests.trackers.test_mlflow_sync import TRAINER, losses, wait_for_losses
+from tests.trackers.test_mlflow_sync import TRAINER, losses
+
+
+def arrived(lab: Lab, run_id: str, client: Any, count: int) -> Any:
+    """The synced run here once it has `count` points: the placement, the trainer's start
+    and each import take seconds on a loaded machine, so the pools' longer wait."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        run, curve = losses(client)
+        if len(curve) >= count:
+            assert curve == [round(1.0 / (s + 1), 4) for s in range(count)], curve
+            return run
+        shown = lab("status", "@lab", run_id, "--json").out
+        assert time.monotonic() < deadline, f"{count} points never arrived: {curve}; {shown}"
+        time.sleep(0.5)
 
 
 def test_a_queued_pool_run_syncs_from_the_host_it_is_placed_on(
@@ -36,7 +50,7 @@ def test_a_queued_pool_run_syncs_from_the_host_it_is_placed_on(
 
     lab.finish("box1", holder)  # its GPU frees: the daemon places the queued run on box1
     client = importlib.import_module("mlflow.tracking").MlflowClient(uri)
-    run = wait_for_losses(client, 3)  # while it trains there
+    run = arrived(lab, synced, client, 3)  # while it trains there
     assert run.data.tags["rtrain.source"].startswith(f"box1:{synced}:")
     shown = lab("status", "box1", synced, "--json").json()
     assert shown["pool"] == "@lab" and shown["synced"][0]["tracker"] == "mlflow", shown
@@ -44,7 +58,7 @@ def test_a_queued_pool_run_syncs_from_the_host_it_is_placed_on(
     lab.finish("box1", synced)
     lab.wait_until(lambda: lab.status("box1", synced) == "completed", f"{synced} completed")
     deadline = time.monotonic() + WAIT_S
-    while (run := wait_for_losses(client, 6)).info.status != "FINISHED":
+    while (run := arrived(lab, synced, client, 6)).info.status != "FINISHED":
         assert time.monotonic() < deadline, "the run's end never arrived here"
         time.sleep(0.2)
     found: Any = client.search_runs([run.info.experiment_id])
