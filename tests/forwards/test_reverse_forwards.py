@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rtrain import RemoteRunner
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
 from tests.forwards.test_forwards import kill_master, master_pids
 from tests.hosts import GPU_USER
@@ -203,3 +204,17 @@ def test_reverse_with_nothing_listening_here_starts_nothing(cli: Cli) -> None:
     ], done
     assert not cli.far_run_dir(run_id).exists()
     assert cli("forwards", "--json").json() == []
+
+
+def test_the_api_starts_a_run_with_a_reverse_forward(cli: Cli, laptop_server: int) -> None:
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    run_id = cli.new_run_id("revapi")
+    port = str(laptop_server)
+    command = ["{python}", "-c", REACHING_TRAINER, port]
+    runner.start(run_id=run_id, gpus=0, command=command, reverse=[laptop_server])
+    far_log_count(cli, run_id, f"read: {HELLO}", 1)
+    [row] = cli("forwards", "--json").json()
+    assert (row["runId"], row["localPort"]) == (run_id, laptop_server), row
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+    wait_no_forwards(cli)
