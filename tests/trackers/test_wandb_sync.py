@@ -19,10 +19,12 @@ from tests.trackers.test_mlflow_sync import python_without
 from tests.trackers.wandb_endpoint import Endpoint, StoredRun, wandb_endpoint
 
 # No mode: rtrain's run environment makes it offline. A flush every second (W&B's default is
-# 15 s) lets the first half reach the file while the trainer waits.
+# 15 s) lets the first half reach the file while the trainer waits. A file saved as a link
+# out of the run dir stays on the host without stopping the sync.
 TRAINER = """
 import os, time, wandb
 run = wandb.init(project="rtrain-sync", config={"lr": 0.1})
+os.symlink("/etc/hostname", os.path.join(run.dir, "saved-from-outside.txt"))  # as wandb.save
 for step in range(3):
     wandb.log({"loss": 1.0 / (step + 1)})
 print("first half", flush=True)

@@ -161,10 +161,7 @@ class TrackerSyncs:
         mirror = state_dir() / "sync" / run.host / run.run_id
         try:
             for path in await self._tracker_paths(run, tracker):
-                # `a/b/c` lands as DEST/c: each path into the mirror's folder of its parent.
-                into = mirror / posixpath.dirname(path)
-                fetched = FetchParams(host=run.host, run_id=run.run_id, path=path, dest=str(into))
-                await fetch(self.ops, fetched, _Quiet())
+                await self._fetch_one(run, path, mirror)
         except RpcError as error:
             log.info("%s/%s: %s sync: %s", run.host, run.run_id, tracker, error.message)
             if error.kind == Kind.REMOTE_FILE_MISSING:
@@ -178,6 +175,20 @@ class TrackerSyncs:
             return TrackerSync(tracker, before, error_text)
         log.info("%s/%s: %s sync: %s", run.host, run.run_id, tracker, summary)
         return TrackerSync(tracker, time.time(), None, summary)
+
+    async def _fetch_one(self, run: RunInfo, path: str, mirror: Path) -> None:
+        """`path` of the run dir into the mirror (`a/b/c` lands as DEST/c: into the mirror's
+        folder of its parent). A W&B run's files/ only as far as a fetch may take it: one
+        saved there as a link out of the run dir (`wandb.save`) stays on the host, and the
+        run's records sync all the same."""
+        into = mirror / posixpath.dirname(path)
+        fetched = FetchParams(host=run.host, run_id=run.run_id, path=path, dest=str(into))
+        try:
+            await fetch(self.ops, fetched, _Quiet())
+        except RpcError as error:
+            if not (path.endswith("/files") and error.kind == Kind.PATH_OUTSIDE_RUN):
+                raise
+            log.info("%s/%s: %s stays on the host: %s", run.host, run.run_id, path, error)
 
     async def _tracker_paths(self, run: RunInfo, tracker: SyncTracker) -> list[str]:
         """The paths of the run dir to fetch: MLflow's whole store; W&B's offline runs'
