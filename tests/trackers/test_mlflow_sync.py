@@ -163,3 +163,45 @@ def test_mlflow_missing_here_is_one_sentence_and_starts_nothing(cli: Cli, tmp_pa
     ], done
     assert not cli.far_run_dir(run_id).exists()
     assert cli("runs", "--json").json() == []
+
+
+# One MLflow run per attempt, ended at once.
+QUICK_TRAINER = """
+import mlflow
+mlflow.set_experiment("rtrain-sync")
+with mlflow.start_run():
+    mlflow.log_metric("loss", 0.5, step=0)
+"""
+
+
+def finished_runs(client: Any, count: int) -> None:
+    """Wait until `count` synced runs here have ended."""
+    deadline = time.monotonic() + 3 * WAIT_S
+    while True:
+        try:
+            experiment = client.get_experiment_by_name("rtrain-sync")
+            runs = client.search_runs([experiment.experiment_id]) if experiment else []
+        except (ValueError, OSError, MLFLOW_ERROR):
+            runs = []  # being written this moment
+        ended = [run for run in runs if run.info.status == "FINISHED"]
+        if len(ended) >= count:
+            assert len(runs) == count, runs
+            return
+        assert time.monotonic() < deadline, f"{count} ended runs never arrived: {runs}"
+        time.sleep(0.2)
+
+
+def test_a_restarted_run_syncs_its_new_attempt_too(
+    cli: Cli, trackers_python: str, tracking_uri: str
+) -> None:
+    tracking: Any = importlib.import_module("mlflow.tracking")
+    client = tracking.MlflowClient(tracking_uri)
+    run_id = cli.new_run_id("mlfre")
+    cli.start(run_id, "{python}", "-c", QUICK_TRAINER, python=trackers_python, sync="mlflow")
+    cli.wait_state("plain", run_id, "completed")
+    finished_runs(client, 1)
+
+    restarted = cli("restart", "plain", run_id, "--workdir", cli.workdir, "--no-follow")
+    assert restarted.code == 0, restarted
+    cli.wait_state("plain", run_id, "completed")
+    finished_runs(client, 2)  # the second attempt's run came too, and the first only once

@@ -86,7 +86,7 @@ class RunCompanions:
     ) -> RestartResult:
         """`restart_run`, with the run's reverse forwards set up again, on the host's ports
         its start got (its recorded environment names them), before its new attempt is
-        launched: they ended with the last one."""
+        launched: they ended with the last one. Its syncs go on with the new attempt."""
         ports: dict[int, int | None] = {}
         if not p.dry_run:
             ports.update(ops.registry.reverse_ports(p.host, p.run_id))
@@ -97,6 +97,8 @@ class RunCompanions:
             await asyncio.shield(self._close(p.host, reached.opened))
             raise
         self.reverse_forwards.tie(p.host, reached.opened, p.run_id)
+        if not p.dry_run:
+            self.syncs.restarted(p.host, p.run_id)
         return result
 
     async def _open_reverse(self, host: str, ports: dict[int, int | None]) -> Reached:

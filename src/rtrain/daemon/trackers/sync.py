@@ -112,6 +112,12 @@ class TrackerSyncs:
             for sync in syncs:
                 self._loop(host, run_id, sync.tracker)
 
+    def restarted(self, host: str, run_id: str) -> None:
+        """A run's new attempt (a restart, a retry) syncs again, as its start asked."""
+        for sync in self.ops.registry.syncs_of(host, run_id):
+            self.ops.registry.record_sync(host, run_id, sync, done=False)
+            self._loop(host, run_id, sync.tracker)
+
     def watch(self, run: RunInfo, trackers: list[SyncTracker], target: str | None) -> None:
         for tracker in trackers:
             self.ops.registry.add_sync(run.host, run.run_id, tracker, target)
@@ -131,7 +137,7 @@ class TrackerSyncs:
 
     def _loop(self, host: str, run_id: str, tracker: SyncTracker) -> None:
         key = (host, run_id, tracker)
-        if key not in self._loops:
+        if key not in self._loops or self._loops[key].done():
             self._wake.setdefault((host, run_id), asyncio.Event())
             self._loops[key] = asyncio.create_task(self._keep(host, run_id, tracker))
 
@@ -143,9 +149,12 @@ class TrackerSyncs:
                 return  # removed
             ended = is_ended(run.state)
             sync = await self._sync_once(run, tracker)
-            self.ops.registry.record_sync(host, run_id, sync, done=ended and sync.error is None)
-            self.ops.publish(self.ops.annotate(run))
-            if ended and sync.error is None:
+            # A restart during the last sync: the new attempt is synced by this loop still.
+            now = self.ops.known(host, run_id)
+            last = ended and sync.error is None and (now is None or is_ended(now.state))
+            self.ops.registry.record_sync(host, run_id, sync, done=last)
+            self.ops.publish(self.ops.annotate(now or run))
+            if last:
                 log.info("%s/%s: last %s sync made", host, run_id, tracker)
                 return
             wake.clear()
