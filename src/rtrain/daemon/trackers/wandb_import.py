@@ -16,6 +16,7 @@ on stderr.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -90,11 +91,8 @@ def write_records(records: list[bytes]) -> bytes:
 
 def main(argv: list[str]) -> int:
     wandb_dir, state_path, source = Path(argv[0]), Path(argv[1]), argv[2]
-    try:
-        # By name: wandb is untyped, and the checks must not need it installed.
-        internal: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
-    except ImportError as error:
-        print(f"wandb is not installed here ({error}): pip install wandb", file=sys.stderr)
+    if importlib.util.find_spec("wandb") is None:
+        print(f"wandb is not installed for {sys.executable}: pip install wandb", file=sys.stderr)
         return 3
     state: dict[str, int] = {}
     if state_path.exists():
@@ -108,7 +106,7 @@ def main(argv: list[str]) -> int:
             whole = read_records(log.read_bytes())
             if len(whole) <= sent:
                 continue
-            _sync_fragment(internal, log, whole, sent, fragments / log.parent.name)
+            _sync_fragment(log, whole, sent, fragments / log.parent.name)
             state[key] = len(whole)
             runs += 1
             records += len(whole) - sent
@@ -123,8 +121,10 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _sync_fragment(internal: Any, log: Path, whole: list[bytes], sent: int, into: Path) -> None:
+def _sync_fragment(log: Path, whole: list[bytes], sent: int, into: Path) -> None:
     """`wandb sync` of the records of `log` past the first `sent`, as a resumed run."""
+    # Only now, and by name: seconds to import, untyped, and not needed for nothing new.
+    internal: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
     parsed = []
     for raw in whole:
         record = internal.Record()
