@@ -107,6 +107,13 @@ def test_a_wandb_offline_run_is_synced_while_it_trains_and_at_the_end_each_row_o
     # At its end: the rest after the first half, each row sent once over all the syncs.
     cli.finish(run_id)
     cli.wait_state("plain", run_id, "completed")
+    deadline = time.monotonic() + 3 * WAIT_S  # the last sync, made once the run has ended
+    while not (sync := cli("status", "plain", run_id, "--json").json()["synced"][0]).get("done"):
+        assert time.monotonic() < deadline, f"the last sync was never made: {sync}"
+        time.sleep(0.2)
+    assert sync.get("error") is None, sync
+    said = cli("status", "plain", run_id)
+    assert said.err_lines[-1].endswith("; the last one, the run has ended"), said
     stored = synced_run(endpoint, 6, sync_state, complete=True)
     with endpoint.lock:
         rows = stored.rows()

@@ -348,20 +348,21 @@ class Registry:
         """Every run's syncs (only those still to be made: `pending_only`)."""
         found: dict[tuple[str, str], builtins.list[TrackerSync]] = {}
         where = " WHERE done = 0" if pending_only else ""
-        for host, run_id, tracker, synced_at, error, summary in self._db.execute(
-            "SELECT host, run_id, tracker, synced_at, error, summary FROM tracker_syncs" + where
+        for host, run_id, tracker, synced_at, error, summary, done in self._db.execute(
+            "SELECT host, run_id, tracker, synced_at, error, summary, done FROM tracker_syncs"
+            + where
         ):
             if tracker in _TRACKERS:
                 found.setdefault((host, run_id), []).append(
-                    TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
+                    TrackerSync(_TRACKERS[tracker], synced_at, error, summary, bool(done))
                 )
         return found
 
     def syncs_of(self, host: str, run_id: str) -> builtins.list[TrackerSync]:
         return [
-            TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
-            for tracker, synced_at, error, summary in self._db.execute(
-                "SELECT tracker, synced_at, error, summary FROM tracker_syncs "
+            TrackerSync(_TRACKERS[tracker], synced_at, error, summary, bool(done))
+            for tracker, synced_at, error, summary, done in self._db.execute(
+                "SELECT tracker, synced_at, error, summary, done FROM tracker_syncs "
                 "WHERE host = ? AND run_id = ?",
                 (host, run_id),
             )

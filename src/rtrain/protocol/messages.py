@@ -256,6 +256,8 @@ class TrackerSync(Result):
     error: str | None = None
     # What the latest one brought: e.g. `3 metric points, 1 run`.
     summary: str | None = None
+    # The run has ended and its last sync is made: nothing more comes (until a restart).
+    done: bool = False
 
 
 class RunInfo(Result):

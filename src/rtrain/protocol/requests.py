@@ -633,6 +633,7 @@ if TYPE_CHECKING:
         synced_at: float | None
         error: str | None
         summary: str | None
+        done: bool
 
     class WaitResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
