@@ -41,7 +41,7 @@ from tests.hosts import GPU_USER, TestHosts, start_test_hosts  # noqa: E402
 
 MB = 1_000_000
 RUN_ID = "console-bench"
-# The mark of a run directory (common.sh's RUN_MARK): the run id, one line.
+# The mark of a run directory (lib/run_dir.sh's RUN_MARK): the run id, one line.
 RUN_MARK = ".rtrain-run"
 
 

@@ -153,7 +153,7 @@ class TransferBench:
             "command": ["true"],
         })  # fmt: skip
         remote_file = f"{self.world.workdir_abs}/{run_id}/{self.payload.name}"
-        # The far side's hasher as its scripts pick it (common.sh sha256_of): openssl first.
+        # The far side's hasher as its scripts pick it (lib/hashing.sh's sha256_of): openssl first.
         hasher = (
             "if openssl dgst -sha256 -r </dev/null >/dev/null 2>&1; "
             "then openssl dgst -sha256 -r; else sha256sum; fi"

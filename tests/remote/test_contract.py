@@ -1,5 +1,5 @@
 """The far-side contract is kept in one place (remote/contract/, and each launcher's
-contract.py): the exit codes agree with common.sh, and no other daemon module reads a
+contract.py): the exit codes agree with lib/core.sh, and no other daemon module reads a
 script's machine lines or compares its exit status to a number."""
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ from rtrain.daemon.remote.contract import run_scripts
 from rtrain.daemon.remote.contract.answers import Exit, Lines
 
 DAEMON = Path(rtrain.daemon.__file__).parent
-COMMON_SH = DAEMON / "remote" / "scripts" / "common.sh"
+CORE_SH = DAEMON / "remote" / "scripts" / "lib" / "core.sh"
 
 
-def test_the_exit_codes_are_common_sh_s() -> None:
+def test_the_exit_codes_are_core_sh_s() -> None:
     in_sh = {
         name: int(code)
-        for name, code in re.findall(r"^E_([A-Z_]+)=(\d+)$", COMMON_SH.read_text(), re.M)
+        for name, code in re.findall(r"^E_([A-Z_]+)=(\d+)$", CORE_SH.read_text(), re.M)
     }
     in_python = {code.name: code.value for code in Exit if code is not Exit.OK}
-    assert in_sh, "common.sh defines no E_* codes any more"
+    assert in_sh, "core.sh defines no E_* codes any more"
     assert in_python == in_sh
 
 
 def test_every_script_that_uses_a_code_uses_one_of_the_table() -> None:
     scripts = [
-        *(DAEMON / "remote" / "scripts").glob("*.sh"),
+        *(DAEMON / "remote" / "scripts").glob("**/*.sh"),
         *DAEMON.glob("launchers/*/scripts/*.sh"),
     ]
     used = {name for s in scripts for name in re.findall(r"\$\{?E_([A-Z_]+)", s.read_text())}

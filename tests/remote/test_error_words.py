@@ -25,7 +25,7 @@ STATE_WORDS = {ErrorWord.RUNNING, ErrorWord.QUEUED}
 def _printed_words() -> set[str]:
     words = set()
     launchers = DAEMON.glob("launchers/*/scripts/*.sh")
-    for path in [*SCRIPTS.glob("*.sh"), *launchers, DAEMON / "ssh" / "console_agent.py"]:
+    for path in [*SCRIPTS.glob("**/*.sh"), *launchers, DAEMON / "ssh" / "console_agent.py"]:
         text = path.read_text()
         words |= set(re.findall(r'\bfail "\$E_[A-Z_]+" ([a-z_]+)', text))
         words |= set(re.findall(r"\bemit error ([a-z_]+)", text))

@@ -1,12 +1,11 @@
 """The launch input has one writer (contract.launch_stdin) and one reader per language
-(contract.split_launch_stdin; common.sh's read_launch_input): the values the daemon writes
+(contract.split_launch_stdin; lib/launch_input.sh's read_launch_input): the values the daemon writes
 are the values the far side reads, byte for byte, in every shell a host may have."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from importlib import resources
 
 import pytest
 
@@ -15,9 +14,11 @@ from rtrain.daemon.remote.contract.launch_scripts import (
     launch_stdin,
     split_launch_stdin,
 )
+from rtrain.daemon.remote.script_libraries import library
 from tests.remote.conftest import shells
 
-COMMON_SH = (resources.files("rtrain.daemon.remote") / "scripts" / "common.sh").read_text()
+# The libraries launch.sh is sent with that read its input: core.sh, then launch_input.sh.
+LIBRARIES = "\n".join(library(name).read_text() for name in ("core", "launch_input"))
 # Print what read_launch_input decoded, NUL-separated (values may hold newlines and tabs).
 SHOW = r"""
 read_launch_input "$1"
@@ -44,7 +45,7 @@ META = {"launcher": "torchrun", "command": ["{python}", "-c", "print('ü')"], "r
 
 def _read(shell: str, data: bytes, mode: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [shell, "-c", COMMON_SH + "\n" + SHOW, "rtrain", mode],
+        [shell, "-c", LIBRARIES + "\n" + SHOW, "rtrain", mode],
         input=data,
         capture_output=True,
         timeout=60,

@@ -64,7 +64,7 @@ def chosen_limits(p: StartParams, settings: HostSettings) -> Limits:
 
 
 def watcher_files() -> list[tuple[str, bytes]]:
-    """The watcher (limits.sh) and the stop it runs (stop.sh), each with common.sh."""
+    """The watcher (limits.sh) and the stop it runs (stop.sh), each after its libraries."""
     return [(LIMITS_FILE, script("limits").encode()), (STOP_FILE, script("stop").encode())]
 
 

@@ -1,7 +1,7 @@
 """The one refusal for a run directory that is not a run of rtrain's.
 
 Every far-side script that deletes, kills, launches in or reads from a run directory first
-proves it is one (common.sh's prove_run_dir: the mark prepare.sh leaves, or the meta.json
+proves it is one (lib/run_dir.sh's prove_run_dir: the mark prepare.sh leaves, or the meta.json
 launch.sh writes, naming the run id). A wrong `--workdir` or a typo in a run id then names a
 plain directory, and the answer is this sentence, with nothing done.
 """

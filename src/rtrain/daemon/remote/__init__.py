@@ -7,6 +7,8 @@ from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from rtrain.daemon.remote.script_libraries import script_parts
+
 # A script's word `'@NAME.py@'` stands for the Python program NAME.py beside this file, which
 # the linters and mypy read as a file; it is sent as that one single-quoted word.
 _PROGRAM_WORD = re.compile(r"'@([a-z_]+\.py)@'")
@@ -14,15 +16,12 @@ _PROGRAM_WORD = re.compile(r"'@([a-z_]+\.py)@'")
 
 @cache
 def script(name: str) -> str:
-    """The shell text for operation `name`: common.sh followed by NAME.sh. A launcher's own
-    script is `PACKAGE:NAME`, PACKAGE under rtrain.daemon (`launchers.slurm:slurm_poll`): it
-    lives in that package's `scripts/`, beside the launcher that runs it."""
+    """The shell text for operation `name`: the far-side libraries it needs, then NAME.sh
+    (script_libraries.py says which). A launcher's own script is `PACKAGE:NAME`."""
     here = resources.files(__package__)
-    package, _, stem = name.rpartition(":")
-    home = resources.files(f"rtrain.daemon.{package}") if package else here
-    common = (here / "scripts" / "common.sh").read_text()
-    own = (home / "scripts" / f"{stem}.sh").read_text()
-    return common + "\n" + _PROGRAM_WORD.sub(lambda word: _program(here / word[1]), own)
+    *libraries, own = script_parts(name)
+    text = _PROGRAM_WORD.sub(lambda word: _program(here / word[1]), own.read_text())
+    return "\n".join([*(part.read_text() for part in libraries), text])
 
 
 def _program(path: Traversable) -> str:

@@ -41,7 +41,7 @@ from typing import BinaryIO
 CHUNK = 1 << 20
 # ioctl FICLONE (linux/fs.h): a reflink, no bytes copied, on btrfs, XFS and the like.
 FICLONE = 0x40049409
-# Exit codes of common.sh.
+# Exit codes of lib/core.sh.
 E_USAGE = 2
 E_MISMATCH = 3
 E_WRITE = 4

@@ -1,4 +1,4 @@
-"""The words a far-side script fails with (`error WORD ARGS...`, common.sh's `fail`), decoded
+"""The words a far-side script fails with (`error WORD ARGS...`, lib/core.sh's `fail`), decoded
 once: the contract turns every `error` line into a FarError, and operations match its `word`,
 never the text.
 

@@ -5,7 +5,7 @@ The ranks are children of torchrun's agent, in sessions of their own; they carry
 marker, so the process launcher's status and stop find every one of them. What differs is
 the command (`{torchrun}` expands to the words below), the grace a stop gives (the agent
 waits 30 s for its ranks after SIGTERM), and the far side's failure report, which names the
-rank that failed first (`torchrun_failure` in common.sh).
+rank that failed first (`torchrun_failure` in lib/failure.sh).
 
 On a host of its own, torchrun runs under `rtrain-ranks` (remote/rank_lines.py): each rank
 writes its own files and the relay copies their whole lines to train.log as `[rankN]: LINE`,

@@ -1,5 +1,5 @@
 """What every far-side answer is made of: the script's whole output (Completed), how it is
-run (Runner: what a transport offers the contract), common.sh's exit codes, and the machine
+run (Runner: what a transport offers the contract), lib/core.sh's exit codes, and the machine
 lines split once."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Runner(Protocol):
 
 
 class Exit(IntEnum):
-    """common.sh's exit codes (`E_*`); tests/remote/test_contract.py keeps the two equal."""
+    """lib/core.sh's exit codes (`E_*`); tests/remote/test_contract.py keeps the two equal."""
 
     OK = 0
     USAGE = 2

@@ -109,7 +109,7 @@ async def guard_arm(
     command: str,
     stalled_idle: bool = False,
 ) -> GuardShown:
-    """(Re)arm the guard of `workdir`; its loop's text (common.sh + guard_loop.sh) goes on
+    """(Re)arm the guard of `workdir`; its loop's text (guard_loop.sh after its libraries) goes on
     stdin, so nothing of rtrain has to be installed on the host."""
     flags = ["1" if ignore_sessions else "0", command, "1" if stalled_idle else "0"]
     done = await transport.run(

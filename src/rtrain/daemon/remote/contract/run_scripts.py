@@ -86,9 +86,9 @@ def run_row(values: list[str]) -> RunRow:
     )
 
 
-# common.sh's words for a run directory whose trainer never started (run_state).
+# lib/run_state.sh's words for a run directory whose trainer never started (run_state).
 _NEVER_LAUNCHED = "never launched"
-# common.sh's limit_detail: `limit: WHY SECONDS`, WHY as limits.sh writes it.
+# lib/run_state.sh's limit_detail: `limit: WHY SECONDS`, WHY as limits.sh writes it.
 _LIMIT_PREFIX = "limit: "
 _LIMIT_STOPS: dict[str, StoppedBy] = {"max_duration": "max_duration", "stalled": "stall"}
 

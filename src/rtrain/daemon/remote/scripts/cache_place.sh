@@ -1,3 +1,4 @@
+# rtrain-needs: hashing cache
 # cache_place.sh WORKDIR RUN_DIR: stdin holds one line `SHA256<TAB>SIZE<TAB>NAME` per input.
 # Each input the work directory's cache holds (same sha256 and size), provably unchanged, is
 # placed in the run directory as NAME, owned by the run (`placed NAME copied`: a reflink

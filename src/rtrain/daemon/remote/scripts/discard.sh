@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir
 # discard.sh WORKDIR RUN_ID: remove the directory of a start that never launched (cancelled or
 # failed while its inputs were shipped), so its run id is free again. A directory whose
 # trainer was launched (it has meta.json) is never touched.

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir
 # exec.sh RUN_DIR RUN_ID CMD...: run CMD in the run dir, with the caller's umask and stdin
 # /dev/null. Once CMD is about to run, the first stdout line is `exec<TAB>started`; everything
 # after it, and the exit status, are CMD's own. Before that line, the usual error lines.

@@ -1,3 +1,4 @@
+# rtrain-needs: run_paths hashing
 # file_state.sh RUN_DIR REL [sha256]: `state SIZE STATE` of the run's file REL (STATE: a
 # file_state line, which moves whenever the content may have); with `sha256`, also `sha256
 # DIGEST`, and `changed REL` (exit 3) if the file moved while it was hashed.

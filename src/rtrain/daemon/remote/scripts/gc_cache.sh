@@ -1,3 +1,4 @@
+# rtrain-needs: cache
 # gc_cache.sh WORKDIR: removes the cache entries no run directory uses (no hard link to them
 # left, and no run's meta.json naming its sha256: runs hold their own copies of most inputs)
 # and partial uploads untouched for an hour; `freed BYTES ENTRIES PARTIALS`.

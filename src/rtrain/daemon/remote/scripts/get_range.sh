@@ -1,3 +1,4 @@
+# rtrain-needs: run_paths
 # get_range.sh RUN_DIR REL OFFSET LENGTH -> those bytes of the file, after send.sh's checks.
 need_args "$#" 4
 run_file "$1" "$2"

@@ -1,3 +1,4 @@
+# rtrain-needs: hashing processes nap run_state
 # gpus.sh look WORKDIR SHARE [RUN_ID [SHA256 SIZE]...]
 # gpus.sh reserve WORKDIR RUN_ID COUNT SHARE
 # gpus.sh release WORKDIR RUN_ID

@@ -1,5 +1,6 @@
+# rtrain-needs: processes nap
 # guard.sh WORKDIR arm IDLE_SECONDS IGNORE_SESSIONS(0|1) COMMAND [STALLED_IDLE(0|1)]: (re)arm
-#   the host's guard for WORKDIR; stdin carries the guard's own text (common.sh and
+#   the host's guard for WORKDIR; stdin carries the guard's own text (its libraries and
 #   guard_loop.sh). Replaces a guard armed before, settings and process. With STALLED_IDLE 1
 #   a stalled run (limits.sh's `stalled` file) counts as idle. Then as `show`.
 # guard.sh WORKDIR off: disarm (the process ends); then as `show`.

@@ -1,5 +1,6 @@
+# rtrain-needs: processes nap failure run_state
 # guard_loop.sh WORKDIR GENERATION: the guard itself, detached by guard.sh (which writes this
-# text, after common.sh, to WORKDIR/.guard/loop.sh). It looks at the host every INTERVAL
+# text, after its libraries, to WORKDIR/.guard/loop.sh). It looks at the host every INTERVAL
 # seconds; once the host has been idle for IDLE seconds it runs the command once for that
 # idle period. It ends when WORKDIR/.guard/generation no longer names GENERATION (disarmed or
 # armed again).

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir run_paths
 # input_tree.sh RUN_DIR RUN_ID: shape the run dir for a start's inputs. Stdin holds one line
 # per step, `d<TAB>REL` (make directory REL), `x<TAB>REL` (make file REL executable by its
 # owner) or `l<TAB>REL<TAB>TARGET` (make REL a symbolic link to TARGET, never followed here);

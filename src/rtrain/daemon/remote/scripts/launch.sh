@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir launch_input processes nap failure run_state
 # launch.sh RUN_DIR RUN_ID PYTHON CMD...: start CMD detached in the run dir and return its
 # session leader's pid. Secrets come on stdin as `NAME<TAB>BASE64VALUE` lines; they reach the
 # trainer's environment only, never a command line or a file. Lines starting with `+` carry
@@ -153,7 +154,7 @@ except OSError as error:
 '
 
 # Secrets: validated and decoded now, exported only in the subshell that starts the run;
-# the `+` lines set the rest of the launch (common.sh's read_launch_input).
+# the `+` lines set the rest of the launch (lib/launch_input.sh's read_launch_input).
 read_launch_input options
 
 # Absolute tool paths, looked up before any secret can change PATH.

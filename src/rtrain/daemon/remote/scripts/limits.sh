@@ -1,6 +1,7 @@
+# rtrain-needs: run_dir processes run_meta failure run_state
 # limits.sh RUN_DIR RUN_ID ATTEMPT MAX_SECONDS STALL_SECONDS ON_STALL GRACE: one attempt's
 # limits, kept on the host itself, so they hold with the daemon and the laptop gone.
-# launch.sh writes this text (after common.sh) as `rtrain-limits` in the run dir and starts it
+# launch.sh writes this text (after its libraries) as `rtrain-limits` in the run dir and starts it
 # detached, in a session of its own and without the run's marker: it is no part of the run,
 # so status and stop never count it. It ends when the attempt ends (or a later one begins),
 # and a stop ends it (and its `sleep`) at once: its pid is in `limits.pid`.

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir run_paths hashing many_paths
 # list_files.sh RUN_DIR REL_PATH [HASHES]: `file<TAB>SIZE<TAB>SHA256<TAB>RELPATH` for each regular
 # file at or below REL_PATH, `dir<TAB>RELPATH` for each empty directory. Nothing is printed
 # before the whole tree has been checked, so an error never comes after a partial listing.

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir
 # log_lines.sh RUN_DIR RUN_ID N: the byte offset in train.log where its last N lines begin
 # (`offset OFFSET`); 0 when the log holds fewer, or is not there yet.
 need_args "$#" 3

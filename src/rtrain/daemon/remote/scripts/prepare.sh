@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir
 # prepare.sh WORKDIR RUN_ID: create the run directory; an existing one is never reused.
 need_args "$#" 2
 valid_run_id "$2" || fail "$E_USAGE" bad_run_id

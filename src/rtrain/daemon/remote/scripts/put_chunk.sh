@@ -1,3 +1,4 @@
+# rtrain-needs: hashing
 # put_chunk.sh DEST OFFSET SHA256|-, the chunk on stdin (already verified by the agent). OFFSET 0
 # starts the part file afresh; others are written in place. With SHA256 the part is checked
 # and renamed into place (answer `ok`, `mismatch` or `error`, as receive.sh), else the answer

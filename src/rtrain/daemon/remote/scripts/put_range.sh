@@ -1,3 +1,4 @@
+# rtrain-needs: hashing cache
 # put_range.sh WORKDIR SHA256 SIZE OFFSET LENGTH PIECE_SHA256 [RUN_DIR NAME]: LENGTH bytes on
 # stdin are written at OFFSET (a multiple of 1 MiB) of the cache's partial copy of input
 # SHA256, hashed as they are written; kept (`piece OFFSET LENGTH`, and a marker that a

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir failure run_state
 # read_log.sh RUN_DIR RUN_ID OFFSET MAXBYTES INODE: a header line, then exactly COUNT raw bytes
 # of train.log from byte START.
 need_args "$#" 5

@@ -1,3 +1,4 @@
+# rtrain-needs: hashing
 # receive.sh DEST_ABS_PATH EXPECTED_SHA256: stdin -> DEST, kept only if its sha256 matches.
 # The bytes are hashed as they are written (tee feeds the hasher), so they are read once.
 need_args "$#" 2

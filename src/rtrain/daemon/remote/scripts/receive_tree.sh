@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir hashing many_paths cache
 # receive_tree.sh WORKDIR RUN_DIR RUN_ID: many small files of a start's inputs in one stream.
 # Stdin: a line `COUNT`, then COUNT lines `SHA256<TAB>NAME` (NAME relative to the run dir),
 # then a tar stream holding each content once, as `c/SHA256`, and each NAME as `t/NAME`, a

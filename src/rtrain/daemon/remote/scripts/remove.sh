@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir processes nap stopping failure run_state
 # remove.sh RUN_DIR RUN_ID [FORCE(0|1)]: remove a run that is not running or queued: its whole
 # directory. A run dir that is already gone answers `removed -`.
 # A process of no run whose working directory is in the run dir (one started there with

@@ -1,3 +1,4 @@
+# rtrain-needs: hashing cache
 # seal_input.sh WORKDIR SHA256 SIZE RUN_DIR NAME: the partial copy of an input whose pieces all
 # arrived is hashed whole; if it is SHA256 and SIZE bytes it moves into the cache and is placed
 # in the run directory (`placed NAME ...`); else it is dropped: `mismatch DIGEST`, exit 3.

@@ -1,3 +1,4 @@
+# rtrain-needs: run_paths hashing
 # send.sh RUN_DIR REL_PATH: the file's bytes on stdout, hashed as they leave, so the file is read
 # once. After the bytes, one machine line on stderr says what they were:
 #   sent<TAB>SHA256       the sha256 of exactly the bytes sent; the file did not change meanwhile

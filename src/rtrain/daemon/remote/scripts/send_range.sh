@@ -1,3 +1,4 @@
+# rtrain-needs: run_paths hashing
 # send_range.sh RUN_DIR REL OFFSET LENGTH STATE: LENGTH bytes of the run's file REL from OFFSET
 # on stdout, hashed as they leave (as send.sh), while the file still is what STATE (a
 # file_state line, from file_state.sh) says: `sent SHA256` on stderr after the bytes, or

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir many_paths
 # send_tree.sh RUN_DIR: the run's files named on stdin (one path relative to the run directory
 # per line, as list_files.sh listed them) one after another on stdout, in that order, with no
 # framing of their own: the daemon cuts the stream by the sizes it listed. After the bytes, on

@@ -1,3 +1,4 @@
+# rtrain-needs: failure run_state
 # status.sh WORKDIR RUN_ID [RUN_ID ...]: one `run` line per run id, in the order given:
 # `run RUN_ID STATE EXIT SIGNAL STARTED DETAIL STALLED FAILED_AT` (STALLED: seconds a running
 # run has been still, see limits.sh; `-` when it is not; FAILED_AT: when a failed torchrun

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir processes nap stopping run_meta failure run_state
 # stop.sh RUN_DIR RUN_ID GRACE_SECONDS FORCE(0|1): stop every process of the run and report
 # `stopped` only once none is left; then the run's state as status.sh words it (`run` line),
 # so the daemon needs no second command to know how the run stands now.

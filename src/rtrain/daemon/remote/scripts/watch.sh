@@ -1,3 +1,4 @@
+# rtrain-needs: processes failure run_state
 # watch.sh WORKDIR GPUS MAXBYTES [RUN_ID LOG_OFFSET JSONL_OFFSET]...: all the monitor asks of
 # a host in one poll, in one command.
 #   run   RUN_ID STATE EXIT SIGNAL STARTED DETAIL STALLED

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir nap
 # slurm_cancel.sh RUN_DIR RUN_ID GRACE_S: take the run's job (train.jobid) off the cluster.
 # A pending job
 # is cancelled; a running one gets SIGTERM (its batch shell and every step), GRACE_S seconds

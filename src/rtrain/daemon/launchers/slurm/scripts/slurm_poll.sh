@@ -1,3 +1,4 @@
+# rtrain-needs: run_meta failure
 # slurm_poll.sh WORKDIR RUN_ID [RUN_ID ...]: how each run's job stands, in one squeue for all
 # of them, then one sacct for those squeue no longer knows. Job ids come from the runs' own
 # train.jobid files, so a run is found again from its id alone. One line per run:

@@ -1,3 +1,4 @@
+# rtrain-needs: run_dir launch_input
 # slurm_submit.sh RUN_DIR RUN_ID ATTEMPT META_LINES BATCH_SCRIPT SBATCH_ARG...: write
 # BATCH_SCRIPT into the run dir as rtrain.sbatch (kept, so a person can read what ran), submit
 # it with `sbatch --parsable`, and record the job id in train.jobid and meta.json (with

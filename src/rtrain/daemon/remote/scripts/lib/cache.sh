@@ -1,0 +1,63 @@
+# The work directory's input cache.
+
+# The input cache of a work directory (docs/architecture.md, "Transfers"): whole inputs by
+# sha256 under inputs/, uploads on their way under partial/ (SHA, and SHA.pieces/OFF-LEN for
+# each piece already verified).
+cache_dirs() {
+	CACHE_DIR=$1/.cache
+	CACHE_INPUTS=$CACHE_DIR/inputs
+	CACHE_PARTIAL=$CACHE_DIR/partial
+	cd_msg=$(mkdir -p -- "$CACHE_INPUTS" "$CACHE_PARTIAL" 2>&1) || fail "$E_IO" cache "$(flat "$cd_msg")"
+}
+
+# place_input ENTRY RUN_DIR NAME: the cached ENTRY appears as RUN_DIR/NAME, the run's own to
+# rewrite, append to or delete without changing the cache or another run: a reflink where the
+# filesystem makes one (no bytes copied), else a private copy. Never a hard link: a run could
+# make its link writable (it owns the file) and change the cache. `placed NAME copied`.
+place_input() {
+	case /$3/ in
+	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
+	esac
+	pi_dest=$2/$3
+	case $3 in
+	*/*) mkdir -p -- "${pi_dest%/*}" 2>/dev/null ;;
+	esac
+	pi_tmp=${pi_dest%/*}/.${3##*/}.placing-$$
+	# Tried once a script: a filesystem that cannot reflink one input cannot reflink the next.
+	if [ "${PI_REFLINK-}" != no ] && cp --reflink=always -- "$1" "$pi_tmp" 2>/dev/null &&
+		chmod u+w -- "$pi_tmp" 2>/dev/null; then
+		:
+	else
+		[ "${PI_REFLINK-}" = no ] || rm -f -- "$pi_tmp"
+		PI_REFLINK=no
+		if ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
+			# A new file, so it is writable (and private: umask 077).
+			pi_msg=$(cat -- "$1" 2>&1 >"$pi_tmp")
+			rm -f -- "$pi_tmp"
+			fail "$E_WRITE" write "$(flat "${pi_msg:-copying $3 failed}")"
+		fi
+	fi
+	pi_msg=$(mv -f -- "$pi_tmp" "$pi_dest" 2>&1) || {
+		rm -f -- "$pi_tmp"
+		fail "$E_WRITE" write "$(flat "$pi_msg")"
+	}
+	emit placed "$3" copied
+}
+
+# seal_entries: stdin names (a sha256 a line) entries just verified and moved into the cache,
+# read-only; their identity is written down (cache_inputs.py, whose text the calling script
+# holds in CACHE_PROGRAM), so that the next start places them without hashing them again.
+seal_entries() {
+	if have python3; then
+		python3 -c "$CACHE_PROGRAM" seal "$CACHE_DIR" 2>/dev/null || :
+	else
+		cat >/dev/null
+	fi
+}
+
+# in_cache SHA256 SIZE: the input is in the work directory's cache already. Starts that ship
+# the same input side by side race to seal it; the first one's copy was verified like the
+# others' would be, so the others place it instead of failing on a partial that moved.
+in_cache() {
+	[ -f "$CACHE_INPUTS/$1" ] && [ "$(size_of "$CACHE_INPUTS/$1")" = "$2" ]
+}
