@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rtrain.daemon.remote.script_libraries import script_parts
+# This checkout's package, whichever rtrain the environment has installed.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from rtrain.daemon.remote.script_libraries import script_parts  # noqa: E402
 
 DAEMON = Path("src/rtrain/daemon")
 
@@ -49,6 +53,7 @@ def findings(operation: str) -> tuple[list[str], list[str]]:
 
 
 def main() -> int:
+    os.chdir(ROOT)  # findings name files relative to the checkout
     sent_with: collections.Counter[str] = collections.Counter()
     reported: collections.Counter[str] = collections.Counter()
     for operation in operations():

@@ -3,8 +3,9 @@
 After every monitor poll it writes, to $RTRAIN_BENCH_COUNTS: the monitor's own `polls`
 (remote status commands it sent), every remote command by host and script (as an exec
 host's transport takes it, whether a long-lived shell or a channel of its own carries it),
-the number of poll rounds and how long the last one took. Nothing else of the daemon
-changes.
+the number of poll rounds and how long the last one took; and the bytes each script sent
+(its text and its stdin). With $RTRAIN_BENCH_COUNT_EVERY_CALL set it writes after every
+remote command too (bench/warm_start.py). Nothing else of the daemon changes.
 
     python -m bench.counting_daemon        # in the environment of an isolated daemon
 """
@@ -21,11 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from rtrain.daemon.monitor import Monitor
+from rtrain.daemon.remote import script
 from rtrain.daemon.ssh.exec_transport import ExecTransport
 from rtrain.daemon.ssh.transport import Completed
 
 COUNTS = Path(os.environ["RTRAIN_BENCH_COUNTS"])
+EVERY_CALL = bool(os.environ.get("RTRAIN_BENCH_COUNT_EVERY_CALL"))
 commands: Counter[str] = Counter()
+sent: Counter[str] = Counter()
+# (host and script, began, ended) of each remote command, epoch seconds (with EVERY_CALL)
+timeline: list[tuple[str, float, float]] = []
 rounds = {"count": 0, "last_s": 0.0}
 
 _original_run = ExecTransport.run
@@ -35,8 +41,17 @@ _original_poll_once = Monitor.poll_once
 async def _counting_run(
     self: ExecTransport, name: str, args: Sequence[str], **options: Any
 ) -> Completed:
-    commands[f"{self.alias} {name}"] += 1
-    return await _original_run(self, name, args, **options)
+    key = f"{self.alias} {name}"
+    commands[key] += 1
+    stdin = options.get("stdin") or b""
+    sent[key] += len(script(name).encode()) + len(stdin)
+    began = time.time()
+    try:
+        return await _original_run(self, name, args, **options)
+    finally:
+        if EVERY_CALL:
+            timeline.append((key, began, time.time()))
+            _write()
 
 
 async def _counting_poll_once(self: Monitor) -> None:
@@ -44,9 +59,25 @@ async def _counting_poll_once(self: Monitor) -> None:
     await _original_poll_once(self)
     rounds["count"] += 1
     rounds["last_s"] = time.monotonic() - started
+    polls["count"] = self.polls
+    _write()
+
+
+polls = {"count": 0}
+
+
+def _write() -> None:
     temporary = COUNTS.with_name(COUNTS.name + ".tmp")
     temporary.write_text(
-        json.dumps({"polls": self.polls, "rounds": rounds, "commands": dict(commands)})
+        json.dumps(
+            {
+                "polls": polls["count"],
+                "rounds": rounds,
+                "commands": dict(commands),
+                "sent": dict(sent),
+                "timeline": timeline[-50:],
+            }
+        )
     )
     os.replace(temporary, COUNTS)
 

@@ -71,7 +71,7 @@ def _measure(daemon: IsolatedDaemon, root: Path, reps: int) -> dict[str, Sample]
             daemon, root, "sweep", "@lab", "--name", f"bench{rep}", "--grid", f"lr={values}",
             "--", "{python}", "-c", TRAINER,
         )  # fmt: skip
-        _rtrain(daemon, root, "sweep", "wait", f"bench{rep}")
+        _rtrain(daemon, root, "wait", "--sweep", f"bench{rep}")
         figures.setdefault(f"{RUNS}-run sweep over 3 hosts (4 GPUs), all done", Sample()).add(
             time.monotonic() - began
         )

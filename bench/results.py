@@ -11,6 +11,7 @@ from bench.operation_latency import LinkLatency
 from bench.rpc_core import RpcFigures
 from bench.scale import ScaleFigures
 from bench.transfer import LinkTransfer
+from bench.warm_start import WarmStart
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Results:
     console: ConsoleFigures | None = None
     rpc: list[RpcFigures] | None = None
     start: CommandStart | None = None
+    warm: list[WarmStart] | None = None
     scale: ScaleFigures | None = None
     files: list[ManyFiles] | None = None
     errors: dict[str, str] = field(default_factory=dict)

@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "scale", "files")
+BENCHMARKS = ("latency", "transfer", "console", "rpc", "start", "warm", "scale", "files")
 BENCH_PACKAGES = {"pygls": "pygls", "matplotlib": "matplotlib"}
 
 FULL = {
@@ -38,6 +38,9 @@ FULL = {
     "rpc_seconds": 2.0,
     "rpc_rounds": 3,
     "start_reps": 15,
+    "warm_reps": 7,
+    # A warm start: on the direct link, and at +50 ms one way (issue 34's link).
+    "warm_delays_ms": [None, 50.0],
     "scale_hosts": 20,
     "scale_runs": 1000,
     "scale_interval_s": 5.0,
@@ -59,6 +62,7 @@ QUICK = {
     "rpc_seconds": 0.5,
     "rpc_rounds": 1,
     "start_reps": 3,
+    "warm_reps": 2,
     "scale_runs": 200,
     "scale_interval_s": 2.0,
     "scale_rounds": 2,
@@ -176,6 +180,12 @@ def _run_one(name: str, world: Any, settings: dict[str, Any], results: Any) -> N
 
         results.start = run_command_start(world, settings["start_reps"])
         print(report.start_table(results.start))
+    elif name == "warm":
+        from bench.warm_start import run_warm_start, warm_table
+
+        links = [world.link(delay) for delay in settings["warm_delays_ms"]]
+        results.warm = run_warm_start(world, links, settings["warm_reps"])
+        print(warm_table(results.warm))
     elif name == "scale":
         from bench.scale import ScaleBench
 

@@ -10,12 +10,17 @@ from bench.results import Results
 from bench.rpc_core import PYGLS, RTRAIN
 from bench.sample import ratio
 from bench.transfer import DOWN_RTRAIN, DOWN_SCP, UP_RTRAIN, UP_SCP
+from bench.warm_start import WarmStart
 
 STARTUP_LIMIT_S = 0.15
 RSS_LIMIT_MB = 100.0
 # Many small files: within this factor of tar over ssh; the same code again under AGAIN_S.
 TAR_FACTOR = 1.5
 AGAIN_S = 1.0
+# A start on a warm host: under WARM_S on the direct link, and the delayed link adds fewer
+# than WARM_ROUND_TRIPS of its round trips.
+WARM_S = 1.0
+WARM_ROUND_TRIPS = 3
 
 
 @dataclass
@@ -107,6 +112,7 @@ def verdicts(results: Results) -> list[Verdict]:
                 scale.rss_mb < RSS_LIMIT_MB,
             )
         )
+    found += _warm_verdicts(results.warm or [])
     for files in results.files or []:
         for direction, ours, reference in (
             ("ship", files.ship, files.ship_tar),
@@ -129,4 +135,30 @@ def verdicts(results: Results) -> list[Verdict]:
                 files.again.median < AGAIN_S,
             )
         )
+    return found
+
+
+def _warm_verdicts(warm: list[WarmStart]) -> list[Verdict]:
+    found: list[Verdict] = []
+    direct = next((entry for entry in warm if entry.link.delay_ms is None), None)
+    if direct is None:
+        return found
+    median = direct.seconds.median
+    found.append(
+        Verdict(
+            f"a warm start under {WARM_S:g} s, direct", f"{median * 1000:.0f} ms", median < WARM_S
+        )
+    )
+    for entry in warm:
+        if entry.link.delay_ms:
+            # The link's share of the start: its time above the direct link's, in round trips.
+            round_trip = 2 * entry.link.delay_ms / 1000
+            trips = (entry.seconds.median - median) / round_trip
+            found.append(
+                Verdict(
+                    f"a warm start under {WARM_ROUND_TRIPS} round trips, {entry.link.label}",
+                    f"{trips:.1f} round trips ({entry.calls_per_start:.3g} far calls)",
+                    trips < WARM_ROUND_TRIPS,
+                )
+            )
     return found

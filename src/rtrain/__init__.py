@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         TimedOut,
         TransferFailed,
     )
+    from rtrain.client.sweep_api import RemoteSweep, sweep
     from rtrain.protocol.launcher_options import (
         NodesOptions,
         ProcessOptions,
@@ -105,6 +106,7 @@ __all__ = [
     "RemotePreflight",
     "RemoteRun",
     "RemoteRunner",
+    "RemoteSweep",
     "RtrainError",
     "RunActive",
     "RunExists",
@@ -116,11 +118,14 @@ __all__ = [
     "TorchrunOptions",
     "TransferFailed",
     "__version__",
+    "sweep",
 ]
 
 
 # Each launcher's options for RemoteRunner.start(launcher=...): the start message's own Structs.
 _LAUNCHER_OPTIONS = ("NodesOptions", "ProcessOptions", "SlurmOptions", "TorchrunOptions")
+# A sweep of runs in a pool, and its handle.
+_SWEEPS = ("RemoteSweep", "sweep")
 
 
 def __getattr__(name: str) -> Any:
@@ -128,6 +133,10 @@ def __getattr__(name: str) -> Any:
         from rtrain.protocol import launcher_options
 
         return getattr(launcher_options, name)
+    if name in _SWEEPS:
+        from rtrain.client import sweep_api
+
+        return getattr(sweep_api, name)
     if name in __all__:
         from rtrain.client import api
 

@@ -23,7 +23,7 @@ from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.daemon.user_config import HostSettings
 from rtrain.protocol.launcher_options import SlurmOptions
-from rtrain.protocol.launcher_words import RunLauncher
+from rtrain.protocol.launcher_words import RunLauncher, Scheduler
 from rtrain.protocol.messages import RunNode, StartParams
 
 PACKAGE = Path(rtrain.__file__).parent
@@ -84,6 +84,16 @@ def test_every_launcher_on_the_wire_is_registered_from_its_own_package() -> None
     assert set(registry.LAUNCHERS) == NAMES
     for name, launcher in registry.LAUNCHERS.items():
         assert launcher.__module__ == f"rtrain.daemon.launchers.{name}.launcher"
+
+
+def test_config_toml_s_scheduler_words_are_the_registered_schedulers() -> None:
+    # A scheduler picked by config.toml takes no registration of its own: its word is
+    # beside its RunLauncher word, and the host's settings take exactly those.
+    schedulers = {launcher.scheduler for launcher in registry.LAUNCHERS.values()} - {None}
+    assert schedulers == set(get_args(Scheduler))
+    assert schedulers <= NAMES
+    for word in get_args(Scheduler):
+        assert registry.for_host(HostSettings(scheduler=word)).scheduler == word
 
 
 def test_a_registered_launcher_is_picked_for_the_runs_it_claims(queue: type[Launcher]) -> None:

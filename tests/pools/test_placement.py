@@ -75,6 +75,26 @@ def test_bad_pools_are_refused_before_anything_runs(lab: Lab) -> None:
     assert bad.code == 2 and "is not a usable name" in bad.err, bad
     both = lab("start", "box1", "--pool", "lab")
     assert both.code == 2 and "give HOST or --pool, not both" in both.err, both
+    nodes = lab.start(lab.new_run_id(), "--nodes", "2")
+    assert nodes.code != 0
+    assert "a pool places a run on one host, and --nodes 2 asks for 2" in nodes.err, nodes
+    assert "rtrain start box1,box2 --nodes 2" in nodes.err, nodes
+    batch = lab.start(lab.new_run_id(), "--partition", "gpu")
+    assert batch.code != 0 and "start the job on the Slurm host by name" in batch.err, batch
+    for alias in ("box1", "box2", "box3"):
+        assert not (lab.hosts.home(alias) / ".rtrain-pl" / lab.tag).exists()
+
+
+def test_a_slurm_host_in_a_pool_is_refused_before_any_ssh(lab: Lab) -> None:
+    lab.configure(LAB)
+    config = lab.daemon.config / "rtrain" / "config.toml"
+    config.write_text(
+        config.read_text().replace("[hosts.box2]", '[hosts.box2]\nscheduler = "slurm"')
+    )
+    refused = lab.start(lab.new_run_id())
+    assert refused.code != 0
+    assert "pool lab lists box2, a Slurm host" in refused.err, refused
+    assert "take it out of [pools.lab] in config.toml" in refused.err, refused
     for alias in ("box1", "box2", "box3"):
         assert not (lab.hosts.home(alias) / ".rtrain-pl" / lab.tag).exists()
 

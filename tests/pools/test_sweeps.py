@@ -45,7 +45,7 @@ def test_a_six_run_sweep_over_three_hosts_keeps_to_max_parallel_and_waits_whole(
         return len(runs) == 6 and all(run["state"] == "completed" for run in runs)
 
     lab.wait_until(all_done, f"every run of {name} completed")
-    waited = lab("sweep", "wait", name)
+    waited = lab("wait", "--sweep", name)
     assert waited.code == 0, waited
     assert waited.out.count(": completed") == 6, waited
 
@@ -83,7 +83,7 @@ def test_stop_and_rm_of_a_sweep_leave_nothing_on_any_host(lab: Lab) -> None:
     runs = lab("runs", "--sweep", name, "--json").json()
     assert {r["state"] for r in runs} == {"stopped"}, runs
     waited = lab("sweep", "wait", name)
-    assert waited.code == 1, waited  # ended, but not every run completed
+    assert waited.code == 3, waited  # ended, but stopped: `rtrain wait`'s exit for stopped
 
     removed = lab("sweep", "rm", name)
     assert removed.code == 0 and "removed 4 run(s)" in removed.err, removed

@@ -1,7 +1,8 @@
 // End to end, in a real VS Code (code-server driven by Chromium): the extension starts the
 // daemon itself, runs started from outside appear in the sidebar and change state without a
-// click on Refresh, a run's panel draws its loss curve as the run goes on, and Stop from the
-// sidebar ends a run after a confirmation.
+// click on Refresh, a run's panel draws its loss curve as the run goes on, two runs selected
+// together open one panel with their curves overlaid, and Stop from the sidebar ends a run
+// after a confirmation.
 //
 // Output (screenshots, code-server and daemon logs) goes to RTRAIN_E2E_OUTPUT, default
 // .e2e-output/. RTRAIN_E2E_UPDATE_SCREENSHOT=1 also copies the sidebar to media/sidebar.png
@@ -189,6 +190,30 @@ describe("the rtrain sidebar in code-server", () => {
     }
     await daemon.rtrain("stop", "local", "e2e-panel", "--workdir", daemon.workdir);
     await row(/e2e-panel.*stopped/s).waitFor();
+  });
+
+  it("overlays the loss curves of two runs selected together in one panel", async (t) => {
+    if (skip) return t.skip(skip);
+    await startRun("e2e-over-a", 30, 0);
+    await startRun("e2e-over-b", 30, 0);
+    const a = row(/e2e-over-a.*completed/s);
+    const b = row(/e2e-over-b.*completed/s);
+    await a.waitFor();
+    await b.waitFor();
+    await a.click();
+    await b.click({ modifiers: ["ControlOrMeta"] });
+    await b.hover();
+    // The newest webview: the run panel of the test before is still open behind it.
+    const panel = page.frameLocator("iframe.webview.ready").last().frameLocator("#active-frame");
+    await clickUntil(b.locator('.action-label[aria-label="Show Run Panel"]'), panel.locator("#title", { hasText: "2 runs: loss" }));
+    const lines = panel.locator("#series input");
+    await lines.nth(1).waitFor();
+    const names = await lines.evaluateAll((inputs) => inputs.map((input) => input.getAttribute("data-series")));
+    assert.deepEqual(names.sort(), ["e2e-over-a", "e2e-over-b"]);
+    await panel.locator("#chart canvas").waitFor();
+    assert.ok(Number(await panel.locator("body").getAttribute("data-points")) > 0, "the overlay has points");
+    await page.mouse.move(1200, 780);
+    await page.screenshot({ path: join(OUTPUT, "run-overlay.png") });
   });
 
   it("stops a second run from the sidebar after a confirmation, and shows it stopped", async (t) => {

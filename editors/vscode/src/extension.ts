@@ -38,7 +38,12 @@ export function activate(context: vscode.ExtensionContext): void {
   const model = new RunsModel();
   const sync = new RunsSync(connection, model, (line) => log.appendLine(line));
   const tree = new RunsTreeProvider(model);
-  const view = vscode.window.createTreeView("rtrain.runs", { treeDataProvider: tree, showCollapseAll: true });
+  const view = vscode.window.createTreeView("rtrain.runs", {
+    treeDataProvider: tree,
+    showCollapseAll: true,
+    // Several runs selected together show their curves overlaid (rtrain.showRun).
+    canSelectMany: true,
+  });
 
   const showState = (): void => {
     const state = connection.state;

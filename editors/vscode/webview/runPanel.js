@@ -108,6 +108,8 @@
       time: true, xLabel: "time", height: 160, y: { range: [0, 100] }, empty: "no GPU telemetry from this host",
     });
     document.body.dataset.points = String(view.chart.x.length);
+    // An overlay's runs may be on several hosts: no GPU charts.
+    document.getElementById("gpus").hidden = view.overlay === true;
   });
   window.addEventListener("resize", () => {
     Object.values(charts).forEach((chart) => chart.plot.setSize({ width: width(), height: chart.plot.height }));

@@ -16,6 +16,9 @@
     runner.guard(idle="30m", then="runpodctl remove pod $RUNPOD_POD_ID")  # the host's net
     runner.terminate()                        # the host's terminate command, now
 
+Sweeps (one run per point of a grid, in a pool) are `rtrain.sweep(...)` and its
+`RemoteSweep` handle (client/sweep_api.py, docs/sweeps.md).
+
 Every method opens its own short conversation with the daemon, so a runner rebuilt from
 just a host alias and a run id reattaches: `runner.run("run-1787667005")`.
 
@@ -102,6 +105,13 @@ if TYPE_CHECKING:
     from rtrain.protocol import requests as wire
 
     WireOptions = wire.ProcessOptions | wire.TorchrunOptions | wire.NodesOptions | wire.SlurmOptions
+    # Answers as the daemon sent them: a type checker reads them by the protocol's view of
+    # each, and at run time they are that object (fields read as attributes).
+    GuardAnswer = wire.GuardResultAnswer
+    TerminateAnswer = wire.TerminateResultAnswer
+else:
+    from rtrain.protocol.wire_object import WireObject as GuardAnswer
+    from rtrain.protocol.wire_object import WireObject as TerminateAnswer
 
 # The answer a call promises (requests.py's `...Answer` views).
 R = TypeVar("R")
@@ -468,7 +478,7 @@ class RemoteRunner:
         *,
         off: bool = False,
         ignore_sessions: bool = False,
-    ) -> Any:
+    ) -> GuardAnswer:
         """Arm the host's guard (`idle` and `then` both: run `then` on the host once it has
         been idle that long, laptop gone or not), disarm it (`off`), or, with neither, read
         it. Returns the guard's state (protocol GuardResult; docs/guard.md). A bad duration
@@ -488,7 +498,7 @@ class RemoteRunner:
         )
         return self._call(call)
 
-    def terminate(self, force: bool = False) -> Any:
+    def terminate(self, force: bool = False) -> TerminateAnswer:
         """Run the host's terminate command now (config.toml's `terminate`, else the guard's);
         RemoteError while a run or a transfer keeps the host busy, unless `force`. Returns
         protocol TerminateResult: check `outcome` and `exit_code`."""

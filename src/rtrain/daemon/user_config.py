@@ -43,6 +43,7 @@ import msgspec
 from rtrain.protocol import locations, validation
 from rtrain.protocol.durations import DurationError, parse_duration
 from rtrain.protocol.errors import RpcError
+from rtrain.protocol.launcher_words import Scheduler
 from rtrain.protocol.limit_words import parse_limit
 
 from .config_lines import line_of
@@ -70,7 +71,7 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     image: str | None = None
     container_runtime: Literal["auto", "podman", "docker"] = "auto"
     # `slurm`: the host is a cluster's login node and runs are batch jobs (docs/slurm.md).
-    scheduler: Literal["none", "slurm"] | None = None
+    scheduler: Literal["none"] | Scheduler | None = None
     partition: str | None = None
     account: str | None = None
     qos: str | None = None

@@ -11,6 +11,9 @@ Launcher = Literal["process", "torchrun"]
 # How a run was run, as it records it: a launcher of the host's own, a Slurm batch job, or
 # torchrun across several hosts (`nodes`: one torchrun per host, rendezvous on the first).
 RunLauncher = Literal["process", "torchrun", "slurm", "nodes"]
+# The launchers a host's config.toml picks with `scheduler = WORD` (its runs are that
+# scheduler's batch jobs); each word is also the launcher's RunLauncher word.
+Scheduler = Literal["slurm"]
 
 LAUNCHERS: Final[tuple[Launcher, ...]] = get_args(Launcher)
 # Whether the launcher a start names by its word runs the trainer under torchrun (on a Slurm

@@ -10,6 +10,7 @@ import { preflightHost, startRun } from "./hostCommands";
 import { LogTails } from "./logTails";
 import { pickRun } from "./pickTarget";
 import { fetchFiles, showStatus, stopRun } from "./runCommands";
+import { selectedRuns } from "../panel/overlayData";
 import { RunPanels } from "../panel/runPanel";
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
@@ -34,9 +35,20 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       const run = await pickRun(ctx, arg, "tail");
       if (run) await tails.tail(run);
     }),
-    command("rtrain.showRun", async (arg) => {
-      const run = await pickRun(ctx, arg, "show");
-      if (run) panels.show(run);
+    // From the tree, VS Code passes the row clicked and every row selected: several runs (or
+    // a sweep's row) open one panel with their curves overlaid.
+    vscode.commands.registerCommand("rtrain.showRun", async (arg: unknown, selected: unknown) => {
+      try {
+        // From the palette: the rows selected in the tree now.
+        const rows = arg === undefined && selected === undefined ? ctx.view.selection : selected;
+        const runs = selectedRuns(arg, rows, (name) => ctx.model.runsOfSweep(name));
+        const sweep = typeof arg === "object" && arg !== null && (arg as { kind?: unknown }).kind === "sweep";
+        if (runs.length > 1 || sweep) return panels.showMany(runs);
+        const run = await pickRun(ctx, arg, "show");
+        if (run) panels.show(run);
+      } catch (error) {
+        showError(error, ctx.log);
+      }
     }),
     command("rtrain.status", (arg) => showStatus(ctx, arg)),
     command("rtrain.fetch", (arg) => fetchFiles(ctx, arg)),

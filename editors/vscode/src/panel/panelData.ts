@@ -35,6 +35,8 @@ export interface PanelView {
   latest: Array<{ name: string; value: string }>;
   chart: ChartData;
   gpus: GpuChartData;
+  /** Several runs' curves in one chart (overlayData.ts): the page shows no GPU charts. */
+  overlay?: boolean;
 }
 
 const LOSS_NAMES = ["loss", "train_loss", "train/loss", "eval_loss"];
@@ -94,6 +96,11 @@ export class PanelData {
 
   names(): string[] {
     return [...this.series.keys()];
+  }
+
+  /** One series' points as kept (undefined: no such series). */
+  points(name: string): { steps: readonly number[]; values: ReadonlyArray<number | null> } | undefined {
+    return this.series.get(name);
   }
 
   pointCount(name: string): number {

@@ -8,16 +8,14 @@ import * as vscode from "vscode";
 import type { DaemonConnection } from "../daemon/daemonConnection";
 import { describeError, RpcError } from "../protocol/rpcError";
 import { runKey, type RunKey } from "../tree/runsModel";
+import { OverlayPanel } from "./overlayPanel";
+import type { RunRef } from "./overlayData";
 import { PanelData } from "./panelData";
-
-interface RunRef {
-  host: string;
-  runId: string;
-  workdir?: string | null;
-}
 
 export class RunPanels implements vscode.Disposable {
   private readonly panels = new Map<RunKey, RunPanel>();
+  // Overlays by the runs they show (their keys, in order): the same selection reopens one.
+  private readonly overlays = new Map<string, OverlayPanel>();
 
   constructor(
     private readonly connection: DaemonConnection,
@@ -36,9 +34,23 @@ export class RunPanels implements vscode.Disposable {
     this.panels.set(key, panel);
   }
 
+  /** Several runs: their curves overlaid in one panel; one run: its own panel. */
+  showMany(runs: RunRef[]): void {
+    if (runs.length === 1) return this.show(runs[0]);
+    if (runs.length === 0) return;
+    const key = runs.map(runKey).join("\n");
+    const open = this.overlays.get(key);
+    if (open) {
+      open.reveal();
+      return;
+    }
+    this.overlays.set(key, new OverlayPanel(this.connection, this.extensionUri, runs, this.log, () => this.overlays.delete(key)));
+  }
+
   dispose(): void {
-    for (const panel of [...this.panels.values()]) panel.dispose();
+    for (const panel of [...this.panels.values(), ...this.overlays.values()]) panel.dispose();
     this.panels.clear();
+    this.overlays.clear();
   }
 }
 
@@ -134,7 +146,7 @@ class RunPanel {
   }
 }
 
-function panelHtml(webview: vscode.Webview, assets: vscode.Uri): string {
+export function panelHtml(webview: vscode.Webview, assets: vscode.Uri): string {
   const nonce = [...Array(32)].map(() => Math.floor(Math.random() * 16).toString(16)).join("");
   const asset = (name: string): string => webview.asWebviewUri(vscode.Uri.joinPath(assets, name)).toString();
   return `<!DOCTYPE html>
@@ -160,7 +172,7 @@ function panelHtml(webview: vscode.Webview, assets: vscode.Uri): string {
   <div id="chart" class="chart"></div>
   <table id="latest"></table>
 </section>
-<section>
+<section id="gpus">
   <h2>GPU utilization (%)</h2>
   <div id="gpu-util" class="chart"></div>
   <h2>GPU memory (% used)</h2>

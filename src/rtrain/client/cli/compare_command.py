@@ -3,15 +3,13 @@ cost, each metric's last and best), sorted by a metric; a PNG of their loss curv
 
 from __future__ import annotations
 
-import math
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from rtrain.client.compare_rows import best_first, compare_row, lower_is_better
 from rtrain.client.daemon_client import DaemonClient
-from rtrain.client.run_state_text import state_text
 from rtrain.protocol import requests
 from rtrain.protocol.durations import human_duration
 from rtrain.protocol.limit_words import cost_text
@@ -22,13 +20,7 @@ from .metrics_view import loss_name, number, sparkline
 from .output import fail, friendly_errors, note, print_json
 from .shared_options import JsonOpt
 
-# Metrics for which lower is better (any name holding one of these); higher for the rest.
-LOWER_IS_BETTER = ("loss", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "time")
 SPARK_COLUMNS = 20
-
-
-def lower_is_better(metric: str) -> bool:
-    return any(word in metric.lower() for word in LOWER_IS_BETTER)
 
 
 @friendly_errors
@@ -57,12 +49,12 @@ def compare(
             chosen.append(_find(known, word))
         if not chosen:
             fail(f"sweep {sweep!r} has no runs.", 1)
-        rows = [_row(client, run) for run in chosen]
+        rows = [compare_row(client, run) for run in chosen]
     metric = sort or loss_name({name for row in rows for name in row["metrics"]})
     if sort is not None and not any(sort in row["metrics"] for row in rows):
         fail(f"no run has a metric {sort!r}.", Exit.BAD_INPUT)
     if metric is not None:
-        rows.sort(key=lambda row: _sort_key(row, metric))
+        best_first(rows, metric)
     if png is not None:
         _write_png(png, rows, metric)
     if json:
@@ -80,46 +72,6 @@ def _find(known: list[Any], word: str) -> Any:
         hosts = ", ".join(r.host for r in found)
         fail(f"run {run_id} is on several hosts ({hosts}); name it HOST:{run_id}.", 2)
     return found[0]
-
-
-def _row(client: DaemonClient, run: Any) -> dict[str, Any]:
-    series: dict[str, tuple[list[float], list[float | None]]] = {}
-    if not run.host.startswith("@"):  # a run still queued in a pool has no log yet
-        answer = client.call(requests.run_metrics(host=run.host, run_id=run.run_id))
-        series = {s.name: (list(s.steps), list(s.values)) for s in answer.series}
-    metrics = {}
-    for name, (_, values) in series.items():
-        finite = [v for v in values if v is not None and math.isfinite(v)]
-        if finite:
-            best = min(finite) if lower_is_better(name) else max(finite)
-            metrics[name] = {"last": finite[-1], "best": best}
-    return {
-        "host": run.host,
-        "runId": run.run_id,
-        "state": run.state,
-        "stateText": state_text(run),
-        "params": dict(run.params),
-        "duration": _duration(run),
-        "cost": run.cost,
-        "metrics": metrics,
-        "series": series,
-    }
-
-
-def _duration(run: Any) -> float | None:
-    if run.started_at is None:
-        return None
-    attempts = list(run.attempts)
-    ended: float | None = attempts[-1].ended_at if attempts else None
-    started: float = run.started_at
-    return round((ended or time.time()) - started, 1)
-
-
-def _sort_key(row: dict[str, Any], metric: str) -> tuple[int, float]:
-    best = row["metrics"].get(metric, {}).get("best")
-    if best is None:
-        return (1, 0.0)  # runs without it last
-    return (0, best if lower_is_better(metric) else -best)
 
 
 def _print_table(rows: list[dict[str, Any]], metric: str | None) -> None:

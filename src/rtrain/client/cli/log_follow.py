@@ -32,53 +32,7 @@ def follow_log(
 ) -> None:
     """Stream the log (from `offset`, or its last `lines` lines); Ctrl-C detaches (the run
     goes on); exit with the run's outcome."""
-    tty = sys.stdout.isatty()
-    away = False  # the host stopped answering, and the user was told
-    line_open = False  # the terminal's cursor is not at the start of a line
-
-    def end_line() -> None:
-        nonlocal away
-        if away and not json:
-            sys.stderr.write("\n")
-        away = False
-
-    def on_log(method: str, params: Any) -> None:
-        nonlocal away, line_open
-        if method == "run/reconnecting":
-            if json:
-                print_json({"type": "reconnecting", **params})
-            else:
-                if line_open:
-                    sys.stdout.write("\n")
-                    sys.stdout.flush()
-                    line_open = False
-                # Said once, then a dot per further try, so a long wait stays one line.
-                sys.stderr.write("." if away else f"reconnecting to {host}…")
-                sys.stderr.flush()
-            away = True
-            return
-        if method == "run/waiting":
-            if json:
-                print_json({"type": "waiting", **params})
-            else:
-                note(f"{run_id} on {host} is queued: {params.reason}; waiting for it to start…")
-            return
-        if method != "run/log":
-            return
-        end_line()
-        if json:
-            print_json({"type": "log", **params})
-        elif tty:
-            text = safe_for_terminal(params.text)
-            if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                line_open = not text.endswith("\n")
-        else:
-            # Piped: the log's own bytes, whatever they are.
-            sys.stdout.buffer.write(chunk_bytes(params))
-            sys.stdout.buffer.flush()
-
+    printer = _LogPrinter(host, run_id, json)
     call = requests.run_tail(
         host=host,
         run_id=run_id,
@@ -89,26 +43,92 @@ def follow_log(
         node=node,
     )
     try:
-        result = client.call(call, on_notification=on_log)
+        result = client.call(call, on_notification=printer.on_notification)
     except KeyboardInterrupt:
-        end_line()
+        printer.end_line()
         client.close()
-        if line_open:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
+        printer.close_line()
         note(
             f"\ndetached; {run_id} keeps running on {host}.\n"
             f"  reattach: rtrain tail {host} {run_id}\n  stop:     rtrain stop {host} {run_id}"
         )
         raise SystemExit(130) from None
     except BaseException:
-        end_line()
+        printer.end_line()
         raise
-    end_line()
+    printer.end_line()
+    # A bar left mid-line: the last word starts on a line of its own.
+    printer.close_line()
+    _say_the_end(client, host, run_id, json, follow, result)
+
+
+class _LogPrinter:
+    """Prints the tail's notifications as they come, remembering where the terminal stands:
+    whether the host stopped answering (and the user was told), and whether the cursor is
+    in the middle of a line."""
+
+    def __init__(self, host: str, run_id: str, json: bool) -> None:
+        self.host, self.run_id, self.json = host, run_id, json
+        self.tty = sys.stdout.isatty()
+        self.away = False
+        self.line_open = False
+
+    def end_line(self) -> None:
+        if self.away and not self.json:
+            sys.stderr.write("\n")
+        self.away = False
+
+    def close_line(self) -> None:
+        if self.line_open:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.line_open = False
+
+    def on_notification(self, method: str, params: Any) -> None:
+        if method == "run/reconnecting":
+            self._reconnecting(params)
+        elif method == "run/waiting":
+            if self.json:
+                print_json({"type": "waiting", **params})
+            else:
+                note(
+                    f"{self.run_id} on {self.host} is queued: {params.reason}; "
+                    "waiting for it to start…"
+                )
+        elif method == "run/log":
+            self._log(params)
+
+    def _reconnecting(self, params: Any) -> None:
+        if self.json:
+            print_json({"type": "reconnecting", **params})
+        else:
+            self.close_line()
+            # Said once, then a dot per further try, so a long wait stays one line.
+            sys.stderr.write("." if self.away else f"reconnecting to {self.host}…")
+            sys.stderr.flush()
+        self.away = True
+
+    def _log(self, params: Any) -> None:
+        self.end_line()
+        if self.json:
+            print_json({"type": "log", **params})
+        elif self.tty:
+            text = safe_for_terminal(params.text)
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                self.line_open = not text.endswith("\n")
+        else:
+            # Piped: the log's own bytes, whatever they are.
+            sys.stdout.buffer.write(chunk_bytes(params))
+            sys.stdout.buffer.flush()
+
+
+def _say_the_end(
+    client: DaemonClient, host: str, run_id: str, json: bool, follow: bool, result: Any
+) -> None:
+    """The run's state once the tail ended; exit with its outcome once it is over."""
     run = result.run
-    if line_open:
-        sys.stdout.write("\n")  # a bar left mid-line: the last word starts on a line of its own
-        sys.stdout.flush()
     if json:
         print_json({"type": "end", "offset": result.offset, "run": run})
     else:

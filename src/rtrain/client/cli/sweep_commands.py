@@ -4,18 +4,24 @@ NAME` act on the sweep as one object (docs/sweeps.md)."""
 
 from __future__ import annotations
 
-import secrets
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
+from rtrain.client.errors import InvalidCommand
 from rtrain.client.run_state_text import state_text
-from rtrain.protocol import requests, sweep_points
+from rtrain.client.sweep_runs import (
+    SweepPlan,
+    remove_sweep,
+    start_sweep,
+    stop_sweep,
+    sweep_plan,
+    sweep_runs,
+)
+from rtrain.protocol import sweep_points
 from rtrain.protocol.errors import RpcError
-from rtrain.protocol.run_states import is_ended
 
 from .describe import table
 from .exit_codes import Exit
@@ -24,8 +30,6 @@ from .output import fail, friendly_errors, note, print_json
 from .shared_options import JsonOpt
 
 ACTIONS = ("status", "stop", "rm", "wait")
-# How often `sweep wait` asks the daemon how the sweep stands.
-WAIT_POLL_S = 1.0
 
 
 @friendly_errors
@@ -85,41 +89,25 @@ def sweep(
         "gpus": gpus,
         "priority": priority or None,
     }
-    started = []
+
+    def started(point: dict[str, str], result: Any) -> None:
+        if json:
+            return
+        said = _params_text(point)
+        if result.run.state == "queued" and result.run.host.startswith("@"):
+            print(f"{result.run.run_id} ({said}): queued: {result.run.reason}", flush=True)
+        else:
+            print(f"{result.run.run_id} ({said}): {result.placement}", flush=True)
+
     with DaemonClient.connect() as client:
-        for index, point in enumerate(plan.points, 1):
-            run_id = f"{plan.name}-{index}"
-            call = requests.run_start(
-                **base,
-                run_id=run_id,
-                command=sweep_points.filled(plan.command, point),
-                sweep={"name": plan.name, "params": point, "maxParallel": plan.max_parallel},
-            )
-            result = client.call(call)
-            started.append(result)
-            if not json:
-                said = _params_text(point)
-                if result.run.state == "queued" and result.run.host.startswith("@"):
-                    print(f"{run_id} ({said}): queued: {result.run.reason}", flush=True)
-                else:
-                    print(f"{run_id} ({said}): {result.placement}", flush=True)
+        results = start_sweep(client, plan, base, started)
     if json:
-        print_json({"sweep": plan.name, "runs": [r.run for r in started]})
+        print_json({"sweep": plan.name, "runs": [r.run for r in results]})
         return
     note(
-        f"sweep {plan.name}: {len(started)} runs; `rtrain sweep status {plan.name}`, "
-        f"`rtrain sweep wait {plan.name}`"
+        f"sweep {plan.name}: {len(results)} runs; `rtrain sweep status {plan.name}`, "
+        f"`rtrain wait --sweep {plan.name}`"
     )
-
-
-class _Plan:
-    def __init__(
-        self, name: str, command: list[str], points: list[dict[str, str]], max_parallel: int | None
-    ) -> None:
-        self.name = name
-        self.command = command
-        self.points = points
-        self.max_parallel = max_parallel
 
 
 def _plan(
@@ -131,33 +119,36 @@ def _plan(
     max_parallel: int | None,
     name: str | None,
     command: list[str],
-) -> _Plan:
+) -> SweepPlan:
     """The sweep as asked (options win over the file), judged whole before any request."""
     spec = _read_file(sweep_file) if sweep_file is not None else {}
     try:
-        values = dict(_file_grid(spec))
+        values: dict[str, list[str]] = dict(_file_grid(spec))
         values |= dict(sweep_points.parse_grid(text) for text in grid)
-        drawn = dict(_file_ranges(spec))
-        drawn |= dict(sweep_points.parse_range(text) for text in ranges)
-        samples = samples if samples is not None else spec.get("samples")
-        seed = seed if seed is not None else spec.get("seed")
-        points = sweep_points.points(values, drawn, samples, seed)
+        drawn = {str(key): str(text) for key, text in spec.get("range", {}).items()}
+        drawn |= dict(text.split("=", 1) for text in ranges if "=" in text)
+        for text in ranges:
+            sweep_points.parse_range(text)  # a malformed one is named as typed
     except RpcError as error:
         fail(error.message, Exit.BAD_INPUT)
     command = command or [str(word) for word in spec.get("command", [])]
     if not command:
         fail("a sweep needs a command after `--` (or `command` in its file).", Exit.BAD_INPUT)
-    missing = sweep_points.unused(command, [*values, *drawn])
-    if missing:
-        fail(
-            f"the command never uses {', '.join('{' + m + '}' for m in missing)}: every run "
-            "would be the same.",
-            Exit.BAD_INPUT,
+    try:
+        plan = sweep_plan(
+            command,
+            values,
+            drawn,
+            samples if samples is not None else spec.get("samples"),
+            seed if seed is not None else spec.get("seed"),
+            max_parallel or spec.get("max_parallel"),
+            name or spec.get("name"),
         )
-    name = name or spec.get("name") or f"sweep-{secrets.token_hex(3)}"
+    except InvalidCommand as error:
+        fail(error.message, Exit.BAD_INPUT)
     # Its runs are NAME-1, NAME-2, ...: the sweep's name must leave room for the number.
-    check(run_id=f"{name}-{len(points)}")
-    return _Plan(name, command, points, max_parallel or spec.get("max_parallel"))
+    check(run_id=f"{plan.name}-{len(plan.points)}")
+    return plan
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -179,31 +170,13 @@ def _file_grid(spec: dict[str, Any]) -> list[tuple[str, list[str]]]:
     ]
 
 
-def _file_ranges(spec: dict[str, Any]) -> list[tuple[str, sweep_points.Range]]:
-    return [
-        sweep_points.parse_range(f"{key}={text}") for key, text in spec.get("range", {}).items()
-    ]
-
-
 def _params_text(params: dict[str, str]) -> str:
     return " ".join(f"{key}={value}" for key, value in params.items())
 
 
-def _runs(client: DaemonClient, name: str) -> list[Any]:
-    runs = client.call(requests.runs_list(sweep=name)).runs
-    if not runs:
-        fail(f"no sweep {name!r}: `rtrain runs` lists the runs rtrain knows of.", 1)
-    return sorted(runs, key=lambda r: _index(r.run_id))
-
-
-def _index(run_id: str) -> int:
-    tail = run_id.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
-
-
 def _status(name: str, json: bool) -> None:
     with DaemonClient.connect() as client:
-        runs = _runs(client, name)
+        runs = sweep_runs(client, name)
     if json:
         print_json(runs)
         return
@@ -216,16 +189,8 @@ def _status(name: str, json: bool) -> None:
 
 
 def _stop(name: str, json: bool) -> None:
-    stopped = []
     with DaemonClient.connect() as client:
-        # Queued runs first, so none of them is placed while the others stop.
-        runs = sorted(_runs(client, name), key=lambda r: r.state != "queued")
-        for run in runs:
-            if is_ended(run.state):
-                continue
-            where = run.pool if run.host.startswith("@") and run.pool else run.host
-            client.call(requests.run_stop(host=where, run_id=run.run_id))
-            stopped.append(run.run_id)
+        stopped = stop_sweep(client, name)
     if json:
         print_json({"sweep": name, "stopped": stopped})
     else:
@@ -234,42 +199,15 @@ def _stop(name: str, json: bool) -> None:
 
 def _remove(name: str, json: bool) -> None:
     with DaemonClient.connect() as client:
-        runs = _runs(client, name)
-        live = [r.run_id for r in runs if not is_ended(r.state)]
-        if live:
-            fail(
-                f"sweep {name} still has {len(live)} run(s) not ended ({', '.join(live[:3])}"
-                f"{', ...' if len(live) > 3 else ''}); `rtrain sweep stop {name}` first.",
-                1,
-            )
-        by_host: dict[str, list[str]] = {}
-        for run in runs:
-            by_host.setdefault(run.host, []).append(run.run_id)
-        removed = []
-        for host, run_ids in by_host.items():
-            removed += client.call(requests.run_remove(host=host, run_ids=run_ids)).removed
+        removed = remove_sweep(client, name)
     if json:
-        print_json({"sweep": name, "removed": [r.run_id for r in removed]})
+        print_json({"sweep": name, "removed": removed})
     else:
         note(f"sweep {name}: removed {len(removed)} run(s) and their directories")
 
 
 def _wait(name: str, json: bool) -> None:
-    """Until every run of the sweep ended; exit 0 only if every one completed."""
-    with DaemonClient.connect() as client:
-        try:
-            while True:
-                runs = _runs(client, name)
-                if all(is_ended(run.state) for run in runs):
-                    break
-                time.sleep(WAIT_POLL_S)
-        except KeyboardInterrupt:
-            note(f"\nstopped waiting; sweep {name} goes on.")
-            raise SystemExit(130) from None
-    failed = [r for r in runs if r.state != "completed"]
-    if json:
-        print_json({"sweep": name, "completed": not failed, "runs": runs})
-    else:
-        for run in runs:
-            print(f"{run.run_id}: {state_text(run)}")
-    raise SystemExit(1 if failed else 0)
+    """`rtrain sweep wait NAME` is `rtrain wait --sweep NAME`."""
+    from .wait_command import wait_for_sweep
+
+    wait_for_sweep(name, None, json)

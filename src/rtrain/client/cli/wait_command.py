@@ -1,4 +1,5 @@
-"""`rtrain wait HOST RUN`: block until a run ends (or reaches a state), for scripts and CI.
+"""`rtrain wait HOST RUN`: block until a run ends (or reaches a state), for scripts and CI;
+`rtrain wait --sweep NAME`: until every run of a sweep has ended.
 
 Its exit status says how the wait ended (docs/cli.md has the table); this module's WaitExit
 is that table.
@@ -7,20 +8,23 @@ is that table.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from rtrain.client.daemon_client import DaemonClient
+from rtrain.client.errors import RtrainError, TimedOut
 from rtrain.client.run_state_text import state_text
+from rtrain.client.sweep_runs import wait_sweep, worst_state
 from rtrain.protocol import requests
 from rtrain.protocol.durations import DurationError, parse_duration
 from rtrain.protocol.run_states import RUN_STATES
 
+from .completion import complete_host, complete_run_id
 from .exit_codes import Exit
 from .input_checks import check
 from .output import fail, friendly_errors, note, print_json
-from .shared_options import HostArg, JsonOpt, RunArg, WorkdirOpt
+from .shared_options import JsonOpt, WorkdirOpt
 from .terminal_text import safe_for_terminal
 
 if TYPE_CHECKING:
@@ -58,8 +62,23 @@ def wait_exit(outcome: str, state: str) -> WaitExit:
 
 
 def wait(
-    host: str = HostArg,
-    run_id: str = RunArg,
+    host: str | None = typer.Argument(
+        None,
+        metavar="HOST",
+        help="SSH alias of the host (or `local`).",
+        show_default=False,
+        autocompletion=complete_host,
+    ),
+    run_id: str | None = typer.Argument(
+        None,
+        metavar="RUN",
+        help="The run id `start` printed.",
+        show_default=False,
+        autocompletion=complete_run_id,
+    ),
+    sweep: str | None = typer.Option(
+        None, "--sweep", metavar="NAME", help="Wait for every run of this sweep instead."
+    ),
     until: str | None = typer.Option(
         None,
         "--until",
@@ -77,7 +96,15 @@ def wait(
 ) -> None:
     """Wait until a run ends, print its state, and exit 0 only if it completed (1 failed,
     3 stopped, 4 lost, 5 timeout, 6 removed, 7 rtrain could not wait; see docs/cli.md).
+    With --sweep NAME instead of HOST RUN: until every run of the sweep has ended; exit 0
+    only if every one completed, else the exit of the worst (failed, lost, stopped).
     Ctrl-C stops waiting and leaves the run alone (exit 130)."""
+    if sweep is not None:
+        if host is not None or run_id is not None or until is not None or workdir:
+            fail("--sweep NAME waits for a sweep: give no HOST, RUN, --until or --workdir.", 2)
+        wait_for_sweep(sweep, timeout, json)
+    if host is None or run_id is None:
+        fail("wait takes HOST RUN (or --sweep NAME).", code=Exit.BAD_INPUT)
     try:
         result = _ask(host, run_id, until, timeout, workdir, json=json)
     except SystemExit as refused:
@@ -112,6 +139,34 @@ def _ask(
         # Closing the connection ends the daemon's wait; the run itself is not touched.
         note(f"\nstopped waiting; {run_id} on {host} is left as it is.")
         raise SystemExit(WaitExit.INTERRUPTED) from None
+
+
+def wait_for_sweep(name: str, timeout: str | None, json: bool) -> NoReturn:
+    """Until every run of sweep `name` has ended: each run's state line, and the exit of the
+    worst (0 only if every run completed)."""
+    check(run_id=name)
+    seconds = None if timeout is None else _seconds(timeout)
+    try:
+        with DaemonClient.connect() as client:
+            runs = wait_sweep(client, name, seconds)
+    except KeyboardInterrupt:
+        note(f"\nstopped waiting; sweep {name} goes on.")
+        raise SystemExit(WaitExit.INTERRUPTED) from None
+    except TimedOut as error:
+        if json:
+            print_json({"sweep": name, "outcome": "timeout", "exitCode": int(WaitExit.TIMEOUT)})
+        else:
+            note(f"gave up waiting; {error.message}")
+        raise SystemExit(WaitExit.TIMEOUT) from None
+    except RtrainError as error:
+        fail(error.message, code=WaitExit.ERROR)
+    code = _BY_STATE[worst_state(runs)]
+    if json:
+        print_json({"sweep": name, "outcome": "ended", "exitCode": int(code), "runs": runs})
+    else:
+        for run in runs:
+            print(safe_for_terminal(f"{run.run_id}: {state_text(run)}"))
+    raise SystemExit(code)
 
 
 def _seconds(text: str) -> float:

@@ -76,8 +76,7 @@ class StartPlan:
 async def plan_start(
     ops: DaemonState, p: StartParams, run_id: str, reserved: set[str]
 ) -> StartPlan:
-    """`p` judged whole (raises the first mistake, in one sentence); `reserved`: the names
-    the run dir keeps for itself."""
+    """`p` judged whole, or its first mistake raised; `reserved`: the run dir's own names."""
     validation.host(p.host)
     hosts = node_hosts(ops, p)
     settings = ops.hosts.config.host(p.host)

@@ -38,10 +38,14 @@ from .placement import (
     input_keys,
     look_hosts,
     never_fits,
+    none_can_run,
     placed_words,
     ranked,
     waiting_words,
+    with_fit,
 )
+from .pool_rules import check_poolable
+from .run_fit import Refusals, RunFit, run_fit
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +95,7 @@ class PoolDispatcher:
         self._draining: asyncio.Task[None] | None = None
         # Runs being started on a host now, by run id: their sweep (None: none).
         self._placing: dict[str, str | None] = {}
+        self._refusals = Refusals()
 
     # ---- config ---------------------------------------------------------------------
 
@@ -121,6 +126,7 @@ class PoolDispatcher:
         name = pool_name(p.host)
         assert name is not None
         hosts = self.hosts_of(name)
+        check_poolable(name, hosts, p, self.ops.hosts.config)
         run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
         if p.sweep is not None:
             validation.run_id(p.sweep.name)  # a sweep is named as its runs are
@@ -131,16 +137,27 @@ class PoolDispatcher:
             self.ops, msgspec.structs.replace(p, host=hosts[0]), run_id, RESERVED
         )
         inputs = await asyncio.to_thread(input_keys, plan.inputs.files)
+        fit = await asyncio.to_thread(run_fit, self.ops.hosts.config, hosts, p, plan, inputs)
         async with self._lock(name):
             ahead = [q for q in self._queue(name) if q.priority >= p.priority]
             looks = await look_hosts(
-                self.ops, hosts, self._workdirs(hosts, p), p.share_gpus, run_id, inputs
+                self.ops, hosts, self._workdirs(hosts, p), p.share_gpus, run_id
             )
             full = self._sweep_full(p)
-            place = None if ahead or full else await self._reserve_first(ranked(looks, p.gpus), p)
+            place = None
+            if not ahead and not full:
+                looks = await with_fit(self.ops, looks, p.gpus, fit, self._refusals)
+                place = await self._reserve_first(ranked(looks, p.gpus), p)
             if place is None and full and not ahead:
                 return StartResult(run=self._enqueue(name, p, full))
             if place is None:
+                if none_can_run(looks):
+                    raise app_error(
+                        Kind.HOST_NOT_READY,
+                        f"no host of {name} can run {run_id} ("
+                        + "; ".join(f"{x.alias}: {x.unfit}" for x in looks)
+                        + "); nothing was started.",
+                    )
                 if never_fits(looks, p.gpus):
                     raise app_error(
                         Kind.HOST_NOT_READY,
@@ -156,7 +173,16 @@ class PoolDispatcher:
                     if ahead:
                         reason += f"; {len(ahead)} run(s) ahead"
                 return StartResult(run=self._enqueue(name, p, reason))
-        return await self._start_on(name, place, p, ctx)
+        return await self._start_on(name, place, p, ctx, looks)
+
+    async def _fit_for(self, hosts: Sequence[str], p: StartParams) -> RunFit:
+        """A queued run's questions to the hosts, from its start as kept (judged again: its
+        local files may have changed since)."""
+        assert p.run_id is not None
+        first = msgspec.structs.replace(p, host=hosts[0])
+        plan = await plan_start(self.ops, first, p.run_id, RESERVED)
+        inputs = await asyncio.to_thread(input_keys, plan.inputs.files)
+        return await asyncio.to_thread(run_fit, self.ops.hosts.config, hosts, p, plan, inputs)
 
     def _sweep_full(self, p: StartParams) -> str | None:
         """Why a run of a sweep must wait for one of the sweep's own runs to end (its
@@ -214,7 +240,7 @@ class PoolDispatcher:
             )
 
     async def _start_on(
-        self, name: str, look: HostLook, p: StartParams, ctx: Notifier
+        self, name: str, look: HostLook, p: StartParams, ctx: Notifier, looks: list[HostLook]
     ) -> StartResult:
         assert p.run_id is not None
         placed = msgspec.structs.replace(
@@ -235,7 +261,7 @@ class PoolDispatcher:
         return msgspec.structs.replace(
             result,
             run=msgspec.structs.replace(result.run, **marks),
-            placement=placed_words(look, p.gpus),
+            placement=placed_words(look, p.gpus, looks),
         )
 
     # ---- the queue --------------------------------------------------------------------
@@ -321,10 +347,19 @@ class PoolDispatcher:
             if full is not None:  # it waits for its own sweep, which holds no one else up
                 self._note_reason(queued, full)
                 continue
-            place = None if blocked else await self._reserve_first(ranked(looks, p.gpus), p)
+            place = None
+            fitted = looks
+            if not blocked and ranked(looks, p.gpus):
+                try:
+                    fit = await self._fit_for(hosts, p)
+                except RpcError as error:
+                    self._give_up(queued, f"it cannot be started any more: {error.message}")
+                    continue
+                fitted = await with_fit(self.ops, looks, p.gpus, fit, self._refusals)
+                place = await self._reserve_first(ranked(fitted, p.gpus), p)
             if place is None:
                 blocked = True
-                reason = waiting_words(name, looks, p.gpus)
+                reason = waiting_words(name, fitted, p.gpus)
                 if waiting:
                     reason += f"; {waiting} run(s) ahead"
                 waiting += 1
@@ -337,7 +372,7 @@ class PoolDispatcher:
             self.ops.publish_removed(queued)
             # Counted for its sweep from now, before its task starts.
             self._placing[p.run_id] = p.sweep.name if p.sweep is not None else None
-            task = asyncio.create_task(self._place_queued(name, place, p, queued))
+            task = asyncio.create_task(self._place_queued(name, place, p, queued, fitted))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -348,10 +383,10 @@ class PoolDispatcher:
             self.ops.publish(moved)
 
     async def _place_queued(
-        self, name: str, look: HostLook, p: StartParams, queued: RunInfo
+        self, name: str, look: HostLook, p: StartParams, queued: RunInfo, looks: list[HostLook]
     ) -> None:
         try:
-            await self._start_on(name, look, p, _Quiet())
+            await self._start_on(name, look, p, _Quiet(), looks)
         except RpcError as error:
             self._give_up(queued, f"placing it on {look.alias} failed: {error.message}")
         except Exception:

@@ -32,8 +32,6 @@ class GpuSlot(msgspec.Struct, frozen=True):
 class GpuClaims(Answer, frozen=True, kw_only=True):
     total: int
     gpus: list[GpuSlot]
-    # How many of the inputs asked about the workdir's input cache holds (None: not asked).
-    cached: int | None = None
 
     @property
     def free(self) -> list[int]:
@@ -45,13 +43,10 @@ async def gpu_claims(
     workdir: str,
     share: bool,
     run_id: str | None = None,
-    inputs: Sequence[tuple[str, int]] = (),
 ) -> GpuClaims:
     """gpus.sh look: which GPUs of the host the runs of `workdir` hold now (`run_id`'s own
-    claims counting as free), and how many of `inputs` (sha256, size) its cache holds."""
+    claims counting as free)."""
     args = ["look", workdir, "1" if share else "0", run_id or "-"]
-    for sha256, size in inputs:
-        args += [sha256, str(size)]
     done = await transport.run("gpus", args, timeout=60)
     lines = Lines(done.stdout)
     slots = []
@@ -71,7 +66,6 @@ async def gpu_claims(
     return GpuClaims(
         total=as_int(lines.value("gpus_total")) or 0,
         gpus=slots,
-        cached=as_int(lines.value("cached")),
         exit=done.returncode,
         error_text=done.error_text,
     )

@@ -158,12 +158,39 @@ def parse_preflight(
     if noise:
         report.shell_noise = "\n".join(noise)[:500]
     report.complete = "end" in lines
-    body = lines
-    torch_fields: dict[str, str] = {}
-    torch_gpus: list[str] = []
-    for line in body:
+    reading = _Reading(report)
+    for line in lines:
         key, *values = line.split("\t")
+        reading.line(key, values)
+    return reading.finish()
+
+
+class _Reading:
+    """One preflight answer being read, a line at a time, each family of keys by a step of
+    its own; torch's lines are kept until the end (`torch`, `cuda`, `torch_gpus`)."""
+
+    def __init__(self, report: PreflightReport) -> None:
+        self.report = report
+        self.torch_fields: dict[str, str] = {}
+        self.torch_gpus: list[str] = []
+
+    def line(self, key: str, values: list[str]) -> None:
         first = values[0] if values else ""
+        steps = (self._python, self._torch_and_packages, self._gpus, self._hub, self._host)
+        for step in steps:
+            if step(key, first, values):
+                return
+
+    def finish(self) -> PreflightReport:
+        if "torch" in self.torch_fields:
+            padded = [*self.torch_gpus, "", ""][:2]
+            self.report.torch = _torch(
+                self.torch_fields["torch"], self.torch_fields.get("cuda"), *padded
+            )
+        return self.report
+
+    def _python(self, key: str, first: str, values: list[str]) -> bool:
+        report = self.report
         if key == "python_ok":
             report.python_ok = first == "1"
         elif key == "python_version":
@@ -176,10 +203,18 @@ def parse_preflight(
             report.python_error = _field("\t".join(values))
         elif key == "python_env":
             report.python_env = dict(v.split("=", 1) for v in values if "=" in v)
-        elif key in ("torch", "cuda"):
-            torch_fields[key] = first
+        elif key == "candidate" and len(values) >= 8:
+            report.candidates.append(_candidate(values))
+        else:
+            return False
+        return True
+
+    def _torch_and_packages(self, key: str, first: str, values: list[str]) -> bool:
+        report = self.report
+        if key in ("torch", "cuda"):
+            self.torch_fields[key] = first
         elif key == "torch_gpus":
-            torch_gpus = values
+            self.torch_gpus = values
         elif key == "torch_error":
             report.torch_error = _field("\t".join(values))
         elif key == "dist" and values:
@@ -187,46 +222,28 @@ def parse_preflight(
             report.dists[first] = None if version == "-" else version
         elif key == "dists_unchecked":
             report.dists_unchecked = True
-        elif key == "nvidia_smi":
+        else:
+            return False
+        return True
+
+    def _gpus(self, key: str, first: str, values: list[str]) -> bool:
+        report = self.report
+        if key == "nvidia_smi":
             report.nvidia_smi = first
             report.nvidia_smi_error = _field(" ".join(values[1:]))
         elif key == "gpu" and len(values) >= 2:
-            padded = [*values, *[""] * 7][:7]
-            report.gpus.append(
-                ProbedGpu(
-                    index=_count(padded[0]) if _count(padded[0]) is not None else len(report.gpus),  # type: ignore[arg-type]
-                    name=padded[1],
-                    memory_mib=_count(padded[2]),
-                    memory_used_mib=_count(padded[3]),
-                    utilization_percent=_count(padded[4]),
-                    uuid=_field(padded[5]),
-                    driver_version=_field(padded[6]),
-                )
-            )
+            report.gpus.append(_gpu(values, len(report.gpus)))
         elif key == "gpu_app" and len(values) >= 4 and _count(values[1]) is not None:
-            report.gpu_apps.append(
-                ProbedGpuApp(
-                    gpu_uuid=first.strip(),
-                    pid=_count(values[1]),  # type: ignore[arg-type]
-                    used_mib=_count(values[2]),
-                    run_id=_field(values[3]),
-                    name=_field(values[4]) if len(values) > 4 else None,
-                )
-            )
+            report.gpu_apps.append(_gpu_app(values))
         elif key == "driver_cuda":
             report.driver_cuda = _field(first)
-        elif key == "candidate" and len(values) >= 8:
-            path, version, tv, tc, ta, td, exe, error = values[:8]
-            report.candidates.append(
-                ProbedCandidate(
-                    path=path,
-                    version=_field(version),
-                    torch=_torch(tv, tc, ta, td),
-                    executable=_field(exe),
-                    error=_field(error),
-                )
-            )
-        elif key == "hf" and len(values) >= 2:
+        else:
+            return False
+        return True
+
+    def _hub(self, key: str, first: str, values: list[str]) -> bool:
+        report = self.report
+        if key == "hf" and len(values) >= 2:
             padded = [*values, "", ""][:4]
             report.hub.append(
                 ProbedHub(
@@ -242,7 +259,13 @@ def parse_preflight(
             report.hub_token_source = _field(first)
         elif key == "hf_failed":
             report.hub_failed = _field(first) or "the check ended without an answer"
-        elif key == "workdir":
+        else:
+            return False
+        return True
+
+    def _host(self, key: str, first: str, values: list[str]) -> bool:
+        report = self.report
+        if key == "workdir":
             report.workdir = _field(first)
         elif key == "workdir_ok":
             report.workdir_ok = first == "1"
@@ -256,7 +279,41 @@ def parse_preflight(
             report.boot_id = _field(first)
         elif key == "uname":
             report.uname = _field(first)
-    if "torch" in torch_fields:
-        padded = [*torch_gpus, "", ""][:2]
-        report.torch = _torch(torch_fields["torch"], torch_fields.get("cuda"), *padded)
-    return report
+        else:
+            return False
+        return True
+
+
+def _gpu(values: list[str], shown_before: int) -> ProbedGpu:
+    padded = [*values, *[""] * 7][:7]
+    index = _count(padded[0])
+    return ProbedGpu(
+        index=index if index is not None else shown_before,
+        name=padded[1],
+        memory_mib=_count(padded[2]),
+        memory_used_mib=_count(padded[3]),
+        utilization_percent=_count(padded[4]),
+        uuid=_field(padded[5]),
+        driver_version=_field(padded[6]),
+    )
+
+
+def _gpu_app(values: list[str]) -> ProbedGpuApp:
+    return ProbedGpuApp(
+        gpu_uuid=values[0].strip(),
+        pid=_count(values[1]),  # type: ignore[arg-type]
+        used_mib=_count(values[2]),
+        run_id=_field(values[3]),
+        name=_field(values[4]) if len(values) > 4 else None,
+    )
+
+
+def _candidate(values: list[str]) -> ProbedCandidate:
+    path, version, tv, tc, ta, td, exe, error = values[:8]
+    return ProbedCandidate(
+        path=path,
+        version=_field(version),
+        torch=_torch(tv, tc, ta, td),
+        executable=_field(exe),
+        error=_field(error),
+    )

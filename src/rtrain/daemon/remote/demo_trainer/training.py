@@ -9,7 +9,7 @@ import os
 import random
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .atomic_files import remove_stale_temp_files
 from .checkpoints import (
@@ -143,32 +143,49 @@ def _train(args: argparse.Namespace, stop: StopFlag, world: World) -> int:
         config.steps = args.steps
     dataset = load_dataset(args.dataset)
     corpus = Corpus(dataset.records)
-    vocab = corpus.vocab
     model_info = {
         "architecture": "char-mlp",
         "context": config.context,
         "hidden": config.hidden,
-        "vocab": vocab,
+        "vocab": corpus.vocab,
         "dataset_sha256": dataset.sha256,
     }
-
-    main = world.is_main  # the one rank that writes files
-    if main:
+    if world.is_main:  # the one rank that writes files
         remove_stale_temp_files(CHECKPOINT_DIR)
         remove_stale_temp_files(OUTPUT_DIR)
         remove_stale_temp_files(".", METRICS_FILE)
     start = StartPoint(config, dataset, model_info)
-    if main:
+    if world.is_main:
         trim_metrics(start.step if start.resumed else None)
-    model = pick_model(config, start.state, len(vocab), world)
+    model = pick_model(config, start.state, len(corpus.vocab), world)
     if not world.same_start(start.step, model.device):
         raise UserError(
             f"the ranks found different checkpoints (this one starts at step {start.step}); "
             f"is {CHECKPOINT_DIR}/ shared by every rank?"
         )
-
     run_id = os.environ.get("RTRAIN_RUN_ID")
-    size = f"{len(dataset.records)} records, {corpus.chars} chars, vocab {len(vocab)}"
+    _say_header(config, dataset, corpus, model, start, world, run_id)
+    loop = _Loop(config, corpus, world, start, model, model_info)
+    stopping = loop.run(stop)
+    if stopping:
+        return loop.stopped(stopping)
+    if loop.step != loop.saved_step:
+        loop.checkpoint_now()
+    if not world.is_main:
+        return 0
+    return _save_final(loop, dataset, run_id)
+
+
+def _say_header(
+    config: Config,
+    dataset: Dataset,
+    corpus: Corpus,
+    model: Model,
+    start: StartPoint,
+    world: World,
+    run_id: str | None,
+) -> None:
+    size = f"{len(dataset.records)} records, {corpus.chars} chars, vocab {len(corpus.vocab)}"
     header = [
         "rtrain demo trainer",
         f"run {run_id}" if run_id else "",
@@ -189,63 +206,100 @@ def _train(args: argparse.Namespace, stop: StopFlag, world: World) -> int:
                 "nothing left to train"
             )
 
-    rng, step, last_loss = start.rng, start.step, start.last_loss
-    saved_step = step if start.resumed else -1
-    window_losses: list[float] = []
 
-    def checkpoint_now() -> None:
-        if main:
-            save_checkpoint(step, model.export_state(), rng, last_loss, model_info)
+class _Loop:
+    """The training loop and where it stands: the step, the last logged loss, the losses
+    since, the step last checkpointed."""
 
-    # Ranks stop together: a signal counts once every rank has heard of it (World.agree),
-    # so none is left waiting in a collective. One process alone stops before a step.
-    stopping = 0 if world.distributed else (stop.signal_number or 0)
-    with open(METRICS_FILE if main else os.devnull, "a", encoding="utf-8") as metrics:
-        while step < config.steps and not stopping:
-            # Every rank draws the whole batch from the shared generator, then takes its share.
-            contexts, targets = corpus.draw_batch(
-                rng, config.context, config.batch_size * world.size
+    def __init__(
+        self,
+        config: Config,
+        corpus: Corpus,
+        world: World,
+        start: StartPoint,
+        model: Model,
+        model_info: dict[str, Any],
+    ) -> None:
+        self.config, self.corpus, self.world, self.start = config, corpus, world, start
+        self.model = model
+        self.model_info = model_info
+        self.rng, self.step, self.last_loss = start.rng, start.step, start.last_loss
+        self.saved_step = self.step if start.resumed else -1
+        self.window_losses: list[float] = []
+
+    def checkpoint_now(self) -> None:
+        if self.world.is_main:
+            state = self.model.export_state()
+            save_checkpoint(self.step, state, self.rng, self.last_loss, self.model_info)
+
+    def run(self, stop: StopFlag) -> int:
+        """Train until the last step or a stop; the signal number of a stop, else 0."""
+        config, world = self.config, self.world
+        # Ranks stop together: a signal counts once every rank has heard of it (World.agree),
+        # so none is left waiting in a collective. One process alone stops before a step.
+        stopping = 0 if world.distributed else (stop.signal_number or 0)
+        with open(METRICS_FILE if world.is_main else os.devnull, "a", encoding="utf-8") as metrics:
+            while self.step < config.steps and not stopping:
+                stopping = self._one_step(stop)
+                if self.step % config.log_every == 0 or self.step == config.steps:
+                    self._log_window(metrics)
+                if self.step % config.checkpoint_every == 0 and self.step < config.steps:
+                    self.checkpoint_now()
+                    self.saved_step = self.step
+                if config.sleep_per_step > 0 and self.step < config.steps:
+                    stop.sleep(config.sleep_per_step)
+        return stopping
+
+    def _one_step(self, stop: StopFlag) -> int:
+        config, world, model = self.config, self.world, self.model
+        # Every rank draws the whole batch from the shared generator, then takes its share.
+        contexts, targets = self.corpus.draw_batch(
+            self.rng, config.context, config.batch_size * world.size
+        )
+        contexts, targets = world.own_share(contexts, targets)
+        try:
+            loss = model.train_step(contexts, targets, config.learning_rate)
+        except Exception as error:
+            if not isinstance(model, TorchModel) or model.device == "cpu" or world.distributed:
+                raise
+            vocab_size = len(self.corpus.vocab)
+            model = step_on_cpu_after_device_failure(
+                model, self.start, self.step, error, vocab_size
             )
-            contexts, targets = world.own_share(contexts, targets)
-            try:
-                loss = model.train_step(contexts, targets, config.learning_rate)
-            except Exception as error:
-                if not isinstance(model, TorchModel) or model.device == "cpu" or world.distributed:
-                    raise
-                model = step_on_cpu_after_device_failure(model, start, step, error, len(vocab))
-                loss = model.train_step(contexts, targets, config.learning_rate)
-            loss, stopping = world.agree(loss, stop.signal_number or 0, model.device)
-            if not math.isfinite(loss):
-                raise UserError(
-                    f"the loss became {loss} at step {step + 1}; try a smaller learning_rate"
-                )
-            step += 1
-            window_losses.append(loss)
-            if step % config.log_every == 0 or step == config.steps:
-                last_loss = sum(window_losses) / len(window_losses)
-                window_losses = []
-                say(f"step {step} | loss {last_loss:.4f} | lr {config.learning_rate:g}")
-                row = {"step": step, "loss": round(last_loss, 6), "lr": config.learning_rate}
-                metrics.write(json.dumps(row) + "\n")
-                metrics.flush()
-            if step % config.checkpoint_every == 0 and step < config.steps:
-                checkpoint_now()
-                saved_step = step
-            if config.sleep_per_step > 0 and step < config.steps:
-                stop.sleep(config.sleep_per_step)
+            self.model = model
+            loss = model.train_step(contexts, targets, config.learning_rate)
+        loss, stopping = world.agree(loss, stop.signal_number or 0, model.device)
+        if not math.isfinite(loss):
+            raise UserError(
+                f"the loss became {loss} at step {self.step + 1}; try a smaller learning_rate"
+            )
+        self.step += 1
+        self.window_losses.append(loss)
+        return stopping
 
-    if stopping:
-        if step != saved_step and step > 0:
-            if window_losses:
-                last_loss = sum(window_losses) / len(window_losses)
-            checkpoint_now()
+    def _log_window(self, metrics: IO[str]) -> None:
+        self.last_loss = sum(self.window_losses) / len(self.window_losses)
+        self.window_losses = []
+        lr = self.config.learning_rate
+        say(f"step {self.step} | loss {self.last_loss:.4f} | lr {lr:g}")
+        row = {"step": self.step, "loss": round(self.last_loss, 6), "lr": lr}
+        metrics.write(json.dumps(row) + "\n")
+        metrics.flush()
+
+    def stopped(self, stopping: int) -> int:
+        """Checkpoint what a stop interrupted and say so; the exit status of the stop."""
+        step = self.step
+        if step != self.saved_step and step > 0:
+            if self.window_losses:
+                self.last_loss = sum(self.window_losses) / len(self.window_losses)
+            self.checkpoint_now()
         outcome = (
             "checkpoint saved, start again in this run directory to resume"
             if step > 0
             else "nothing was trained yet"
         )
         name = signal.Signals(stopping).name
-        if main:
+        if self.world.is_main:
             print(
                 f"{PROGRAM}: stopped by {name} at step {step}; {outcome}",
                 file=sys.stderr,
@@ -253,10 +307,9 @@ def _train(args: argparse.Namespace, stop: StopFlag, world: World) -> int:
             )
         return 128 + stopping
 
-    if step != saved_step:
-        checkpoint_now()
-    if not main:
-        return 0
+
+def _save_final(loop: _Loop, dataset: Dataset, run_id: str | None) -> int:
+    config, model, vocab = loop.config, loop.model, loop.corpus.vocab
     final = model.export_state()
     output_config = {
         "format": "rtrain-demo-char-mlp",
@@ -267,8 +320,8 @@ def _train(args: argparse.Namespace, stop: StopFlag, world: World) -> int:
         "hidden": config.hidden,
         "vocab_size": len(vocab),
         "vocab": vocab,
-        "steps": step,
-        "final_loss": last_loss,
+        "steps": loop.step,
+        "final_loss": loop.last_loss,
         "learning_rate": config.learning_rate,
         "batch_size": config.batch_size,
         "seed": config.seed,
@@ -280,6 +333,6 @@ def _train(args: argparse.Namespace, stop: StopFlag, world: World) -> int:
     }
     save_output(final.params, output_config)
     say(f"sample: {sample_text(final.params, vocab, config.context, config.seed, 80)!r}")
-    final_loss = "n/a" if last_loss is None else f"{last_loss:.4f}"
-    say(f"done: {step} steps, final loss {final_loss}, saved {OUTPUT_DIR}/")
+    final_loss = "n/a" if loop.last_loss is None else f"{loop.last_loss:.4f}"
+    say(f"done: {loop.step} steps, final loss {final_loss}, saved {OUTPUT_DIR}/")
     return 0

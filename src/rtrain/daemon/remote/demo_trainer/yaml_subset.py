@@ -45,66 +45,82 @@ _DOUBLE_QUOTE_ESCAPES = {
 def parse_yaml_subset(text: str, source: str = "config.yaml") -> YamlDocument:
     """Parse the documented YAML subset; anything outside it raises YamlSubsetError, which
     names the line."""
-    doc = YamlDocument()
-    parent: str | None = None  # top-level key whose value is still open for nesting
-    nested_indent: int | None = None
-    seen_content = False
-
+    reader = _Reader(source)
     for number, raw in enumerate(text.splitlines(), start=1):
+        reader.line(number, raw)
+    return reader.doc
 
+
+class _Reader:
+    """The document read so far, and the top-level key whose value is still open for
+    nesting (a key with no value on its line)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.doc = YamlDocument()
+        self.parent: str | None = None
+        self.nested_indent: int | None = None
+        self.seen_content = False
+
+    def line(self, number: int, raw: str) -> None:
         def fail(why: str, number: int = number) -> YamlSubsetError:
-            return YamlSubsetError(f"{source} line {number}: {why}")
+            return YamlSubsetError(f"{self.source} line {number}: {why}")
 
         indent_text = raw[: len(raw) - len(raw.lstrip(" \t"))]
         if "\t" in indent_text:
             raise fail("tabs are not allowed for indentation; use spaces")
         body = raw.strip()
         if not body or body.startswith("#"):
-            continue
+            return
         indent = len(indent_text)
         if body == "---" and indent == 0:
-            if seen_content:
+            if self.seen_content:
                 raise fail("only one YAML document is supported ('---' after content)")
-            continue
-        seen_content = True
-        if body == "..." or body.startswith("--- "):
-            raise fail("document markers other than a leading '---' are not supported")
-        if body == "-" or body.startswith("- "):
-            raise fail("block lists ('- item') are not supported; write an inline list [a, b]")
-        if body[0] in "?{[\"'&*!|>%@`":
-            raise fail(f"a line may not start with {body[0]!r}; expected 'key: value'")
-        match = _KEY_LINE.match(body)
-        if match is None:
-            if ":" in body and not re.match(r"[A-Za-z_][A-Za-z0-9_.-]*[ ]*:", body):
-                raise fail("keys must be plain names (letters, digits, '_', '-', '.')")
-            raise fail("expected 'key: value' (a space must follow the colon)")
-        key, rest = match.group(1), (match.group(2) or "")
-
+            return
+        self.seen_content = True
+        key, rest = _key_and_rest(body, fail)
         if indent == 0:
-            if key in doc.values:
-                raise fail(f"duplicate key {key!r} (first on line {doc.lines[key]})")
-            doc.lines[key] = number
-            value_text = _strip_trailing_comment(rest, fail)
-            if value_text == "":
-                doc.values[key] = None  # becomes a mapping if indented lines follow
-                parent, nested_indent = key, None
-            else:
-                doc.values[key] = _parse_value(value_text, fail)
-                parent, nested_indent = None, None
-            continue
+            self._top_level(key, rest, number, fail)
+        else:
+            self._nested(key, rest, indent, number, fail)
 
+    def _top_level(
+        self, key: str, rest: str, number: int, fail: Callable[[str], YamlSubsetError]
+    ) -> None:
+        doc = self.doc
+        if key in doc.values:
+            raise fail(f"duplicate key {key!r} (first on line {doc.lines[key]})")
+        doc.lines[key] = number
+        value_text = _strip_trailing_comment(rest, fail)
+        if value_text == "":
+            doc.values[key] = None  # becomes a mapping if indented lines follow
+            self.parent, self.nested_indent = key, None
+        else:
+            doc.values[key] = _parse_value(value_text, fail)
+            self.parent, self.nested_indent = None, None
+
+    def _nested(
+        self,
+        key: str,
+        rest: str,
+        indent: int,
+        number: int,
+        fail: Callable[[str], YamlSubsetError],
+    ) -> None:
+        parent, doc = self.parent, self.doc
         if parent is None:
             raise fail(
                 "unexpected indentation (only a key with no value on its line may have nested keys)"
             )
-        if nested_indent is None:
-            nested_indent = indent
+        if self.nested_indent is None:
+            self.nested_indent = indent
             doc.values[parent] = {}
-        elif indent > nested_indent:
+        elif indent > self.nested_indent:
             raise fail("only one level of nesting is supported")
-        elif indent != nested_indent:
+        elif indent != self.nested_indent:
             raise fail(
-                f"inconsistent indentation ({indent} spaces; the block above uses {nested_indent})"
+                f"inconsistent indentation ({indent} spaces; the block above uses "
+                f"{self.nested_indent})"
             )
         mapping = doc.values[parent]
         assert isinstance(mapping, dict)
@@ -114,7 +130,22 @@ def parse_yaml_subset(text: str, source: str = "config.yaml") -> YamlDocument:
         doc.lines[full] = number
         value_text = _strip_trailing_comment(rest, fail)
         mapping[key] = None if value_text == "" else _parse_value(value_text, fail)
-    return doc
+
+
+def _key_and_rest(body: str, fail: Callable[[str], YamlSubsetError]) -> tuple[str, str]:
+    """A content line's key and the text after its colon, or the reason it is not one."""
+    if body == "..." or body.startswith("--- "):
+        raise fail("document markers other than a leading '---' are not supported")
+    if body == "-" or body.startswith("- "):
+        raise fail("block lists ('- item') are not supported; write an inline list [a, b]")
+    if body[0] in "?{[\"'&*!|>%@`":
+        raise fail(f"a line may not start with {body[0]!r}; expected 'key: value'")
+    match = _KEY_LINE.match(body)
+    if match is None:
+        if ":" in body and not re.match(r"[A-Za-z_][A-Za-z0-9_.-]*[ ]*:", body):
+            raise fail("keys must be plain names (letters, digits, '_', '-', '.')")
+        raise fail("expected 'key: value' (a space must follow the colon)")
+    return match.group(1), (match.group(2) or "")
 
 
 def _strip_trailing_comment(text: str, fail: Callable[[str], YamlSubsetError]) -> str:

@@ -1,5 +1,5 @@
-# rtrain-needs: hashing processes nap run_state
-# gpus.sh look WORKDIR SHARE [RUN_ID [SHA256 SIZE]...]
+# rtrain-needs: processes nap run_state
+# gpus.sh look WORKDIR SHARE [RUN_ID]
 # gpus.sh reserve WORKDIR RUN_ID COUNT SHARE
 # gpus.sh release WORKDIR RUN_ID
 # gpus.sh gate WORKDIR RUN_ID COUNT SHARE WAIT -- CMD...
@@ -9,8 +9,7 @@
 # released however the run ends: by its end, a kill, a reboot (`lost`).
 #   look: `gpus_total N`, then `gpu INDEX free|held|busy RUN_ID|MIB` per GPU. `busy`: no
 #         rtrain run of WORKDIR holds it but nvidia-smi shows memory in use (someone else's
-#         job); SHARE=1 counts those as free. RUN_ID's own claims count as free (`-`: none);
-#         with inputs, `cached N` says how many of them the workdir's input cache holds.
+#         job); SHARE=1 counts those as free. RUN_ID's own claims count as free (`-`: none).
 #   reserve: (a pool's placement, before anything is shipped) claims COUNT free GPUs for
 #         RUN_ID now, `reserved INDEX,...`, or exits E_GPUS_BUSY. A reservation counts for
 #         RESERVE_S while its run has not launched; the run's gate takes it over.
@@ -165,19 +164,6 @@ look)
 		[ "$share" = 1 ] && [ "$l_state" = busy ] && l_state=free
 		emit gpu "$l_index" "$l_state" "$l_who"
 	done
-	if [ "$#" -gt 4 ]; then
-		shift 4
-		l_cached=0
-		while [ "$#" -ge 2 ]; do
-			{ is_sha256 "$1" && is_uint "$2"; } || fail "$E_USAGE" usage
-			l_entry=$workdir/.cache/inputs/$1
-			if [ -f "$l_entry" ] && [ "$(size_of "$l_entry")" = "$2" ]; then
-				l_cached=$((l_cached + 1))
-			fi
-			shift 2
-		done
-		emit cached "$l_cached"
-	fi
 	exit 0
 	;;
 reserve)
