@@ -113,3 +113,17 @@ def test_names_with_newlines_are_refused(remote: Remote, env: dict[str, str]) ->
     assert result.returncode == 9
     assert result.values("error")[0][0] == "bad_name"
     assert result.values("file") == []
+
+
+def test_a_dangling_link_to_outside_the_run_is_refused(
+    remote: Remote, tmp_path: Path, env: dict[str, str]
+) -> None:
+    _, run_dir = remote.prepare()
+    (run_dir / "out").mkdir()
+    (run_dir / "out" / "fine.txt").write_text("fine")
+    (run_dir / "out" / "later").symlink_to(tmp_path / "not yet there")
+
+    result = remote.run("list_files", str(run_dir), "out", env=env)
+
+    assert result.returncode == 7, result
+    assert result.lines == [["error", "path_outside_run", "out/later"]]

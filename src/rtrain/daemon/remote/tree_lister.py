@@ -28,11 +28,10 @@ class Walk:
         sys.stdout.flush()
         sys.exit(code)
 
-    def inside(self, path: str) -> bool | None:
-        """Whether the real path of `path` is in the run; None when it has none (dangling)."""
+    def inside(self, path: str) -> bool:
+        """Whether the real path of `path` is in the run (a dangling link too: where it
+        would lead counts, so none to outside is ever listed)."""
         real = os.path.realpath(path)
-        if not os.path.exists(real):
-            return None
         return real == self.real_run or real.startswith(self.real_run + "/")
 
     def walk(self, folder: str, rel: str) -> bool:
@@ -58,7 +57,7 @@ class Walk:
             except OSError:
                 continue
             if stat.S_ISLNK(st.st_mode):
-                if self.inside(path) is False:
+                if not self.inside(path):
                     self.fail(self.outside, "path_outside_run", entry_rel)
                 if os.path.isdir(path):
                     sys.stderr.write(f"not following the directory link {entry_rel}\n")
