@@ -259,7 +259,7 @@ class HostHandlers:
         }
 
     async def preflight(self, p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
-        return await preflight(self.ops, p)
+        return await preflight(self.ops, p, ctx)
 
     async def hosts_list(self, p: m.Empty, ctx: RequestContext) -> m.HostsListResult:
         infos = []

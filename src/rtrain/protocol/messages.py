@@ -382,6 +382,8 @@ class PreflightParams(Params):
     # A pip requirements file (absolute local path): its environment is built on the host
     # now, as a start would build it, or found built (docs/environments.md).
     requirements: str | None = None
+    # `$/progress` of that build (how long so far) goes to this token while it runs.
+    progress_token: str | int | None = None
     # A container image: which runtime the host has, whether the image is in its store and
     # how many GPUs it sees (docs/containers.md). null: config.toml's `image`; "" for none.
     image: str | None = None

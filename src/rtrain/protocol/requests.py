@@ -1009,6 +1009,7 @@ def host_preflight(
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
     requirements: str | None = None,
+    progress_token: str | int | None = None,
     image: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
@@ -1029,6 +1030,7 @@ def host_preflight(
             hfModels=hf_models,
             secrets=secrets,
             requirements=requirements,
+            progressToken=progress_token,
             image=image,
         ),
     )

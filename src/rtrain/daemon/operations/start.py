@@ -253,7 +253,7 @@ def _wrapper(plan: StartPlan, run_dir: str, gated: bool) -> list[str]:
     p = plan.p
     wrapper = gate_prefix(p, run_dir, plan.run_id, GpuPlan(gate=gated))
     if plan.environment is not None:
-        wrapper += run_environment.builder_words(plan.python, run_dir)
+        wrapper += run_environment.builder_words(plan.python, run_dir, plan.environment)
     if plan.container is not None:
         names = [*plan.env, *p.secrets]
         c = plan.container
