@@ -17,6 +17,9 @@ RSS_LIMIT_MB = 100.0
 # Many small files: within this factor of tar over ssh; the same code again under AGAIN_S.
 TAR_FACTOR = 1.5
 AGAIN_S = 1.0
+# One changed file costs only its own time on top of the same code again: one small file's
+# upload, a round trip or two, allowed this many seconds.
+ONE_FILE_S = 0.5
 # A start on a warm host: under WARM_S on the direct link, and the delayed link adds fewer
 # than WARM_ROUND_TRIPS of its round trips.
 WARM_S = 1.0
@@ -133,6 +136,15 @@ def verdicts(results: Results) -> list[Verdict]:
                 f"{files.link.label}",
                 f"{files.again.median:.2f} s",
                 files.again.median < AGAIN_S,
+            )
+        )
+        on_top = files.one_changed.median - files.again.median
+        found.append(
+            Verdict(
+                f"one file changed: under {ONE_FILE_S:g} s on top of the same code again, "
+                f"{files.link.label}",
+                f"{on_top:+.2f} s",
+                on_top < ONE_FILE_S,
             )
         )
     return found
