@@ -123,13 +123,18 @@ async def preflight(
             verdict.problem("environment", problem)
     if image and ops.launcher(p.host).runs_on_host:
         await _judge_image(verdict, transport, p, settings.container_runtime, image)
-    # What a run failing for want of torch on this host is then pointed to.
-    pick = judged.python.suggested or (interpreter if report.torch is not None else None)
-    if pick:
-        ops.torch_pythons[p.host] = pick
-    else:
-        ops.torch_pythons.pop(p.host, None)
+    _remember_torch_python(
+        ops, p.host, judged.python.suggested or (interpreter if report.torch is not None else None)
+    )
     return _result(p, transport, report, verdict, judged)
+
+
+def _remember_torch_python(ops: DaemonState, host: str, pick: str | None) -> None:
+    """What a run failing for want of torch on `host` is then pointed to."""
+    if pick:
+        ops.torch_pythons[host] = pick
+    else:
+        ops.torch_pythons.pop(host, None)
 
 
 def _image(p: PreflightParams, host_image: str | None) -> str | None:

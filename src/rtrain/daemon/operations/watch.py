@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from dataclasses import dataclass
 
 from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
 from rtrain.daemon.metrics.planned_length import planned_length
@@ -46,9 +47,8 @@ async def watch_host(
             if report.exit != answers.Exit.OK and not report.runs:
                 raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
             found.update(report.runs)
-            moved |= await _read_where_rank0_ran(
-                ops, host, workdir, members, report.runs, sample, max_slice
-            )
+            poll = _Poll(host, workdir, sample, max_slice)
+            moved |= await _read_where_rank0_ran(ops, poll, members, report.runs)
             continue
         asked = _asked(ops, host, members)
         triples = _triples(members, asked)
@@ -77,18 +77,24 @@ def _triples(runs: list[RunInfo], asked: dict[tuple[str, str], int]) -> list[tup
     return [(r.run_id, asked[(r.run_id, "log")], asked[(r.run_id, "jsonl")]) for r in runs]
 
 
+@dataclass(frozen=True)
+class _Poll:
+    """What one poll of a group asks: the host the runs are recorded under, their work
+    directory there, whether it samples the host's GPUs, the most bytes of a file it brings."""
+
+    host: str
+    workdir: str
+    sample: bool
+    max_slice: int
+
+
 async def _read_where_rank0_ran(
-    ops: DaemonState,
-    host: str,
-    workdir: str,
-    runs: list[RunInfo],
-    rows: dict[str, run_scripts.RunRow],
-    sample: bool,
-    max_slice: int,
+    ops: DaemonState, poll: _Poll, runs: list[RunInfo], rows: dict[str, run_scripts.RunRow]
 ) -> set[str]:
     """Runs across hosts: each run's files read on the node where its global rank 0 ran (the
     one that prints, for most trainers), one watch.sh per node's host and workdir; the GPUs
     are node 0's host's. The run ids whose metrics moved."""
+    host, workdir, sample = poll.host, poll.workdir, poll.sample
     places: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
     for run in runs:
         row = rows.get(run.run_id)
@@ -108,7 +114,7 @@ async def _read_where_rank0_ran(
         transport = await ops.transport(node_host)
         here = sample and (node_host, node_workdir) == (host, workdir)
         out = await run_scripts.watch(
-            transport, node_workdir, here, max_slice, _triples(members, asked)
+            transport, node_workdir, here, poll.max_slice, _triples(members, asked)
         )
         moved |= _take_output(ops, host, out, asked)
     return moved

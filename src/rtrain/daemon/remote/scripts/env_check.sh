@@ -8,7 +8,7 @@
 need_args "$#" 3
 case $3 in
 rtrain-requirements.txt | rtrain-uv.lock) lock_name=$3 ;;
-*) fail "$E_USAGE" bad_lock "no such kind of lock: $3" ;;
+*) fail "$E_USAGE" usage "no such kind of lock: $3" ;;
 esac
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 # shellcheck disable=SC2088 # the word as typed: expand_workdir expands it
