@@ -21,6 +21,9 @@ AGAIN_S = 1.0
 # delayed one; a fetch cut at half moves at most this share of the file again.
 BIG_DELAYED_FACTOR = 3.5
 CUT_MOVED_AGAIN = 0.55
+# One changed file costs only its own time on top of the same code again: one small file's
+# upload, a round trip or two, allowed this many seconds.
+ONE_FILE_S = 0.5
 # A start on a warm host: under WARM_S on the direct link, and the delayed link adds fewer
 # than WARM_ROUND_TRIPS of its round trips.
 WARM_S = 1.0
@@ -137,6 +140,15 @@ def verdicts(results: Results) -> list[Verdict]:
                 f"{files.link.label}",
                 f"{files.again.median:.2f} s",
                 files.again.median < AGAIN_S,
+            )
+        )
+        on_top = files.one_changed.median - files.again.median
+        found.append(
+            Verdict(
+                f"one file changed: under {ONE_FILE_S:g} s on top of the same code again, "
+                f"{files.link.label}",
+                f"{on_top:+.2f} s",
+                on_top < ONE_FILE_S,
             )
         )
     found += _big_file_verdicts(results)

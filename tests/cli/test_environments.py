@@ -66,7 +66,9 @@ def test_an_environment_is_built_once_per_lock_and_reused(cli: Cli) -> None:
     _start(cli, first, lock)
     assert _wait_ended(cli, first) == "completed"
     log = (cli.far_run_dir(first) / "train.log").read_text()
-    built = re.search(r"rtrain: environment (\w+) built in ([\d.]+) s with pip", log)
+    # The host has no uv: rtrain installs it into the host's cache from the index, and builds
+    # with it (tests/cli/test_environment_tools.py has the host whose index has none).
+    built = re.search(r"rtrain: environment (\w+) built in ([\d.]+) s with uv", log)
     assert built, log
     key = built[1]
     env = _environment_of(cli, first)
@@ -133,8 +135,21 @@ def test_two_starts_needing_one_environment_build_it_once(cli: Cli) -> None:
             _start(cli, run_id, lock)
         for run_id in runs:
             _wait_log(cli, run_id, f"waiting for environment {key}: another run is building it")
-        status = cli("status", "plain", runs[0]).out.strip()
-        assert status == f"queued (waiting for environment {key}: another run is building it)"
+        # The state says what the run waits for, and, a few seconds on, for how long so far.
+        waiting = f"queued (waiting for environment {key}: another run is building it"
+        deadline = time.monotonic() + BUILD_WAIT_S
+        while not re.fullmatch(
+            re.escape(waiting) + r", \d+ s so far\)",
+            status := cli("status", "plain", runs[0]).out.strip(),
+        ):
+            assert status.startswith(waiting), status
+            assert time.monotonic() < deadline, status
+            time.sleep(0.5)
+        # --json carries the same words: the state, and the reason with the time so far.
+        as_json = cli("status", "plain", runs[0], "--json").json()
+        assert as_json["state"] == "queued", as_json
+        assert as_json["reason"].startswith(waiting[len("queued (") :]), as_json
+        assert re.search(r", \d+ s so far$", as_json["reason"]), as_json
     finally:
         held.close()
     assert [_wait_ended(cli, run_id) for run_id in runs] == ["completed", "completed"]
@@ -198,7 +213,7 @@ def test_preflight_builds_the_environment_ahead_and_names_a_broken_line(cli: Cli
         "--workdir", cli.workdir, "--requirements", str(lock),
     )  # fmt: skip
     assert ahead.code == 0, ahead
-    built = re.search(r"environment: (\w+) built now from .* in [\d.]+ s with pip", ahead.out)
+    built = re.search(r"environment: (\w+) built now from .* in [\d.]+ s with uv", ahead.out)
     assert built, ahead
     assert _built(cli) == [built[1]]
     # No scratch of the check is left, and a start uses what it built.

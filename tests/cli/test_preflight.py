@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import re
+import shutil
 import uuid
 from pathlib import Path
 
 from rtrain.protocol.schema import protocol_schema
 from tests.cli.conftest import Cli
+from tests.hosts import NOGPU_USER
 from tests.hosts.pythons_host import PythonsHost
 from tests.torch_python import far_torch_python
 
@@ -35,7 +40,14 @@ def test_ready_host_says_so_and_exits_0(cli: Cli) -> None:
     assert [gpu["index"] for gpu in verdict["gpus"]] == [0, 1]
     assert verdict["gpusFree"] == 2
     assert verdict["driver"] == {"version": "550.54.15", "cudaVersion": "12.4"}
-    assert [f["text"] for f in verdict["findings"]] == [line.split(": ", 1)[1] for line in findings]
+
+    # The same findings; the disk's free space may move between the two looks (other writers).
+    def steady(text: str) -> str:
+        return re.sub(r"[\d.]+ [KMGT]?B free$", "N free", text)
+
+    assert [steady(f["text"]) for f in verdict["findings"]] == [
+        steady(line.split(": ", 1)[1]) for line in findings
+    ]
 
 
 def test_the_verdict_line_names_a_python_without_torch(cli: Cli, notorch_host: str) -> None:
@@ -228,3 +240,57 @@ def test_json_leaves_out_empty_defaults_but_keeps_required_lists(cli: Cli) -> No
     assert "gpus" not in nogpu and nogpu["reasons"], nogpu
     preflight = protocol_schema()["$defs"]["PreflightResult"]
     assert "reasons" in preflight["required"] and "gpus" not in preflight["required"]
+
+
+def test_a_python_of_another_account_is_never_offered(cli: Cli) -> None:
+    """A venv with torch under /opt that another account owns (it can change or remove it
+    under the run): listed as another account's, never suggested; the suite's own venv
+    (root's) is offered instead. Its name sorts before the suite's, so it would be first."""
+    own = Path(far_torch_python()).parent.parent
+    other = Path(f"/opt/rtrain-a-{cli.tag}")
+    account = pwd.getpwnam(NOGPU_USER)
+    try:
+        (other / "bin").mkdir(parents=True)
+        shutil.copy(own / "pyvenv.cfg", other / "pyvenv.cfg")
+        (other / "lib").symlink_to(own / "lib")
+        (other / "bin" / "python").symlink_to(os.path.realpath(own / "bin" / "python"))
+        for path in (
+            other,
+            other / "bin",
+            other / "pyvenv.cfg",
+            other / "lib",
+            other / "bin" / "python",
+        ):
+            os.lchown(path, account.pw_uid, account.pw_gid)
+        done = cli("preflight", "plain", "--gpus", "0", "--workdir", cli.workdir, "--json")
+        assert done.code == 0, done
+        verdict = done.json()
+        listed = {c["path"]: c for c in verdict["pythonCandidates"]}
+        foreign = listed[str(other / "bin" / "python")]
+        assert not foreign["usable"] and "another account" in foreign["error"], foreign
+        assert verdict["suggestedPython"] == far_torch_python(), verdict
+    finally:
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def test_a_run_failing_for_want_of_torch_is_pointed_to_a_python_that_has_it(cli: Cli) -> None:
+    # plain's python3 has no torch; the suite's venv under /opt has.
+    run_id = cli.new_run_id("notorch")
+    cli.start(run_id, "{python}", "-c", "import torch")
+    cli.wait_state(
+        "plain",
+        run_id,
+        "failed (exit 1, ModuleNotFoundError: No module named 'torch'; python3 has no torch: "
+        "`rtrain preflight plain` names a python that has it)",
+    )
+    # Once preflight has looked, the reason names the python it found torch in.
+    assert cli("preflight", "plain", "--gpus", "0", "--workdir", cli.workdir).code == 0
+    venv = far_torch_python()
+    again = cli.new_run_id("notorch")
+    cli.start(again, "{python}", "-c", "import torch.nn")
+    cli.wait_state(
+        "plain",
+        again,
+        "failed (exit 1, ModuleNotFoundError: No module named 'torch'; python3 has no torch: "
+        f"preflight found torch in {venv} (start with --python {venv}))",
+    )

@@ -54,4 +54,4 @@ def test_a_run_past_its_max_duration_on_a_console_host_is_stopped(
             assert time.monotonic() < deadline, run
             time.sleep(0.2)
     assert (run.state, run.reason) == ("stopped", "max duration 2s")
-    assert (far.path / run_id / "limit_stop").read_text() == "max_duration 2\n"
+    assert (far.path / run_id / ".rtrain" / "limit_stop").read_text() == "max_duration 2\n"

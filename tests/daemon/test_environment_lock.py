@@ -87,3 +87,48 @@ def test_the_key_changes_with_the_lock() -> None:
     assert environment_key(b"termcolor\n") == environment_key(b"termcolor\n")
     assert environment_key(b"termcolor\n") != environment_key(b"termcolor\niniconfig\n")
     assert len(environment_key(b"x\n")) == 20
+
+
+def test_a_uv_lock_is_a_lock_with_its_pyproject_beside_it(tmp_path: Path) -> None:
+    lock = tmp_path / "uv.lock"
+    lock.write_text('version = 1\nrequires-python = ">=3.8"\n')
+    with pytest.raises(RpcError) as missing:
+        chosen_lock(str(lock), None)
+    assert missing.value.kind == Kind.LOCAL_FILE_MISSING
+    assert "pyproject.toml" in missing.value.message
+
+    project = tmp_path / "pyproject.toml"
+    project.write_text('[project]\nname = "x"\nversion = "0"\n')
+    chosen = chosen_lock(None, str(lock))  # the host's config.toml may name one too
+    assert chosen is not None and chosen.pyproject == project.read_bytes()
+
+    lock.write_text("termcolor\n")  # a requirements file under the lock's name
+    with pytest.raises(RpcError) as wrong:
+        chosen_lock(str(lock), None)
+    assert wrong.value.kind == Kind.INVALID_REQUIREMENT
+    assert "not TOML" in wrong.value.message
+
+    lock.write_text("version = 1\n")
+    project.write_text("[tool.other]\nx = 1\n")
+    with pytest.raises(RpcError) as no_project:
+        chosen_lock(str(lock), None)
+    assert "has no [project] table" in no_project.value.message
+
+
+def test_a_uv_project_s_identity_is_what_the_far_builder_hashes(tmp_path: Path) -> None:
+    """The daemon asks whether an environment is built (a pool's placement) with the same
+    bytes the builder keys it by, pyproject.toml and all."""
+    from rtrain.daemon.environments.run_environment import environment_files
+    from rtrain.daemon.remote.env_build import _lock_bytes
+
+    (tmp_path / "uv.lock").write_text('version = 1\nrequires-python = ">=3.8"\n')
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0"\n')
+    lock = chosen_lock(str(tmp_path / "uv.lock"), None)
+    assert lock is not None
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name, content in environment_files(lock):
+        (run_dir / name).write_bytes(content)
+    far = _lock_bytes(str(run_dir / "rtrain-uv.lock"))
+    assert environment_key(far) == environment_key(lock.identity)
+    assert lock.identity != lock.content  # the pyproject is part of it

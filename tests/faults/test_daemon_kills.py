@@ -78,7 +78,7 @@ def far_truth(campaign: Campaign, run_id: str) -> str | None:
         return None
     if run_pids(run_id):
         return "running"
-    if (run_dir / "stop_requested").exists():
+    if (run_dir / ".rtrain" / "stop_requested").exists():
         return "stopped"
     status = run_dir / ".rtrain" / "status"
     if status.exists():

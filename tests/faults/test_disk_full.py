@@ -92,6 +92,39 @@ def test_a_full_disk_during_the_upload(campaign: Campaign, small_workdir: tuple[
     assert run_id not in {r.run_id for r in campaign.request("runs/list", {}).runs}
 
 
+def test_a_full_disk_during_a_code_tree_stream_is_one_sentence_and_nothing_starts(
+    campaign: Campaign, small_workdir: tuple[str, Path]
+) -> None:
+    workdir, far_workdir = small_workdir
+    run_id = campaign.new_run_id()
+    code = campaign.tmp / "code"
+    # 400 small files, 8 MB: they go in one stream, and fill the 4 MB disk on the way.
+    for n in range(400):
+        (code / f"pkg{n % 7}").mkdir(parents=True, exist_ok=True)
+        (code / f"pkg{n % 7}" / f"m{n}.py").write_bytes(os.urandom(20_000))
+    with pytest.raises(RemoteError) as caught:
+        campaign.request(
+            "run/start",
+            {
+                "host": "plain",
+                "runId": run_id,
+                "workdir": workdir,
+                "gpus": 0,
+                "config": str(campaign.file("config.yaml", "epochs: 1\n")),
+                "code": str(code),
+                "command": ["{python}", "-c", "print('never')"],
+            },
+        )
+    campaign.ledger.fault("far disk full during a code tree stream")
+    error = caught.value
+    assert error.kind == "disk_full", error.message
+    assert "disk is full" in error.message and "nothing was started" in error.message
+    run_dir = far_workdir / run_id
+    assert not (run_dir / "pkg0").exists() and not (run_dir / "meta.json").exists()
+    assert run_pids(run_id) == []
+    assert run_id not in {r.run_id for r in campaign.request("runs/list", {}).runs}
+
+
 def test_a_full_disk_during_training_fails_the_run_with_its_exit_code(
     campaign: Campaign, small_workdir: tuple[str, Path]
 ) -> None:

@@ -177,7 +177,7 @@ def test_after_a_reboot_a_recycled_pid_does_not_revive_the_run(campaign: Campaig
     stranger = stranger_process()
     try:
         (run_dir / ".rtrain" / "train.pid").write_text(f"{stranger.pid}\n")
-        meta = run_dir / "meta.json"
+        meta = run_dir / ".rtrain" / "meta.json"
         text = meta.read_text()
         old_boot = text.split('"boot_id": "', 1)[1].split('"', 1)[0]
         meta.write_text(text.replace(old_boot, "00000000-0000-0000-0000-000000000000"))

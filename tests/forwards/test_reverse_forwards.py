@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rtrain import RemoteRunner
 from tests.cli.conftest import WAIT_S, WAITING_TRAINER, Cli
 from tests.forwards.test_forwards import kill_master, master_pids
 from tests.hosts import GPU_USER
@@ -130,3 +131,90 @@ def test_a_reverse_forward_to_local_is_refused(cli: Cli, laptop_server: int) -> 
     done = cli("forward", "--reverse", "local", str(laptop_server))
     assert done.code == 2, done
     assert "is this machine" in done.err, done
+
+
+# A trainer that reads the laptop's server at its start, through the port its environment
+# names (the host here is this machine, where the laptop's own port is taken), then waits.
+REACHING_TRAINER = """
+import os, sys, time, urllib.request
+port = os.environ["RTRAIN_REVERSE_PORT_" + sys.argv[1]]
+url = "http://127.0.0.1:%s/hello.txt" % port
+print("read:", urllib.request.urlopen(url, timeout=10).read().decode(), end="", flush=True)
+while not os.path.exists("finish"):
+    time.sleep(0.05)
+os.remove("finish")
+"""
+
+
+def far_log_count(cli: Cli, run_id: str, text: str, count: int) -> None:
+    log = cli.far_run_dir(run_id) / "train.log"
+    deadline = time.monotonic() + WAIT_S
+    while not (log.exists() and log.read_text(errors="replace").count(text) >= count):
+        assert time.monotonic() < deadline, f"{text!r} never reached {log} {count} times"
+        time.sleep(0.05)
+
+
+def wait_no_forwards(cli: Cli) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while cli("forwards", "--json").json():
+        assert time.monotonic() < deadline, "the run's reverse forward outlived the run"
+        time.sleep(0.2)
+
+
+def test_a_run_started_with_reverse_reaches_the_server_from_its_start_and_after_a_restart(
+    cli: Cli, laptop_server: int
+) -> None:
+    run_id = cli.new_run_id("revstart")
+    port = str(laptop_server)
+    cli.start(run_id, "{python}", "-c", REACHING_TRAINER, port, reverse=port)
+    read = f"read: {HELLO}"
+    far_log_count(cli, run_id, read, 1)  # its first request, made as it started
+    [row] = cli("forwards", "--json").json()
+    assert (row["runId"], row["localPort"], row["reverse"]) == (run_id, laptop_server, True)
+    far_url = f"{row['url']}hello.txt"
+
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+    wait_no_forwards(cli)  # ended with the run
+    assert far_get(cli, far_url).startswith("failed:")
+
+    restarted = cli("restart", "plain", run_id, "--workdir", cli.workdir, "--no-follow")
+    assert restarted.code == 0, restarted
+    far_log_count(cli, run_id, read, 2)  # the new attempt reached it too, on the same port
+    [again] = cli("forwards", "--json").json()
+    assert (again["runId"], again["remotePort"]) == (run_id, row["remotePort"]), again
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+    wait_no_forwards(cli)
+
+
+def test_reverse_with_nothing_listening_here_starts_nothing(cli: Cli) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        idle = probe.getsockname()[1]  # bound, never listening
+        run_id = cli.new_run_id("revidle")
+        done = cli(
+            "start", "plain", "--run-id", run_id, "--workdir", cli.workdir, "--gpus", "0",
+            "--reverse", str(idle), "--no-follow", "--", "python3", "-c", "print(1)",
+        )  # fmt: skip
+    assert done.code == 1, done
+    assert done.err_lines == [
+        f"rtrain: Nothing answers on port {idle} of this machine (127.0.0.1:{idle}); start the "
+        "server here first, listening on 127.0.0.1 or on all addresses."
+    ], done
+    assert not cli.far_run_dir(run_id).exists()
+    assert cli("forwards", "--json").json() == []
+
+
+def test_the_api_starts_a_run_with_a_reverse_forward(cli: Cli, laptop_server: int) -> None:
+    runner = RemoteRunner(alias="plain", workdir=cli.workdir)
+    run_id = cli.new_run_id("revapi")
+    port = str(laptop_server)
+    command = ["{python}", "-c", REACHING_TRAINER, port]
+    runner.start(run_id=run_id, gpus=0, command=command, reverse=[laptop_server])
+    far_log_count(cli, run_id, f"read: {HELLO}", 1)
+    [row] = cli("forwards", "--json").json()
+    assert (row["runId"], row["localPort"]) == (run_id, laptop_server), row
+    cli.finish(run_id)
+    cli.wait_state("plain", run_id, "completed")
+    wait_no_forwards(cli)

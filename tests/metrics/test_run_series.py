@@ -210,3 +210,35 @@ def test_a_point_at_its_series_last_step_replaces_it() -> None:
     log = bar(1, 10, ", loss=3.0") + bar(2, 10, ", loss=3.0") + bar(2, 10, ", loss=2.0")
     run.feed("log", 0, log + b"\n")
     assert points(run, "loss") == [(1, 3.0), (2, 2.0)]
+
+
+LIGHTNING_BARS = (
+    b"\rEpoch 0:  40%|####      | 4/10 [00:01<00:02,  2.50it/s, train_loss=2.310]"
+    b"\rEpoch 0: 100%|##########| 10/10 [00:04<00:00,  2.50it/s, train_loss=2.100]\n"
+    b"\rEpoch 1:  40%|####      | 4/10 [00:01<00:02,  2.50it/s, train_loss=1.900]"
+)
+
+
+def test_lightnings_epoch_bars_give_progress_over_the_planned_epochs() -> None:
+    # As the command said `--max_epochs 3`: 3 epochs of 10 batches.
+    run = RunSeries()
+    run.planned_epochs = 3
+    run.feed("log", 0, LIGHTNING_BARS)
+    assert run.progress is not None
+    assert (run.progress.n, run.progress.total) == (14, 30)
+    assert run.progress.remaining == (30 - 14) / 2.5
+    # `--max_steps 12` cuts the fit short of its epochs.
+    short = RunSeries()
+    short.planned_epochs, short.planned_steps = 3, 12
+    short.feed("log", 0, LIGHTNING_BARS)
+    assert short.progress is not None
+    assert (short.progress.n, short.progress.total) == (12, 12)
+    # Nothing planned: the epoch's own bar, as Lightning draws it.
+    plain = RunSeries()
+    plain.feed("log", 0, LIGHTNING_BARS)
+    assert plain.progress is not None
+    assert (plain.progress.n, plain.progress.total) == (4, 10)
+    # Lightning's last word says the whole fit is done: the progress is all of it.
+    plain.feed("log", len(LIGHTNING_BARS), b"\n`Trainer.fit` stopped: `max_epochs=2` reached.\n")
+    assert plain.progress is not None
+    assert (plain.progress.n, plain.progress.total, plain.progress.remaining) == (14, 14, None)

@@ -108,13 +108,59 @@ def test_the_node_that_failed_first_is_named_not_the_one_that_lost_its_peer(
         assert time.monotonic() < deadline, f"the nodes never ended: {logs(cli, run_id)}"
         time.sleep(0.1)
     # Node 0 failed of its lost peer, on its own.
-    assert (cli.far_run_dir(run_id) / "rank_failure").exists()
+    assert (cli.far_run_dir(run_id) / ".rtrain" / "rank_failure").exists()
     away_node.resume()
     out = wait_status(cli, run_id, "failed")
     assert re.search(r"node 1 \(awaynode\), rank [01]: ValueError: rank [01] ran out", out), out
     assert "node 0 failed too" in out, out
     assert run_pids(run_id) == []
     # The far side recorded when node 1's first failing rank failed (rank_failure's time).
-    text = (second_run_dir(cli, run_id) / "rank_failure").read_text()
+    text = (second_run_dir(cli, run_id) / ".rtrain" / "rank_failure").read_text()
     fields = text.rstrip("\n").split("\t")
     assert len(fields) == 7 and abs(float(fields[6]) - time.time()) < 600, fields
+
+
+AWAY_FIRST = "awayfirst"
+
+
+@pytest.fixture
+def away_first_node(two_hosts: Cli) -> Iterator[TcpProxy]:
+    """The FIRST node's user (where the run is recorded) reached through a proxy the test
+    can stall."""
+    proxy = TcpProxy(two_hosts.hosts.plain_port)
+    two_hosts.hosts.add_alias(AWAY_FIRST, proxy.port, user=GPU_USER)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def test_stop_with_node_0_away_stops_node_1_and_finishes_when_node_0_answers(
+    two_hosts: Cli, away_first_node: TcpProxy
+) -> None:
+    """Node 0 is where the run is recorded (its meta.json, the registry's row): its silence
+    keeps node 1 from nothing, and its own stop is finished once it answers."""
+    cli = two_hosts
+    run_id = cli.new_run_id("away0")
+    start_across(cli, run_id, "--steps", "100000", "--sleep", "0.1", hosts=f"{AWAY_FIRST},nogpu")
+    wait_log(cli, run_id, "step 3 |")
+    assert owned_by(run_id, GPU_USER) and owned_by(run_id, NOGPU_USER), "a node never ran"
+
+    away_first_node.stall()
+    stopped = cli("stop", AWAY_FIRST, run_id)
+    assert stopped.code != 0, stopped
+    assert "not stopped yet" in stopped.err and f"node 0 ({AWAY_FIRST})" in stopped.err, stopped
+    assert "stops the rest as soon as they answer" in stopped.err, stopped
+    # Node 1 was stopped at once, not after node 0's silence (node 0's ranks then fail of
+    # their lost peer by themselves: whether they are gone yet is not the stop's doing).
+    assert owned_by(run_id, NOGPU_USER) == []
+    status = cli("status", AWAY_FIRST, run_id)
+    assert status.out.startswith("unknown (stop pending: "), status
+    assert f"node 0 ({AWAY_FIRST})" in status.out, status
+
+    away_first_node.resume()
+    deadline = time.monotonic() + WAIT_S * 3
+    while (out := cli("status", AWAY_FIRST, run_id).out) != "stopped\n":
+        assert time.monotonic() < deadline, f"the pending stop never finished: {out}"
+        time.sleep(0.3)
+    assert run_pids(run_id) == []

@@ -1,5 +1,6 @@
 """`--image` end to end with the real Podman of the plain host's far user: the run happens
-inside the image, its env and secrets reach it by name only, and a stop leaves no container."""
+inside the image, its env and secrets reach it through an env file that is gone once the
+container runs (never on a command line), and a stop leaves no container."""
 
 from __future__ import annotations
 
@@ -78,17 +79,57 @@ def far_user_command_lines() -> list[str]:
     return lines
 
 
-def test_the_secret_is_on_no_command_line(ops: Ops, podman_image: str) -> None:
+def runtime_client_environ(run_id: str) -> bytes:
+    """The environment of the runtime's client of the run (`podman run --name rtrain-RUN`)."""
+    uid = pwd.getpwnam(GPU_USER).pw_uid
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"run" in argv and f"rtrain-{run_id}".encode() in argv:
+                return (entry / "environ").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    raise AssertionError(f"no runtime client of {run_id}")
+
+
+def test_the_secret_is_on_no_command_line_and_its_env_file_is_gone(
+    ops: Ops, podman_image: str
+) -> None:
     run_id = ops.new_run_id()
-    start_in_image(ops, podman_image, SLEEP, run_id, secrets={"API_TOKEN": "zz-secret-zz"})
+    start_in_image(
+        ops, podman_image, SLEEP + "; echo $API_TOKEN", run_id,
+        secrets={"API_TOKEN": "zz-secret-zz"},
+    )  # fmt: skip
     ops.wait_file(ops.far_run_dir(run_id) / "up.txt")
     lines = far_user_command_lines()
-    # The runtime's client is there, with the variable by name...
-    assert any(f"rtrain-{run_id}" in line and "--env API_TOKEN" in line for line in lines)
-    # ...and its value nowhere.
+    # The runtime's client is there, reading an env file...
+    env_file = f"{ops.far_run_dir(run_id)}/.rtrain/container.env"
+    assert any(f"rtrain-{run_id}" in line and f"--env-file {env_file}" in line for line in lines)
+    # ...the value is on no command line, not even in the client's own environment...
     assert not any("zz-secret-zz" in line for line in lines)
+    assert b"zz-secret-zz" not in runtime_client_environ(run_id)
+    # ...and the file goes once the container runs.
+    deadline = time.monotonic() + WAIT_S
+    while Path(env_file).exists():
+        assert time.monotonic() < deadline, f"{env_file} is still there"
+        time.sleep(0.1)
     stopped = ops.request("run/stop", {"host": "plain", "runId": run_id, "grace": 5})
     assert stopped.outcome == "stopped"
+
+
+def test_the_env_file_goes_when_the_container_never_starts(ops: Ops) -> None:
+    run_id = ops.new_run_id()
+    missing = "localhost/rtrain-no-such-image:1"
+    start_in_image(ops, missing, "true", run_id, secrets={"API_TOKEN": "zz-secret-zz"})
+    run = ops.wait_state(run_id, lambda run: run.state not in ("running", "unknown"))
+    assert run.state == "failed", run
+    env_file = ops.far_run_dir(run_id) / ".rtrain" / "container.env"
+    deadline = time.monotonic() + WAIT_S
+    while env_file.exists():
+        assert time.monotonic() < deadline, f"{env_file} is still there"
+        time.sleep(0.1)
 
 
 def test_stop_leaves_no_container(ops: Ops, podman_image: str) -> None:

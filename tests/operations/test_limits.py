@@ -43,7 +43,7 @@ def test_a_run_past_its_max_duration_is_stopped_and_says_why(ops: Ops) -> None:
     assert started.run.max_duration == 2
     run = ops.wait_state(run_id, lambda run: run.state != "running")
     assert (run.state, run.stopped_by, run.reason) == ("stopped", "max_duration", "max duration 2s")
-    assert (ops.far_run_dir(run_id) / "limit_stop").read_text() == "max_duration 2\n"
+    assert (ops.far_run_dir(run_id) / ".rtrain" / "limit_stop").read_text() == "max_duration 2\n"
     gone(ops, run_id)
     listed = {r.run_id: r for r in ops.request("runs/list", {}).runs}
     assert listed[run_id].stopped_by == "max_duration"
@@ -54,7 +54,7 @@ def test_the_max_duration_holds_with_the_daemon_killed(ops: Ops) -> None:
     ops.start(STILL, run_id=run_id, maxDuration=3, stallAfter=0)
     ops.kill_daemon()
     # With no daemon at all, the host stops the run itself.
-    ops.wait_file(ops.far_run_dir(run_id) / "stop_requested")
+    ops.wait_file(ops.far_run_dir(run_id) / ".rtrain" / "stop_requested")
     gone(ops, run_id)
     run = ops.wait_state(run_id, lambda run: run.state != "running")
     assert (run.state, run.reason) == ("stopped", "max duration 3s")

@@ -37,7 +37,13 @@ def test_every_script_that_uses_a_code_uses_one_of_the_table() -> None:
 # Modules whose processes are no far-side script: the user's notify command on this machine,
 # `ssh -W` under a port forward or `ssh -O forward -R` (ssh's own exit status), and the
 # tracker's importer that a sync runs on this machine.
-_NO_FAR_SCRIPT = {"run_end_notify.py", "forwards.py", "reverse_forwards.py", "sync.py"}
+_NO_FAR_SCRIPT = {
+    "run_end_notify.py",
+    "forwards.py",
+    "reverse_forwards.py",
+    "sync.py",
+    "wandb_import.py",
+}
 # Programs that run on the far host inside a script: they write machine lines, not read them.
 _FAR_PROGRAMS = {"cache_inputs.py", "preflight_probe.py"}
 

@@ -319,7 +319,7 @@ def test_a_stalled_run_keeps_the_host_busy_unless_the_host_opted_in(
 ) -> None:
     run_dir, run_id = launch_sleeper(ssh_hosts, guarded)
     # limits.sh's word that the run went still (log and GPUs), as it writes it.
-    stalled = guarded.path / run_id / "stalled"
+    stalled = guarded.path / run_id / ".rtrain" / "stalled"
     stalled.write_text(f"{int(time.time())}\n")
     subprocess.run(["chown", GPU_USER, str(stalled)], check=True)
     armed_at = time.time()

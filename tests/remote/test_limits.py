@@ -83,7 +83,7 @@ def test_a_run_past_its_max_duration_is_stopped_and_its_row_says_why(remote: Rem
     wait_for(lambda: remote.status(run_id)[1] == "stopped", what="stopped")
     row = remote.status(run_id)
     assert row[5] == "limit: max_duration 2"
-    assert (run_dir / "stop_requested").exists()
+    assert (run_dir / ".rtrain" / "stop_requested").exists()
     wait_for(lambda: not watchers(run_id), what="the watcher to end")
 
 

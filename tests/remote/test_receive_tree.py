@@ -1,11 +1,16 @@
 """receive_tree.sh: many files in one tar stream (as the daemon writes it), each kept only
-when its sha256 matches, and none of them when one does not; each content into the cache."""
+when its sha256 matches, and none of them when one does not; each content into the cache.
+Each test runs twice: with python3 (one far python3 receives the stream) and on a host
+without it (the shell and tar do)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from rtrain.daemon.transfer.tree_ship import stream
 
@@ -40,17 +45,26 @@ def encoded(tmp: Path, files: dict[str, bytes], claimed: dict[str, bytes] | None
     return b"".join(stream(small, lambda _count: None))
 
 
+@pytest.fixture(params=["python3", "no python"])
+def env(
+    request: pytest.FixtureRequest, remote: Remote, stripped_path: Callable[[set[str]], str]
+) -> dict[str, str]:
+    if request.param == "python3":
+        return remote.env
+    return {**remote.env, "PATH": stripped_path({"python3"})}
+
+
 def receiving(run_dir: Path) -> list[Path]:
     return [p for p in run_dir.iterdir() if p.name.startswith(".rtrain-receiving")]
 
 
 def test_every_file_lands_under_its_name_and_each_content_in_the_cache(
-    remote: Remote, tmp_path: Path
+    remote: Remote, tmp_path: Path, env: dict[str, str]
 ) -> None:
     run_id, run_dir = remote.prepare()
 
     result = remote.run(
-        "receive_tree", "~/.rtrain", str(run_dir), run_id, stdin=encoded(tmp_path, FILES)
+        "receive_tree", "~/.rtrain", str(run_dir), run_id, stdin=encoded(tmp_path, FILES), env=env
     )
 
     assert result.returncode == 0, result
@@ -68,26 +82,34 @@ def test_every_file_lands_under_its_name_and_each_content_in_the_cache(
     assert (cache / hashlib.sha256(b"spaces\n").hexdigest()).read_bytes() == b"spaces\n"
 
 
-def test_one_file_other_than_hashed_and_nothing_lands(remote: Remote, tmp_path: Path) -> None:
+def test_one_file_other_than_hashed_and_nothing_lands(
+    remote: Remote, tmp_path: Path, env: dict[str, str]
+) -> None:
     run_id, run_dir = remote.prepare()
     claimed = {**FILES, "ünï/çödé ✓.bin": b"what was hashed"}
 
-    result = remote.run(
-        "receive_tree", "~/.rtrain", str(run_dir), run_id, stdin=encoded(tmp_path, FILES, claimed)
-    )
+    stdin = encoded(tmp_path, FILES, claimed)
+    result = remote.run("receive_tree", "~/.rtrain", str(run_dir), run_id, stdin=stdin, env=env)
 
     assert result.returncode == 3, result
     assert result.values("mismatch") == [["ünï/çödé ✓.bin"]]
     assert not (run_dir / "a b.txt").exists() and not (run_dir / "deep").exists()
     assert not receiving(run_dir)
-    assert not list((remote.home / ".rtrain" / ".cache" / "inputs").iterdir())
+    # The cache holds no entry of the bytes that did not come as hashed; what it holds (the
+    # contents that did, where python3 keeps them at once) is each its sha256.
+    cache = remote.home / ".rtrain" / ".cache" / "inputs"
+    assert hashlib.sha256(b"what was hashed").hexdigest() not in {p.name for p in cache.iterdir()}
+    for entry in cache.iterdir():
+        assert hashlib.sha256(entry.read_bytes()).hexdigest() == entry.name
 
 
-def test_a_name_leaving_the_run_is_refused(remote: Remote, tmp_path: Path) -> None:
+def test_a_name_leaving_the_run_is_refused(
+    remote: Remote, tmp_path: Path, env: dict[str, str]
+) -> None:
     run_id, run_dir = remote.prepare()
 
     data = encoded(tmp_path, {"../outside": b"x"})
-    result = remote.run("receive_tree", "~/.rtrain", str(run_dir), run_id, stdin=data)
+    result = remote.run("receive_tree", "~/.rtrain", str(run_dir), run_id, stdin=data, env=env)
 
     assert result.returncode == 7, result
     assert not (run_dir.parent / "outside").exists()

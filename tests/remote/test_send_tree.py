@@ -1,12 +1,26 @@
 """send_tree.sh: many files of a run in one stream, each with its own sha256 and its states
-before and after, and never a byte of anything outside the run."""
+before and after, and never a byte of anything outside the run. Each test runs with python3
+(one far python3 sends the batch) and on a host without it (the shell and its tools do)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from .conftest import Remote
+
+
+@pytest.fixture(params=["python3", "no python"])
+def env(
+    request: pytest.FixtureRequest, remote: Remote, stripped_path: Callable[[set[str]], str]
+) -> dict[str, str]:
+    if request.param == "python3":
+        return remote.env
+    return {**remote.env, "PATH": stripped_path({"python3"})}
+
 
 ODD_NAMES = [
     "a b.txt",
@@ -36,12 +50,15 @@ def verdict(stderr: str, key: str) -> list[str]:
     return [line.split("\t", 1)[1] for line in stderr.splitlines() if line.startswith(key + "\t")]
 
 
-def test_files_come_in_the_order_asked_each_with_its_sha256_and_states(remote: Remote) -> None:
+def test_files_come_in_the_order_asked_each_with_its_sha256_and_states(
+    remote: Remote, env: dict[str, str]
+) -> None:
     _, run_dir = remote.prepare()
     files = populate(run_dir)
     asked = list(reversed(ODD_NAMES))
 
-    result = remote.run("send_tree", str(run_dir), stdin="".join(f"{n}\n" for n in asked).encode())
+    names = "".join(f"{n}\n" for n in asked).encode()
+    result = remote.run("send_tree", str(run_dir), stdin=names, env=env)
 
     assert result.returncode == 0, result
     assert result.stdout == b"".join(files[name] for name in asked)
@@ -53,7 +70,9 @@ def test_files_come_in_the_order_asked_each_with_its_sha256_and_states(remote: R
     assert not (run_dir / "pwned").exists() and not (remote.home / "pwned").exists()
 
 
-def test_a_path_leaving_the_run_is_refused_before_any_byte(remote: Remote, tmp_path: Path) -> None:
+def test_a_path_leaving_the_run_is_refused_before_any_byte(
+    remote: Remote, tmp_path: Path, env: dict[str, str]
+) -> None:
     _, run_dir = remote.prepare()
     populate(run_dir)
     secret = tmp_path / "secret"
@@ -62,18 +81,18 @@ def test_a_path_leaving_the_run_is_refused_before_any_byte(remote: Remote, tmp_p
     (run_dir / "folder out").symlink_to(tmp_path)
 
     for rel in ["link out", "folder out/secret", "../outside", "deep/../../x"]:
-        result = remote.run("send_tree", str(run_dir), stdin=f"a b.txt\n{rel}\n".encode())
+        result = remote.run("send_tree", str(run_dir), stdin=f"a b.txt\n{rel}\n".encode(), env=env)
 
         assert result.returncode == 7, (rel, result)
         assert result.stdout == b"", rel
         assert verdict(result.stderr, "error")[0].startswith("path_outside_run"), result
 
 
-def test_a_missing_file_is_refused_before_any_byte(remote: Remote) -> None:
+def test_a_missing_file_is_refused_before_any_byte(remote: Remote, env: dict[str, str]) -> None:
     _, run_dir = remote.prepare()
     populate(run_dir)
 
-    result = remote.run("send_tree", str(run_dir), stdin=b"a b.txt\nnot there\n")
+    result = remote.run("send_tree", str(run_dir), stdin=b"a b.txt\nnot there\n", env=env)
 
     assert result.returncode == 8, result
     assert result.stdout == b""

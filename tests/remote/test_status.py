@@ -37,13 +37,15 @@ def test_completed(remote: Remote) -> None:
 
     state = finished(remote, launched)
 
-    # The last field: how long a running run has been still (limits.sh), `-` for none.
+    # Then: how long a running run has been still (limits.sh), when a torchrun run's first
+    # rank failed, whether global rank 0 ran here; `-` for none.
     assert state == [
         launched.run_id,
         "completed",
         "0",
         "-",
         str(launched.started_at),
+        "-",
         "-",
         "-",
         "-",
@@ -114,7 +116,7 @@ def test_recycled_pid_is_not_the_run(
 
 def test_reboot_makes_a_run_lost(remote: Remote) -> None:
     launched = remote.launch(SLEEPER)
-    meta = launched.run_dir / "meta.json"
+    meta = launched.run_dir / ".rtrain" / "meta.json"
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     meta.write_text(meta.read_text().replace(boot, "00000000-0000-0000-0000-000000000000"))
 
@@ -127,14 +129,14 @@ def test_reboot_makes_a_run_lost(remote: Remote) -> None:
 def test_missing(remote: Remote) -> None:
     state = remote.status("never-created")
 
-    assert state == ["never-created", "missing", "-", "-", "-", "no run directory", "-", "-"]
+    assert state == ["never-created", "missing", "-", "-", "-", "no run directory", "-", "-", "-"]
 
 
 def test_stop_request_turns_an_exit_into_stopped(remote: Remote) -> None:
     launched = remote.launch(SLEEPER)
     wait_for(lambda: (launched.run_dir / "ready").exists(), what="trainer ready")
     # What stop.sh does: record the request, then signal the run's process group.
-    (launched.run_dir / "stop_requested").write_text("")
+    (launched.run_dir / ".rtrain" / "stop_requested").write_text("")
     os.killpg(launched.pid, signal.SIGTERM)
 
     state = finished(remote, launched)

@@ -57,7 +57,7 @@ def test_stops_the_trainer_and_all_its_descendants(remote: Remote) -> None:
     assert result.value("outcome") == "stopped"
     assert set(pids) <= {int(pid) for pid in result.value("killed").split()}
     assert not any(alive(pid) for pid in pids), "no process may survive, reparented or not"
-    assert (launched.run_dir / "stop_requested").exists()
+    assert (launched.run_dir / ".rtrain" / "stop_requested").exists()
     assert result.values("run")[0][:2] == [launched.run_id, "stopped"]
     assert remote.status(launched.run_id)[1] == "stopped"
 
@@ -109,7 +109,7 @@ def test_nothing_to_stop(remote: Remote) -> None:
     # The run's state comes with the answer, worded as status.sh words it.
     assert result.values("run") == [remote.status(launched.run_id)]
     assert result.values("run")[0][1] == "completed"
-    assert not (launched.run_dir / "stop_requested").exists()
+    assert not (launched.run_dir / ".rtrain" / "stop_requested").exists()
 
 
 def test_foreign_pid_in_the_pid_file_is_refused_and_spared(

@@ -71,8 +71,8 @@ def test_the_command_reaches_the_workload_word_for_word(tmp_path: Path) -> None:
     done = run_batch_script(tmp_path, script, job_id="7")
     assert done.returncode == 0, done.stderr
     assert done.stdout == 'it\'s|$HOME|`id`|a b|--x="y"|'
-    assert (tmp_path / "status").read_text() == "0\n"
-    assert (tmp_path / "train.jobid").read_text() == "7\n"
+    assert (tmp_path / ".rtrain" / "status").read_text() == "0\n"
+    assert (tmp_path / ".rtrain" / "train.jobid").read_text() == "7\n"
 
 
 def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_the_workloads_exit_status_lands_in_the_status_file(tmp_path: Path) -> N
     done = run_batch_script(tmp_path, script)
     assert done.returncode == 3
     assert done.stdout == "it's 1\n"
-    assert (tmp_path / "status").read_text() == "3\n"
+    assert (tmp_path / ".rtrain" / "status").read_text() == "3\n"
 
 
 def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path: Path) -> None:
@@ -97,8 +97,8 @@ def test_a_failing_setup_step_keeps_the_trainer_from_starting(tmp_path: Path) ->
     done = run_batch_script(tmp_path, script)
     assert done.returncode == 4
     assert "the setup command failed (exit 4)" in done.stdout
-    assert (tmp_path / "status").read_text() == "4\n"
-    assert (tmp_path / "setup_failed").exists()
+    assert (tmp_path / ".rtrain" / "status").read_text() == "4\n"
+    assert (tmp_path / ".rtrain" / "setup_failed").exists()
     assert not (tmp_path / "trained").exists()
 
 

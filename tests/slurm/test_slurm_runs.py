@@ -401,3 +401,44 @@ def test_a_max_duration_is_the_jobs_time_limit_and_both_at_once_are_refused(
     )  # fmt: skip
     assert both.code == 2, both
     assert "give one of them, not both" in both.err
+
+
+def test_a_trainers_own_files_named_as_rtrains_change_nothing_on_slurm(
+    cluster: ClusterCli,
+) -> None:
+    """A job whose trainer writes `status` (0), `stop_requested`, `setup_failed`,
+    `train.jobid` and `meta.json` of its own in its working directory, then fails: the run
+    reads failed (exit 3), not completed, stopped or failed setup; its job is still found,
+    and it restarts from rtrain's own record."""
+    names = {
+        "status": "0\n",
+        "stop_requested": "1\n",
+        "setup_failed": "",
+        "train.jobid": "1\n",
+        "meta.json": "{}\n",
+    }
+    trainer = [
+        "python3",
+        "-c",
+        f"import os, sys, time\nfor n, t in {names!r}.items(): open(n, 'w').write(t)\n"
+        "print('step 1 | loss 1.0', flush=True)\n"
+        "while not os.path.exists('finish'): time.sleep(0.1)\nsys.exit(3)",
+    ]
+    run_id = cluster.cli.new_run_id()
+    cluster.start(run_id, trainer, "--gpus", "0")
+    cluster.wait_status(run_id, "running")
+    job = cluster.job_id(run_id)
+    run_dir = cluster.far_run_dir(run_id)
+    wait_until("step 1", lambda: "step 1" in cluster.slurm.as_user("cat", f"{run_dir}/train.log"))
+    assert cluster.status(run_id).out.strip() == "running"
+    assert cluster.job_id(run_id) == job
+    cluster.finish(run_id)
+    cluster.wait_status(run_id, "failed (exit 3)")
+    for name, text in names.items():
+        assert cluster.slurm.as_user("cat", f"{run_dir}/{name}") == text, name
+    cluster.slurm.as_user("rm", f"{run_dir}/finish")
+    again = cluster.cli("restart", "cluster", run_id, "--no-follow")
+    assert again.code == 0, again
+    cluster.wait_status(run_id, "running")
+    assert cluster.job_id(run_id) != job
+    assert cluster.cli("stop", "cluster", run_id).code == 0

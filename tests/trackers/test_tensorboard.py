@@ -97,7 +97,9 @@ def test_tensorboard_serves_runs_through_the_forward_and_ends_with_rm(
 
 def test_stop_ends_it(cli: Cli, trackers_python: str) -> None:
     run_id = written_run(cli, trackers_python)
-    url = cli("tensorboard", "plain", run_id).out_lines[0]
+    opened = cli("tensorboard", "plain", run_id)
+    assert opened.code == 0, opened
+    url = opened.out_lines[0]
     assert get_json(url + "data/runs")
     stopped = cli("tensorboard", "plain", "--stop")
     assert stopped.code == 0, stopped
@@ -106,7 +108,9 @@ def test_stop_ends_it(cli: Cli, trackers_python: str) -> None:
 
 def test_rm_ends_a_tensorboard_an_earlier_daemon_started(cli: Cli, trackers_python: str) -> None:
     run_id = written_run(cli, trackers_python)
-    url = cli("tensorboard", "plain", run_id).out_lines[0]
+    opened = cli("tensorboard", "plain", run_id)
+    assert opened.code == 0, opened
+    url = opened.out_lines[0]
     assert get_json(url + "data/runs")
     assert cli("daemon", "stop").code == 0  # the forward ends; the far TensorBoard runs on
     assert tensorboard_processes(run_id)

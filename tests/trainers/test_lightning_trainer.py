@@ -55,3 +55,23 @@ def test_lightning_metrics_resume_and_checkpoint(cli: Cli, trainers_python: str)
     weights = checkpoint["state_dict"]
     assert sorted(weights) == ["embed.weight", "head.bias", "head.weight"]
     assert all(torch.isfinite(tensor).all() for tensor in weights.values())
+
+
+@pytest.mark.timeout(600)
+def test_lightning_progress_is_over_all_epochs_and_an_ended_run_has_no_eta(
+    cli: Cli, trainers_python: str
+) -> None:
+    """TQDMProgressBar counts one epoch's batches (`Epoch 2: 10/10`); the command says
+    `--max_epochs=3`, so the run's progress is over the 3 epochs of 10 batches."""
+    run_id = cli.new_run_id("plep")
+    start(cli, run_id, "lightning_trainer", trainers_python, "{python}", "train.py",
+          "--max_epochs=3", "--max_steps=1000")  # fmt: skip
+    completed(cli, run_id)
+    status = cli("status", "plain", run_id, "--json").json()
+    progress = status["progress"]
+    assert (progress["n"], progress["total"]) == (30, 30), status
+    assert progress.get("eta") is None, progress
+    shown = cli("metrics", "plain", run_id)
+    assert shown.code == 0, shown
+    [line] = [line for line in shown.out_lines if line.startswith("progress")]
+    assert "(30/30)" in line and "ETA" not in line, line

@@ -297,8 +297,9 @@ class RemoteRunner:
         priority: int = 0,
         requirements: str | Path | None = None,
         image: str | None = None,
-        sync: Sequence[Literal["mlflow"]] = (),
+        sync: Sequence[Literal["mlflow", "wandb"]] = (),
         sync_to: str | None = None,
+        reverse: Sequence[int] = (),
     ) -> RemoteRun:
         """Ship and launch; returns as soon as the trainer runs. Raises RemoteError.
         A runner of `@POOL` (`RemoteRunner("@lab")`) places the run on a host of that pool
@@ -338,7 +339,13 @@ class RemoteRunner:
         docker, `{python}` its python3 (on Slurm: pyxis' `--container-image`; default: the
         host's config.toml `image`; "" for none; docs/containers.md).
         `sync`: trackers whose files of the run reach this machine's tracker while it trains
-        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI)."""
+        (`mlflow`: its mlruns/ into `sync_to`, default this process's MLFLOW_TRACKING_URI;
+        `wandb`: its offline runs, wandb/offline-run-*, into the W&B this machine is logged
+        in to, with `wandb sync`).
+        `reverse`: ports of this machine's 127.0.0.1 (a server listening here) that the
+        run's processes reach at the host's 127.0.0.1, at the same number where it is free
+        there, from before the trainer starts until the run ends, and again on a restart
+        (docs/trackers.md)."""
         limits = [
             None if text is None else parse_limit(text, what)
             for text, what in (
@@ -384,6 +391,7 @@ class RemoteRunner:
             priority=priority or None,
             sync=list(sync) or None,
             sync_to=(sync_to or os.environ.get("MLFLOW_TRACKING_URI") or None) if sync else None,
+            reverse=list(reverse) or None,
         )
         run = self._call(call).run
         return RemoteRun(run.host, run.run_id, run.remote_dir, run.log_path)

@@ -14,17 +14,16 @@ from typing import Any
 
 from rtrain.protocol import requests, sweep_points
 from rtrain.protocol.errors import Kind, RpcError
-from rtrain.protocol.run_states import is_ended
+from rtrain.protocol.run_states import group_ending, is_ended
 
 from .daemon_client import DaemonClient
 from .errors import InvalidCommand, RunActive, RunNotFound, TimedOut
 
 # How often a wait asks the daemon how the sweep stands.
 WAIT_POLL_S = 1.0
-# A sweep's exit status (`rtrain wait`'s table): the worst of its runs' decides; a run that
-# failed is worse than one whose end is unknown (lost), which is worse than one stopped.
+# A sweep's exit status (`rtrain wait`'s table): the worst of its runs' decides
+# (run_states.group_ending).
 EXIT_BY_STATE = {"completed": 0, "stopped": 3, "lost": 4, "failed": 1}
-WORST_FIRST = ("failed", "lost", "stopped", "completed")
 
 
 @dataclass(frozen=True)
@@ -161,6 +160,5 @@ def wait_sweep(client: DaemonClient, name: str, timeout: float | None = None) ->
 
 
 def worst_state(runs: Sequence[Any]) -> str:
-    """The state that decides a sweep's exit: the worst of its runs' (WORST_FIRST)."""
-    states = {run.state for run in runs}
-    return next((state for state in WORST_FIRST if state in states), "completed")
+    """The state that decides a sweep's exit: the worst of its runs'."""
+    return group_ending(run.state for run in runs)

@@ -102,7 +102,7 @@ class Forwards:
         listener = _bind(p.local_port, None if p.host == LOCAL_ALIAS else p.remote_port)
         try:
             await self._probe(p.host, p.remote_port)
-            _listen(listener)
+            listener = _listen(listener, p.local_port)
         except BaseException:
             listener.close()
             raise
@@ -321,14 +321,28 @@ def _bind(asked: int | None, same_number: int | None) -> socket.socket:
     raise AssertionError("port 0 is always free")  # pragma: no cover
 
 
-def _listen(sock: socket.socket) -> None:
+def _listen(sock: socket.socket, asked: int | None) -> socket.socket:
+    """`sock` listening; where another socket took its port meanwhile, any free port unless
+    the person asked for that one. (A host that is this machine, a test host or one reached
+    through a tunnel, can take the far port's number here for its own listener after it was
+    found free: the far server listens on this very loopback.)"""
     try:
         sock.listen(64)
-    except OSError as error:  # another socket took the port meanwhile
-        raise app_error(
-            Kind.PORT_IN_USE,
-            f"Port {sock.getsockname()[1]} of this machine was taken meanwhile; try again.",
-        ) from error
+        return sock
+    except OSError as error:
+        port = sock.getsockname()[1]
+        sock.close()
+        if asked is not None:
+            raise app_error(
+                Kind.PORT_IN_USE, f"Port {port} of this machine was taken meanwhile; try again."
+            ) from error
+    fresh = _bind(None, None)
+    try:
+        fresh.listen(64)
+    except BaseException:
+        fresh.close()
+        raise
+    return fresh
 
 
 def _not_listening(host: str, port: int) -> RpcError:

@@ -28,20 +28,19 @@ from .operations.guard_book import guard_state
 from .operations.metrics import metrics
 from .operations.preflight import preflight
 from .operations.remove import remove
-from .operations.restart import restart
 from .operations.run_exec import run_exec
 from .operations.run_shell import run_shell
-from .operations.start import start
 from .operations.status import status
 from .operations.stop import stop
 from .operations.tail import tail
 from .operations.terminate import terminate_host
 from .pools.dispatcher import PoolDispatcher, pool_name
 from .reverse_forwards import ReverseForwards
+from .run_companions import RunCompanions
 from .run_waits import RunWaits
 from .service import Service
 from .trackers.kernel import open_kernel
-from .trackers.sync import TrackerSyncs, refuse_missing_packages, with_run_env
+from .trackers.sync import refuse_missing_packages, with_run_env
 from .trackers.tensorboard import TensorBoards
 
 log = logging.getLogger(__name__)
@@ -58,13 +57,13 @@ class RunHandlers:
         monitor: Monitor,
         waits: RunWaits,
         pools: PoolDispatcher,
-        syncs: TrackerSyncs,
+        companions: RunCompanions,
     ) -> None:
         self.ops = ops
         self.monitor = monitor
         self.waits = waits
         self.pools = pools
-        self.syncs = syncs
+        self.companions = companions
 
     def table(self) -> dict[str, Handler]:
         return {
@@ -93,9 +92,7 @@ class RunHandlers:
                 "a sweep's runs go through a pool: name one (@POOL); a pool of one host is "
                 '[pools.NAME] hosts = ["HOST"] in config.toml.',
             )
-        result = await start(self.ops, p, ctx)
-        if p.sync:
-            self.syncs.watch(result.run, p.sync, p.sync_to)
+        result = await self.companions.start(self.ops, p, ctx)
         self.monitor.poke()
         return result
 
@@ -140,7 +137,7 @@ class RunHandlers:
         return await stop(self.ops, p)
 
     async def restart(self, p: m.RestartParams, ctx: RequestContext) -> m.RestartResult:
-        result = await restart(self.ops, p)
+        result = await self.companions.restart(self.ops, p)
         self.monitor.poke()
         return result
 
@@ -259,7 +256,7 @@ class HostHandlers:
         }
 
     async def preflight(self, p: m.PreflightParams, ctx: RequestContext) -> m.PreflightResult:
-        return await preflight(self.ops, p)
+        return await preflight(self.ops, p, ctx)
 
     async def hosts_list(self, p: m.Empty, ctx: RequestContext) -> m.HostsListResult:
         infos = []

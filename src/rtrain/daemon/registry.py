@@ -68,6 +68,15 @@ CREATE TABLE IF NOT EXISTS tracker_syncs (
     done INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host, run_id, tracker)
 );
+-- Ports of this machine a run's processes reach on its host (`reverse` at start), and the
+-- host's port they got: each attempt of the run gets them again, on the same far port.
+CREATE TABLE IF NOT EXISTS run_reverse_ports (
+    host TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    local_port INTEGER NOT NULL,
+    remote_port INTEGER NOT NULL,
+    PRIMARY KEY (host, run_id, local_port)
+);
 -- What the daemon does once a run completes (protocol AfterRun, as JSON), and how far it got.
 CREATE TABLE IF NOT EXISTS after_run (
     host TEXT NOT NULL,
@@ -191,7 +200,7 @@ _ADDED_COLUMNS = {
 }
 _Latest = dict[str, float | None]
 # What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.
-_TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow"}
+_TRACKERS: dict[str, SyncTracker] = {"mlflow": "mlflow", "wandb": "wandb"}
 
 
 class PendingStop(msgspec.Struct, frozen=True):
@@ -272,6 +281,9 @@ class Registry:
         self._db.execute("DELETE FROM after_run WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM run_metrics WHERE host = ? AND run_id = ?", (host, run_id))
         self._db.execute("DELETE FROM tracker_syncs WHERE host = ? AND run_id = ?", (host, run_id))
+        self._db.execute(
+            "DELETE FROM run_reverse_ports WHERE host = ? AND run_id = ?", (host, run_id)
+        )
         self.end_pending_stop(host, run_id)
 
     def set_run_metrics(
@@ -336,25 +348,45 @@ class Registry:
         """Every run's syncs (only those still to be made: `pending_only`)."""
         found: dict[tuple[str, str], builtins.list[TrackerSync]] = {}
         where = " WHERE done = 0" if pending_only else ""
-        for host, run_id, tracker, synced_at, error, summary in self._db.execute(
-            "SELECT host, run_id, tracker, synced_at, error, summary FROM tracker_syncs" + where
+        for host, run_id, tracker, synced_at, error, summary, done in self._db.execute(
+            "SELECT host, run_id, tracker, synced_at, error, summary, done FROM tracker_syncs"
+            + where
         ):
             if tracker in _TRACKERS:
                 found.setdefault((host, run_id), []).append(
-                    TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
+                    TrackerSync(_TRACKERS[tracker], synced_at, error, summary, bool(done))
                 )
         return found
 
     def syncs_of(self, host: str, run_id: str) -> builtins.list[TrackerSync]:
         return [
-            TrackerSync(_TRACKERS[tracker], synced_at, error, summary)
-            for tracker, synced_at, error, summary in self._db.execute(
-                "SELECT tracker, synced_at, error, summary FROM tracker_syncs "
+            TrackerSync(_TRACKERS[tracker], synced_at, error, summary, bool(done))
+            for tracker, synced_at, error, summary, done in self._db.execute(
+                "SELECT tracker, synced_at, error, summary, done FROM tracker_syncs "
                 "WHERE host = ? AND run_id = ?",
                 (host, run_id),
             )
             if tracker in _TRACKERS
         ]
+
+    def set_reverse_ports(self, host: str, run_id: str, ports: dict[int, int]) -> None:
+        """The run's reverse ports: this machine's port -> the host's."""
+        self._db.executemany(
+            "INSERT OR REPLACE INTO run_reverse_ports (host, run_id, local_port, remote_port) "
+            "VALUES (?, ?, ?, ?)",
+            [(host, run_id, here, far) for here, far in ports.items()],
+        )
+
+    def reverse_ports(self, host: str, run_id: str) -> dict[int, int]:
+        """The ports of this machine the run's processes reach on its host, as its start
+        asked, and the host's port each got."""
+        return dict(
+            self._db.execute(
+                "SELECT local_port, remote_port FROM run_reverse_ports "
+                "WHERE host = ? AND run_id = ? ORDER BY local_port",
+                (host, run_id),
+            ).fetchall()
+        )
 
     def set_pending_stop(self, host: str, run_id: str, stop: PendingStop) -> None:
         """A stop that `stop.nodes` of the run did not answer: still to be done there."""

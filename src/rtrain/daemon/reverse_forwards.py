@@ -109,7 +109,7 @@ class ReverseForwards:
             if fwd.host == p.host and fwd.local_port == p.local_port:
                 if p.remote_port in (None, fwd.remote_port):
                     return fwd.info()  # asked again: the one already open
-        _check_listening_here(p.local_port)  # this machine first: nothing reaches the host
+        check_listening_here(p.local_port)  # this machine first: nothing reaches the host
         master = await self._master(p.host)
         asked = [p.remote_port] if p.remote_port is not None else [p.local_port, 0]
         opened: ReverseForward | None = None
@@ -145,6 +145,15 @@ class ReverseForwards:
         closed = [fwd.info() for fwd in chosen]
         await asyncio.gather(*(self._stop(fwd) for fwd in chosen))
         return closed
+
+    def tie(self, host: str, far_ports: list[int], run_id: str) -> None:
+        """The forwards of `host` at `far_ports`, opened for a run before its launch, are
+        the run's from now: they end with it."""
+        for far in far_ports:
+            fwd = self._open.get((host, far))
+            if fwd is not None:
+                fwd.run_id = run_id
+        self.changed()
 
     def run_seen(self, run: RunInfo, removed: bool = False) -> None:
         """A reverse forward of a run ends with the run: once it has ended, or is removed."""
@@ -212,7 +221,7 @@ class ReverseForwards:
             log.info("reverse forward of %s port %d set up again", fwd.host, fwd.remote_port)
 
 
-def _check_listening_here(port: int) -> None:
+def check_listening_here(port: int) -> None:
     with socket.socket() as probe:
         probe.settimeout(5)
         if probe.connect_ex((LOOPBACK, port)) != 0:

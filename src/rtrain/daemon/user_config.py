@@ -67,9 +67,9 @@ class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # absolute or ~/ for the same reason.
     requirements: Annotated[str, msgspec.Meta(pattern=r"^[/~]")] | None = None
     # The container image every start runs in, and which runtime runs it (auto: the first
-    # of podman, docker the host has); docs/containers.md.
+    # of podman, docker, apptainer, singularity the host has); docs/containers.md.
     image: str | None = None
-    container_runtime: Literal["auto", "podman", "docker"] = "auto"
+    container_runtime: Literal["auto", "podman", "docker", "apptainer", "singularity"] = "auto"
     # `slurm`: the host is a cluster's login node and runs are batch jobs (docs/slurm.md).
     scheduler: Literal["none"] | Scheduler | None = None
     partition: str | None = None

@@ -22,6 +22,7 @@ from .operations.start import start
 from .operations.terminate import terminate_host
 from .pools.dispatcher import PoolDispatcher
 from .reverse_forwards import ReverseForwards
+from .run_companions import RunCompanions
 from .run_end_notify import RunEndNotify
 from .run_events import RunEvents
 from .run_waits import RunWaits
@@ -54,8 +55,9 @@ def wire_operations(service: Service) -> list[Closer]:
 
     after_runs = AfterRuns(ops, terminate)
     monitor = Monitor(ops, service.poll_interval or config.poll_interval)
-    retrier = Retrier(ops, restart, monitor.poke)
-    pools = PoolDispatcher(ops, start, monitor.poke)
+    companions = RunCompanions(start, restart, reverse_forwards, syncs)
+    retrier = Retrier(ops, companions.restart, monitor.poke)
+    pools = PoolDispatcher(ops, companions.start, monitor.poke)
     monitor.after_poll = pools.polled
     events.listen(
         ops, after_runs, retrier, waits, forwards, (reverse_forwards, syncs, tensorboards)
@@ -65,7 +67,7 @@ def wire_operations(service: Service) -> list[Closer]:
     service.handlers = method_table(
         service,
         {
-            **RunHandlers(ops, monitor, waits, pools, syncs).table(),
+            **RunHandlers(ops, monitor, waits, pools, companions).table(),
             **forwarding.table(),
             **HostHandlers(service, ops, monitor, pools).table(),
         },

@@ -23,6 +23,7 @@ ANSWER_DEFAULTS: dict[str, Any] = {
     "command": [],
     "connections": 0,
     "default": False,
+    "done": False,
     "dryRun": False,
     "env": {},
     "environmentBytes": 0,

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 # What the daemon needs from the environment of the command that starts it, and nothing
 # else: a secret exported for one `rtrain start --secret` must not live on in the daemon and
 # reach every later run on `local`. SSH_AUTH_SOCK reaches ssh-agent; PYTHONPATH lets an
-# rtrain run from a source tree import itself.
+# rtrain run from a source tree import itself. NETRC, WANDB_BASE_URL and WANDB_CONFIG_DIR say
+# where this machine's W&B login is (`--sync wandb`): files and a URL, never the key itself.
 _KEPT = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE",
-    "SSH_AUTH_SOCK", "PYTHONPATH",
+    "SSH_AUTH_SOCK", "PYTHONPATH", "NETRC", "WANDB_BASE_URL", "WANDB_CONFIG_DIR",
 )  # fmt: skip
 _KEPT_PREFIXES = ("XDG_", "RTRAIN_", "LC_")
 

@@ -239,8 +239,11 @@ class AfterRun(Result):
     terminated_at: float | None = None
 
 
+# A TCP port number (1-65535).
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+
 # The trackers whose files a run's `sync` brings home while it trains (docs/trackers.md).
-SyncTracker = Literal["mlflow"]
+SyncTracker = Literal["mlflow", "wandb"]
 
 
 class TrackerSync(Result):
@@ -253,6 +256,8 @@ class TrackerSync(Result):
     error: str | None = None
     # What the latest one brought: e.g. `3 metric points, 1 run`.
     summary: str | None = None
+    # The run has ended and its last sync is made: nothing more comes (until a restart).
+    done: bool = False
 
 
 class RunInfo(Result):
@@ -382,6 +387,8 @@ class PreflightParams(Params):
     # A pip requirements file (absolute local path): its environment is built on the host
     # now, as a start would build it, or found built (docs/environments.md).
     requirements: str | None = None
+    # `$/progress` of that build (how long so far) goes to this token while it runs.
+    progress_token: str | int | None = None
     # A container image: which runtime the host has, whether the image is in its store and
     # how many GPUs it sees (docs/containers.md). null: config.toml's `image`; "" for none.
     image: str | None = None
@@ -567,11 +574,17 @@ class StartParams(Params):
     then_fetch_into: str | None = None
     then_terminate: bool = False
     # Trackers whose files the daemon brings home while the run trains and at its end, into
-    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here).
+    # this machine's tracker (`mlflow`: the run's mlruns/ into MLFLOW_TRACKING_URI here;
+    # `wandb`: its offline runs, wandb/offline-run-*, with `wandb sync` and this machine's
+    # W&B login).
     sync: list[SyncTracker] = []
-    # Where the synced files go here: MLflow's tracking URI (the CLI and the API send their
-    # own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
+    # Where `mlflow`'s synced files go here: MLflow's tracking URI (the CLI and the API send
+    # their own MLFLOW_TRACKING_URI); null: MLflow's default for the daemon.
     sync_to: str | None = None
+    # Ports of this machine's 127.0.0.1 the run's processes reach on the host's 127.0.0.1
+    # (at the same number where it is free there), from before its trainer starts until it
+    # ends; every later attempt (`run/restart`, a retry) gets them again (docs/trackers.md).
+    reverse: list[Port] = []
     # Patterns (gitignore syntax) of the code directory shipped although its ignore rules
     # leave them home; and whether links that leave the code directory ship what they point
     # to (else they ship as links).
@@ -726,8 +739,6 @@ class StatusResult(Result):
     run: RunInfo
 
 
-# A TCP port number (1-65535).
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 # How `run/wait` ended: the run reached `until`, it ended (its state says how), the wait's
 # own `timeout` passed (the run goes on), or the run was removed (`rtrain rm`) meanwhile.
 WaitOutcome = Literal["reached", "ended", "timeout", "removed"]

@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     RunLauncher = Literal["nodes", "process", "slurm", "torchrun"]
     RunState = Literal["completed", "failed", "lost", "queued", "running", "stopped", "unknown"]
     StoppedBy = Literal["max_duration", "stall"]
-    SyncTracker = Literal["mlflow"]
+    SyncTracker = Literal["mlflow", "wandb"]
     Transport = Literal["console", "exec", "local"]
     WaitOutcome = Literal["ended", "reached", "removed", "timeout"]
 
@@ -633,6 +633,7 @@ if TYPE_CHECKING:
         synced_at: float | None
         error: str | None
         summary: str | None
+        done: bool
 
     class WaitResultAnswer(dict[str, Any]):
         run: RunInfoAnswer
@@ -1009,6 +1010,7 @@ def host_preflight(
     hf_models: list[str] | None = None,
     secrets: dict[str, str] | None = None,
     requirements: str | None = None,
+    progress_token: str | int | None = None,
     image: str | None = None,
 ) -> Call[PreflightResultAnswer]:
     """`host/preflight`: Check that a host can train."""
@@ -1029,6 +1031,7 @@ def host_preflight(
             hfModels=hf_models,
             secrets=secrets,
             requirements=requirements,
+            progressToken=progress_token,
             image=image,
         ),
     )
@@ -1139,6 +1142,7 @@ def run_start(
     then_terminate: bool | None = None,
     sync: list[SyncTracker] | None = None,
     sync_to: str | None = None,
+    reverse: list[int] | None = None,
     include: list[str] | None = None,
     follow_links: bool | None = None,
     priority: int | None = None,
@@ -1177,6 +1181,7 @@ def run_start(
             thenTerminate=then_terminate,
             sync=sync,
             syncTo=sync_to,
+            reverse=reverse,
             include=include,
             followLinks=follow_links,
             priority=priority,

@@ -13,6 +13,7 @@ which state an observation makes (`next_state`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final, Literal, NamedTuple, get_args, overload
 
 # `queued`: waiting on the host for what it needs (free GPUs, a scheduler); `reason` says what.
@@ -182,6 +183,17 @@ def part_ending_rank(state: str) -> int | None:
     """Where a part's end comes in explaining the whole run's (lower explains more), or
     None when the part has not ended, or completed."""
     return _PARTS_ENDING.index(state) if state in _PARTS_ENDING else None
+
+
+# A group of ended runs (a sweep) ends as its worst: a failure says more than a run whose
+# end is unknown (lost), which says more than a person's stop.
+_GROUP_ENDING: Final = ("failed", "lost", "stopped", "completed")
+
+
+def group_ending(states: Iterable[str]) -> str:
+    """How a group of ended runs ended as one: the worst of their states."""
+    seen = set(states)
+    return next((state for state in _GROUP_ENDING if state in seen), "completed")
 
 
 # The active states as a tuple, for a query that selects them (the registry's).

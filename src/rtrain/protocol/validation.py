@@ -18,7 +18,8 @@ _HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@-]{0,252}")
 _POOL = re.compile(r"@[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _PYTHON = re.compile(r"[A-Za-z0-9_./+-]{1,255}")
 # A container image reference: registry/name:tag or @digest, as Docker and Podman spell them.
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
+# An image name, a URI (Apptainer's docker://...), or an absolute path (an Apptainer .sif).
+_IMAGE = re.compile(r"[A-Za-z0-9/][A-Za-z0-9._/:@+-]{0,254}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # A Hub repo id: NAME or ORG/NAME, as huggingface_hub's validate_repo_id accepts them.
 _HF_MODEL = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -84,8 +85,9 @@ def image(value: str) -> str:
     if not _IMAGE.fullmatch(value):
         raise app_error(
             Kind.INVALID_COMMAND,
-            f"image {value!r} is not an image name: give one like python:3.12-slim or "
-            "registry.example.com/team/train@sha256:... (letters, digits and ._/:@+-).",
+            f"image {value!r} is not an image name: give one like python:3.12-slim, "
+            "registry.example.com/team/train@sha256:... or /shared/train.sif "
+            "(letters, digits and ._/:@+-).",
         )
     return value
 

@@ -9,6 +9,7 @@ import { ForwardsWatch, forwardPortCommand, openForwardedPort, openTensorBoard }
 import { preflightHost, startRun } from "./hostCommands";
 import { LogTails } from "./logTails";
 import { pickRun } from "./pickTarget";
+import { restartRun } from "./restartCommands";
 import { fetchFiles, showStatus, stopRun } from "./runCommands";
 import { selectedRuns } from "../panel/overlayData";
 import { RunPanels } from "../panel/runPanel";
@@ -53,6 +54,8 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     command("rtrain.status", (arg) => showStatus(ctx, arg)),
     command("rtrain.fetch", (arg) => fetchFiles(ctx, arg)),
     command("rtrain.stop", (arg) => stopRun(ctx, arg)),
+    command("rtrain.restart", (arg) => restartRun(ctx, tails, arg, false)),
+    command("rtrain.restartWithCode", (arg) => restartRun(ctx, tails, arg, true)),
     command("rtrain.preflight", (arg) => preflightHost(ctx, arg)),
     command("rtrain.openDaemonLog", () => openDaemonLog(ctx)),
     command("rtrain.openForward", (arg) => openForwardedPort(ctx, forwards, arg)),

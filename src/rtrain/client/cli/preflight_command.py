@@ -15,6 +15,7 @@ from .exit_codes import ClientKind
 from .input_checks import check
 from .local_secrets import local_secrets
 from .output import fail, friendly_errors, print_json
+from .progress import StatusLine
 from .shared_options import HostArg, JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt
 
@@ -97,9 +98,14 @@ def preflight(
         secrets=secrets or None,
         requirements=str(requirements.resolve()) if requirements is not None else None,
         image=image,
+        progress_token="environment" if requirements is not None else None,
     )
+    line = StatusLine(None if not json else False)
     with DaemonClient.connect() as client:
-        verdict = client.call(call)
+        try:
+            verdict = client.call(call, on_notification=lambda _m, p: line.update(p))
+        finally:
+            line.clear()
     if json:
         print_json(verdict)
     else:

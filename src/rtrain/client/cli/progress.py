@@ -42,3 +42,29 @@ class ProgressBar:
             sys.stderr.write("\r\x1b[2K")
             sys.stderr.flush()
             self._drawn = False
+
+
+class StatusLine:
+    """One line on stderr for `$/progress` without byte counts (a build: its title and how
+    long so far), redrawn in place, only on a terminal."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._drawn = False
+
+    def update(self, params: Any) -> None:
+        if not self.enabled:
+            return
+        value = params.value
+        if value.kind == "end":
+            self.clear()
+            return
+        sys.stderr.write(f"\r\x1b[2K  {value.title or ''}: {value.message or ''}")
+        sys.stderr.flush()
+        self._drawn = True
+
+    def clear(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self._drawn = False

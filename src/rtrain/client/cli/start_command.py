@@ -28,11 +28,14 @@ from .shared_options import JsonOpt
 from .ship_summary import FollowLinksOpt, IncludeOpt, print_ship_summary
 
 if TYPE_CHECKING:
-    from rtrain.protocol.requests import OnStall, SyncTracker
+    from rtrain.protocol.requests import Call, OnStall, RetryOn, SyncTracker
+    from rtrain.protocol.requests import StartResultAnswer as StartResult
+
+    StartCall = Call[StartResult]
 
 # protocol.messages.SyncTracker's words (not imported: msgspec costs start-up time);
 # tests/trackers/test_mlflow_sync.py checks the two agree.
-SYNC_TRACKERS = ("mlflow",)
+SYNC_TRACKERS = ("mlflow", "wandb")
 
 # The options of each launcher, in a panel of their own in `rtrain start --help` (a start
 # option of all launchers goes in the default panel; docs/architecture.md).
@@ -300,15 +303,26 @@ def start(
     sync: list[str] = typer.Option(
         [],
         "--sync",
-        metavar="mlflow",
+        metavar="mlflow|wandb",
         help="Bring the run's tracker files home while it trains and at its end, into this "
-        "machine's tracker (mlflow: its mlruns/ into MLFLOW_TRACKING_URI here).",
+        "machine's tracker (mlflow: its mlruns/ into MLFLOW_TRACKING_URI here; wandb: its "
+        "offline runs, with wandb sync and this machine's W&B login); repeatable.",
     ),
     sync_to: str | None = typer.Option(
         None,
         "--sync-to",
         metavar="URI",
         help="With --sync mlflow: the tracking URI here (default: $MLFLOW_TRACKING_URI).",
+    ),
+    reverse: list[int] = typer.Option(
+        [],
+        "--reverse",
+        metavar="PORT",
+        min=1,
+        max=65535,
+        help="A server listening on this port here is reached by the run at 127.0.0.1:PORT "
+        "of the host (another port where that one is taken), from before the trainer "
+        "starts until the run ends, and again on a restart (repeatable).",
     ),
     command: list[str] = typer.Argument(
         None,
@@ -322,14 +336,8 @@ def start(
     """Ship the config, datasets and code to HOST and start a run that outlives this shell.
     HOST1,HOST2,... with --nodes N: one torchrun run across those hosts. @POOL (or --pool):
     on a host of the pool that can give it --gpus now, else queued there (docs/pools.md)."""
-    host = _host_or_pool(host, pool)
-    hosts = host.split(",") if "," in host else []
-    for one in hosts:
-        check(host=one)
-    host = hosts[0] if hosts else host
+    host, hosts = _hosts(host, pool)
     check(host=host, run_id=run_id, workdir=workdir, python=python)
-    if retry_on is not None and retry_on not in RETRY_ON:
-        fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
     options = launcher_options(
         hosts,
         launcher,
@@ -340,19 +348,11 @@ def start(
         requeue=requeue,
         master_addr=master_addr,
     )
-    if on_stall is not None and on_stall not in ("flag", "stop"):
-        fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
+    _check_words(retry_on, on_stall, sync)
     limits = _limits(max_duration, stall_after)
-    for tracker in sync:
-        if tracker not in SYNC_TRACKERS:
-            fail(f"--sync takes {', '.join(SYNC_TRACKERS)}, not {tracker!r}.", 2)
-    if sync_to is not None and not sync:
-        fail("--sync-to names where --sync brings files; give --sync mlflow too.", 2)
-    if sync and sync_to is None:
-        sync_to = os.environ.get("MLFLOW_TRACKING_URI") or None
+    sync_to = _sync_target(sync, sync_to)
     if out is not None and then_fetch is None:
         fail("-o/--out names where --then-fetch fetches to; give --then-fetch PATH too.", 2)
-    secrets = local_secrets(secret)
     call = requests.run_start(
         host=host,
         config=str(config.resolve()) if config is not None else None,
@@ -372,9 +372,9 @@ def start(
         launcher=options,
         wait=wait or None,
         share_gpus=share_gpus or None,
-        secrets=secrets or None,
+        secrets=local_secrets(secret) or None,
         retry=retry,
-        retry_on=retry_on,  # checked above
+        retry_on=cast("RetryOn | None", retry_on),  # checked above
         max_duration=limits[0],
         stall_after=limits[1],
         on_stall=cast("OnStall | None", on_stall),  # checked above
@@ -384,54 +384,100 @@ def start(
         priority=priority or None,
         sync=cast("list[SyncTracker]", list(dict.fromkeys(sync))) or None,  # checked above
         sync_to=sync_to,
+        reverse=list(dict.fromkeys(reverse)) or None,
         progress_token="upload",
     )
-    bar = ProgressBar(None if not json else False)
     with DaemonClient.connect() as client:
-        try:
-            result = client.call(
-                call,
-                on_notification=lambda _m, p: bar.update(p),
-                cancel_on_interrupt=True,
+        result = _send(client, call, host, json)
+        followed = _print_started(result, host, verbose=verbose, json=json)
+        if follow and followed is not None:
+            follow_log(client, followed, result.run.run_id, None, 0, json)
+
+
+def _hosts(host: str | None, pool: str | None) -> tuple[str, list[str]]:
+    """The host to start on (the first of HOST1,HOST2 or @POOL) and the hosts listed."""
+    host = _host_or_pool(host, pool)
+    hosts = host.split(",") if "," in host else []
+    for one in hosts:
+        check(host=one)
+    return (hosts[0] if hosts else host), hosts
+
+
+def _check_words(retry_on: str | None, on_stall: str | None, sync: list[str]) -> None:
+    """The options that take one of a few words: one sentence and exit 2 for another."""
+    if retry_on is not None and retry_on not in RETRY_ON:
+        fail(f"--retry-on must be lost or failed, not {retry_on!r}.", 2)
+    if on_stall is not None and on_stall not in ("flag", "stop"):
+        fail(f"--on-stall must be flag or stop, not {on_stall!r}.", 2)
+    for tracker in sync:
+        if tracker not in SYNC_TRACKERS:
+            fail(f"--sync takes {', '.join(SYNC_TRACKERS)}, not {tracker!r}.", 2)
+
+
+def _sync_target(sync: list[str], sync_to: str | None) -> str | None:
+    """Where --sync brings the files here: --sync-to, else this shell's tracking URI."""
+    if sync_to is not None and "mlflow" not in sync:
+        fail("--sync-to names where --sync mlflow brings files; give --sync mlflow too.", 2)
+    if "mlflow" in sync and sync_to is None:
+        return os.environ.get("MLFLOW_TRACKING_URI") or None
+    return sync_to
+
+
+def _send(client: DaemonClient, call: StartCall, host: str, json: bool) -> StartResult:
+    """The start request, with its upload's progress; Ctrl-C cancels it, or says what
+    runs when the trainer was launched already."""
+    bar = ProgressBar(None if not json else False)
+    try:
+        return client.call(
+            call,
+            on_notification=lambda _m, p: bar.update(p),
+            cancel_on_interrupt=True,
+        )
+    except Interrupted as interrupted:
+        bar.clear()
+        if interrupted.result is None:
+            fail(
+                f"interrupted: the start was cancelled and nothing runs on {host}.",
+                kind=ClientKind.INTERRUPTED,
             )
-        except Interrupted as interrupted:
-            bar.clear()
-            if interrupted.result is None:
-                fail(
-                    f"interrupted: the start was cancelled and nothing runs on {host}.",
-                    kind=ClientKind.INTERRUPTED,
-                )
-            run = interrupted.result.run
-            note(
-                f"interrupted, but the trainer had already been launched: {run.run_id} "
-                f"runs on {host}.\n  tail:  rtrain tail {host} {run.run_id}\n"
-                f"  stop:  rtrain stop {host} {run.run_id}"
-            )
-            raise typer.Exit(130) from None
-        finally:
-            bar.clear()
-        run = result.run
-        if json:
-            print_json(result)
-        elif run.job_id:
-            print(f"✓ submitted {run.run_id} to {host} as Slurm job {run.job_id} (queued)")
-            print(f"  tail:  rtrain tail {host} {run.run_id}")
-            print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
-        else:
-            if result.placement:
-                print(result.placement)  # a pool's run: where it went and why
-                host = run.host
-            print_ship_summary(result, host, verbose=verbose)
-            if run.state == "queued" and host.startswith("@"):
-                print(f"✓ queued {run.run_id} in {host}: {run.reason}")
-                print(f"  status: rtrain status {host} {run.run_id}")
-                print(f"  stop:   rtrain stop {host} {run.run_id}", flush=True)
-                return
-            if run.state == "queued":
-                print(f"✓ queued {run.run_id} on {host}: {run.reason}")
-            else:
-                print(f"✓ started {run.run_id} on {host}")
-            print(f"  tail:  rtrain tail {host} {run.run_id}")
-            print(f"  stop:  rtrain stop {host} {run.run_id}", flush=True)
-        if follow:
-            follow_log(client, host, run.run_id, None, 0, json)
+        run = interrupted.result.run
+        note(
+            f"interrupted, but the trainer had already been launched: {run.run_id} "
+            f"runs on {host}.\n  tail:  rtrain tail {host} {run.run_id}\n"
+            f"  stop:  rtrain stop {host} {run.run_id}"
+        )
+        raise typer.Exit(130) from None
+    finally:
+        bar.clear()
+
+
+def _print_started(result: StartResult, host: str, *, verbose: bool, json: bool) -> str | None:
+    """What was started where; the host whose log to follow (None: queued in a pool)."""
+    run = result.run
+    if json:
+        print_json(result)
+        return host
+    if run.job_id:
+        print(f"✓ submitted {run.run_id} to {host} as Slurm job {run.job_id} (queued)")
+        _print_hints(host, run.run_id)
+        return host
+    if result.placement:
+        print(result.placement)  # a pool's run: where it went and why
+        host = run.host
+    print_ship_summary(result, host, verbose=verbose)
+    if run.state == "queued" and host.startswith("@"):
+        print(f"✓ queued {run.run_id} in {host}: {run.reason}")
+        print(f"  status: rtrain status {host} {run.run_id}")
+        print(f"  stop:   rtrain stop {host} {run.run_id}", flush=True)
+        return None
+    if run.state == "queued":
+        print(f"✓ queued {run.run_id} on {host}: {run.reason}")
+    else:
+        print(f"✓ started {run.run_id} on {host}")
+    _print_hints(host, run.run_id)
+    return host
+
+
+def _print_hints(host: str, run_id: str) -> None:
+    print(f"  tail:  rtrain tail {host} {run_id}")
+    print(f"  stop:  rtrain stop {host} {run_id}", flush=True)

@@ -28,7 +28,8 @@ def sync_text(sync: Any) -> str:
         last = f"synced {time.strftime('%H:%M:%S', time.localtime(sync.synced_at))} ({ago} s ago)"
     extra = f"; {sync.summary}" if sync.summary else ""
     error = f"; the latest sync failed: {sync.error}" if sync.error else ""
-    return f"{sync.tracker}: {last}{extra}{error}"
+    done = "; the last one, the run has ended" if getattr(sync, "done", False) else ""
+    return f"{sync.tracker}: {last}{extra}{error}{done}"
 
 
 def show_status(

@@ -39,6 +39,14 @@ class EpochSteps:
             self._reached = n
         return self._start + n
 
+    def reached(self) -> float | None:
+        """The step the latest epoch's bar reached (None: no bar named an epoch)."""
+        return None if self.epoch is None else self._start + self._reached
+
+    def full(self) -> float:
+        """The batches of a whole epoch: the largest total any epoch's bar drew."""
+        return self._full
+
     def _enter(self, epoch: int) -> None:
         if self.epoch is not None and epoch > self.epoch:
             # Onwards, as training goes: after the batches this epoch reached.

@@ -61,6 +61,8 @@ _BAR_EPOCH = re.compile(r"\bEpoch[ \t]+(\d{1,9})\b", re.IGNORECASE)
 # rtrain's own line before a restart's output (launch.sh).
 _ATTEMPT = re.compile(r"==> rtrain: attempt (\d{1,6}) of ")
 _CURSOR_UP = "\x1b[A"
+# Lightning's last word on a fit that ran its course: how many epochs (or steps) it was for.
+_FIT_STOPPED = re.compile(r"`Trainer\.fit` stopped: `max_(epochs|steps)=(\d{1,9})` reached")
 # Keras' line opening an epoch, 1-based: `Epoch 2/4`.
 _EPOCH_LINE = re.compile(r"Epoch (\d{1,9})/(\d{1,9})")
 # Keras 3's bar: `n/total`, the bar (verbose=1) or `-` (verbose=2), the time left (or taken,
@@ -109,6 +111,8 @@ class Reading:
     label: str = ""
     in_epoch: bool = False
     epochs: int | None = None
+    # Lightning's `Trainer.fit` stopped: `max_epochs=N` reached (`max_steps=N`: "steps").
+    fit_end: str | None = None
 
 
 def read_line(line: str) -> Reading | None:
@@ -156,15 +160,27 @@ def _read(text: str) -> Reading | None:
         keras = _keras(text)
         if keras is not None:
             return keras
-    if text.startswith("Epoch "):
-        epoch_line = _EPOCH_LINE.fullmatch(text)
-        if epoch_line is not None:
-            return Reading(epoch=int(epoch_line[1]), epochs=int(epoch_line[2]))
+    how_long = _how_long(text)
+    if how_long is not None:
+        return how_long
     if text.startswith("==> rtrain: attempt "):
         match = _ATTEMPT.match(text)
         return Reading(attempt=int(match[1])) if match else None
     values = read_free_text(text)
     return Reading(values) if values else None
+
+
+def _how_long(text: str) -> Reading | None:
+    """Keras' line opening an epoch (`Epoch 2/4`), Lightning's end of a whole fit."""
+    if text.startswith("Epoch "):
+        epoch_line = _EPOCH_LINE.fullmatch(text)
+        if epoch_line is not None:
+            return Reading(epoch=int(epoch_line[1]), epochs=int(epoch_line[2]))
+    if "`Trainer.fit` stopped" in text:
+        stopped = _FIT_STOPPED.search(text)
+        if stopped is not None:
+            return Reading(fit_end=stopped[1])
+    return None
 
 
 def _number(text: str) -> float:

@@ -115,6 +115,8 @@ class RunSeries:
         # Bumped when points go (a new attempt, a lower rank): a follower starts over.
         self.generation = 0
         self.records = 0
+        # A run across hosts: the node whose log these points came from (store.read_from).
+        self.node = 0
         self.attempt = 1  # as rtrain's attempt lines in the log say
         # The attempt whose every byte was read after it ended (store.py); None: not yet.
         self.final_attempt: int | None = None
@@ -130,6 +132,10 @@ class RunSeries:
         self._side_labels: set[str] = set()
         self._epoch_line: tuple[int, int] | None = None  # Keras' last `Epoch e/E`
         self._epochs = EpochSteps()
+        # What the run's command says it trains for (`--max_epochs 4`, `--max_steps 30`):
+        # Lightning's bars count one epoch each, this gives them a total (store.plan).
+        self.planned_epochs: int | None = None
+        self.planned_steps: int | None = None
         self._sources: dict[str, _Source] = {}
 
     # ---- feeding ------------------------------------------------------------------------
@@ -198,7 +204,7 @@ class RunSeries:
         reading = read_line(raw.decode(errors="replace"))
         if reading is None or reading.progress is None:
             return
-        bar = self._across_epochs(reading.progress) if reading.in_epoch else reading.progress
+        bar = self._bar_of(reading, reading.progress)
         followed = self.progress
         if followed is not None and not self._bar_nested:
             # A drawing not yet ended may lack the cursor-up that says it is nested (tqdm
@@ -233,6 +239,41 @@ class RunSeries:
             self._bar_n = progress.n
             self._settle(self._bar_n)
 
+    def _bar_of(self, reading: Reading, bar: Progress) -> Progress:
+        """The progress a bar says: Keras' over all epochs; Lightning's over all its planned
+        epochs, where the command says how many (else the epoch's own bar)."""
+        if reading.in_epoch:
+            return self._across_epochs(bar)
+        if reading.epoch is None or reading.nested or bar.total is None:
+            return bar
+        total = self._planned_total(bar.total)
+        if total is None:
+            return bar
+        step = self._epochs.step(reading.epoch, bar.n, bar.total)
+        if step is None:
+            return bar
+        n = min(step, total)
+        remaining = (total - n) / bar.rate if bar.rate else None
+        return Progress(n=n, total=total, rate=bar.rate, remaining=remaining, elapsed=None)
+
+    def _planned_total(self, epoch_total: float) -> float | None:
+        """The steps of the whole fit from the planned epochs (and max_steps, which may cut
+        it short), with epochs of `epoch_total` batches; None when neither is planned."""
+        full = max(epoch_total, self._epochs.full())
+        by_epochs = self.planned_epochs * full if self.planned_epochs else None
+        steps = float(self.planned_steps) if self.planned_steps else None
+        known = [t for t in (by_epochs, steps) if t is not None]
+        return min(known) if known else None
+
+    def _fit_ended(self) -> None:
+        """Lightning said its fit ran its course: the progress is the whole fit, done."""
+        reached = self._epochs.reached()
+        if self.progress is None or reached is None:
+            return
+        self.progress = Progress(
+            n=reached, total=reached, rate=self.progress.rate, remaining=None, elapsed=None
+        )
+
     def _across_epochs(self, bar: Progress) -> Progress:
         """Keras' bar within an epoch as a bar over all epochs (its last epoch line's)."""
         if self._epoch_line is None or bar.total is None:
@@ -259,6 +300,9 @@ class RunSeries:
             return
         if reading.epochs is not None:
             self._epoch_line = (reading.epoch or 1, reading.epochs)
+            return
+        if reading.fit_end is not None:
+            self._fit_ended()
             return
         rank = reading.rank or 0
         bar, values, step = self._bar_and_values(reading)
@@ -288,10 +332,11 @@ class RunSeries:
     ) -> tuple[Progress | None, dict[str, float], float | None]:
         """The reading's bar (taken for the progress), its values and its own step."""
         bar = reading.progress
-        if bar is not None and reading.in_epoch:
-            bar = self._across_epochs(bar)
         if bar is not None:
-            self._take_progress(bar, reading)
+            shown = self._bar_of(reading, bar)
+            self._take_progress(shown, reading)
+            if reading.in_epoch:
+                bar = shown  # Keras' batch counts on across epochs; Lightning's epochs count below
         values = dict(reading.values)
         step = next((values.pop(n) for n in STEP_NAMES if n in values), None)
         if reading.in_epoch and bar is not None:

@@ -59,6 +59,25 @@ class MetricsStore:
         """Drop all of a run's metrics (it was removed; its id may be used again)."""
         self._runs.pop((host, run_id), None)
 
+    def plan(self, host: str, run_id: str, epochs: int | None, steps: int | None) -> None:
+        """How many epochs (and steps) the run's command says it trains for."""
+        run = self._series(host, run_id)
+        run.planned_epochs, run.planned_steps = epochs, steps
+
+    def read_from(self, host: str, run_id: str, node: int) -> None:
+        """The node of a run across hosts whose log holds its metrics (where global rank 0
+        ran). Once that turns out to be another node than read so far, the points read from
+        the other log go and reading starts over there (followers start over too)."""
+        run = self._series(host, run_id)
+        if run.node == node:
+            return
+        fresh = RunSeries()
+        fresh.node = node
+        fresh.generation = run.generation + 1
+        fresh.last_output_at = run.last_output_at
+        self._runs[(host, run_id)] = fresh
+        self._wake()
+
     def saw_read(self, host: str, run_id: str, attempt: int, ended: bool) -> None:
         """A read of the run's files just came in; `ended`: its state was read, over, before
         them, so nothing more of `attempt` will come."""

@@ -35,6 +35,7 @@ from rtrain.protocol.run_states import (
 )
 
 from .guard_book import GuardBook
+from .missing_torch import with_torch_hint
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ class DaemonState:
     starting: set[tuple[str, str]] = field(default_factory=set)
     # What the runs' logs said (progress, series) and the hosts' GPUs, for the views.
     metrics: MetricsStore = field(default_factory=MetricsStore)
+    # By host, the python the last preflight there found torch in: a run that fails for
+    # want of torch names it (missing_torch.py).
+    torch_pythons: dict[str, str] = field(default_factory=dict)
     # This daemon's transfer leases on the hosts, which their guards count as busy.
     leases: TransferLeases = field(default_factory=TransferLeases)
     # The hosts' guards as last read, and the ones config.toml asks the daemon to arm.
@@ -86,6 +90,7 @@ class DaemonState:
             )
             return before
         run = with_latest_attempt(_replace(run, ending=ending_of(run.state, run.ending)))
+        run = with_torch_hint(run, self.torch_pythons.get(run.host))
         self.registry.upsert(run)
         if publish and (
             metrics_changed

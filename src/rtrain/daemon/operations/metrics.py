@@ -36,14 +36,16 @@ async def metrics(ops: DaemonState, p: MetricsParams, ctx: Notifier) -> MetricsR
         run = await _read_now(ops, ref, run)
     if p.follow:
         run = await _follow(ops, p, ctx, run)
+    annotated = store.annotate(run)
     return MetricsResult(
         host=p.host,
         run_id=p.run_id,
         series=store.series(p.host, p.run_id),
         latest=store.latest(p.host, p.run_id),
-        progress=store.progress(p.host, p.run_id),
+        # As the run's own: an ended run's bar stands where it stopped, with no time left.
+        progress=annotated.progress,
         gpu_history=store.gpu_history(p.host),
-        run=store.annotate(run),
+        run=annotated,
     )
 
 

@@ -34,6 +34,7 @@ from rtrain.protocol.messages import (
 
 from .cluster_preflight import LOGIN_NODE, login_node
 from .context import DaemonState, chosen
+from .notifier import Notifier
 from .preflight_container import judge_container
 from .preflight_disk import inputs_text, judge_disk, would_ship
 from .preflight_environment import judge_environment
@@ -66,7 +67,9 @@ def _validate(p: PreflightParams) -> None:
             )
 
 
-async def preflight(ops: DaemonState, p: PreflightParams) -> PreflightResult:
+async def preflight(
+    ops: DaemonState, p: PreflightParams, ctx: Notifier | None = None
+) -> PreflightResult:
     _validate(p)
     settings = ops.hosts.config.host(p.host)
     interpreter = validation.python(chosen(p.python, settings.python, DEFAULT_PYTHON))
@@ -113,13 +116,25 @@ async def preflight(ops: DaemonState, p: PreflightParams) -> PreflightResult:
         held = await _held_by_runs(transport, workdir) if report.workdir_ok else set()
         judged.gpus_free = verdict.count_free(judged.gpus, held)
     if lock is not None and report.workdir_ok:
-        found, problem = await judge_environment(transport, workdir, interpreter, lock)
+        progress = None if ctx is None or p.progress_token is None else (ctx, p.progress_token)
+        found, problem = await judge_environment(transport, workdir, interpreter, lock, progress)
         verdict.findings += found
         if problem is not None:
             verdict.problem("environment", problem)
     if image and ops.launcher(p.host).runs_on_host:
         await _judge_image(verdict, transport, p, settings.container_runtime, image)
+    _remember_torch_python(
+        ops, p.host, judged.python.suggested or (interpreter if report.torch is not None else None)
+    )
     return _result(p, transport, report, verdict, judged)
+
+
+def _remember_torch_python(ops: DaemonState, host: str, pick: str | None) -> None:
+    """What a run failing for want of torch on `host` is then pointed to."""
+    if pick:
+        ops.torch_pythons[host] = pick
+    else:
+        ops.torch_pythons.pop(host, None)
 
 
 def _image(p: PreflightParams, host_image: str | None) -> str | None:

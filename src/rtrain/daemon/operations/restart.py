@@ -79,8 +79,51 @@ class RecordedLaunch(msgspec.Struct):
     container_runtime: str | None = None
 
 
+@dataclass(frozen=True)
+class _RestartPlan:
+    """What a restart found before it launches anything: the run as it is, its record (with
+    the code a `--code` shipped), and the new attempt's number and trainer command."""
+
+    current: RunInfo
+    transport: Transport
+    run_dir: str
+    recorded: RecordedLaunch
+    code: CodeForRestart
+    number: int
+    trainer: list[str]
+
+
 async def restart(ops: DaemonState, p: RestartParams, cause: str | None = None) -> RestartResult:
     """`cause`: why the daemon itself starts this attempt (a retry), recorded with it."""
+    plan = await _plan(ops, p)
+    if p.dry_run:
+        return RestartResult(
+            run=plan.current,
+            command=plan.trainer,
+            attempt=plan.number,
+            setup=plan.recorded.setup,
+            dry_run=True,
+            code_differs=plan.code.differs,
+        )
+    size = await run_scripts.log_lines(plan.transport, plan.run_dir, p.run_id, 0)
+    launcher, launched, attempt, limits = await _launch(ops, p, plan, cause)
+    current = plan.current
+    base = current if current.command else _from_record(current, plan.recorded, plan.run_dir)
+    run = _record_attempt(ops, p, limits.on_run(base), launched, attempt)
+    return RestartResult(
+        run=run,
+        pid=launched.pid,
+        log_offset=size.offset or 0,
+        command=plan.trainer,
+        attempt=plan.number,
+        setup=plan.recorded.setup,
+        code_shipped=plan.code.shipped,
+        code_differs=plan.code.differs,
+    )
+
+
+async def _plan(ops: DaemonState, p: RestartParams) -> _RestartPlan:
+    """Validate, read the run's record, and ship the changed code (`p.code`)."""
     run_dir = ops.run_dir(p.host, p.run_id, p.workdir)
     _check_asked(p)
     current = await _restartable(ops, p)
@@ -89,28 +132,24 @@ async def restart(ops: DaemonState, p: RestartParams, cause: str | None = None) 
     _refuse_missing_secrets(p, recorded)
     place = RunPlace(transport, run_dir, p.run_id, ops.hosts.config.host(p.host).channels)
     recorded, code = await _with_code(place, p, recorded)
-    number = recorded.attempt + 1
-    wrapper = recorded.command[: recorded.wrapper_words]
     trainer = _trainer_command(p, recorded, current.remote_dir or run_dir)
-    if p.dry_run:
-        return RestartResult(
-            run=current,
-            command=trainer,
-            attempt=number,
-            setup=recorded.setup,
-            dry_run=True,
-            code_differs=code.differs,
-        )
-    command = [*wrapper, *trainer]
-    earlier = _ended_attempts(current, recorded)
-    size = await run_scripts.log_lines(transport, run_dir, p.run_id, 0)
+    return _RestartPlan(current, transport, run_dir, recorded, code, recorded.attempt + 1, trainer)
+
+
+async def _launch(
+    ops: DaemonState, p: RestartParams, plan: _RestartPlan, cause: str | None
+) -> tuple[Launcher, Launched, _NewAttempt, Limits]:
+    """The new attempt launched in the run's directory by its launcher, or refused."""
+    recorded, number = plan.recorded, plan.number
+    command = [*recorded.command[: recorded.wrapper_words], *plan.trainer]
+    earlier = _ended_attempts(plan.current, recorded)
     limits = recorded.limits or Limits()
-    nodes = current.nodes or recorded.nodes
+    nodes = plan.current.nodes or recorded.nodes
     meta = _meta(recorded, earlier, limits, nodes)
     if nodes:
         launcher: Launcher = ops.nodes_launcher(nodes)
     else:
-        launcher = _launcher(ops, p.host, current.launcher or recorded.launcher, command)
+        launcher = _launcher(ops, p.host, plan.current.launcher or recorded.launcher, command)
     meta["launcher"] = launcher.name
     stdin = launch_scripts.launch_stdin(
         p.secrets,
@@ -121,22 +160,11 @@ async def restart(ops: DaemonState, p: RestartParams, cause: str | None = None) 
         wrapper=recorded.wrapper_words,
         limits=launch_line(limits, launcher.default_grace) if launcher.runs_on_host else None,
     )
-    launched = await launcher.launch(run_dir, p.run_id, recorded.python, command, stdin)
-    refuse_unless_run(launched, p.host, p.run_id, run_dir, "nothing was restarted")
+    launched = await launcher.launch(plan.run_dir, p.run_id, recorded.python, command, stdin)
+    refuse_unless_run(launched, p.host, p.run_id, plan.run_dir, "nothing was restarted")
     _refuse_unlaunched(p, launched, number)
-    base = current if current.command else _from_record(current, recorded, run_dir)
-    attempt = _NewAttempt(number, trainer, launcher.name, earlier, nodes, cause)
-    run = _record_attempt(ops, p, limits.on_run(base), launched, attempt)
-    return RestartResult(
-        run=run,
-        pid=launched.pid,
-        log_offset=size.offset or 0,
-        command=trainer,
-        attempt=number,
-        setup=recorded.setup,
-        code_shipped=code.shipped,
-        code_differs=code.differs,
-    )
+    attempt = _NewAttempt(number, plan.trainer, launcher.name, earlier, nodes, cause)
+    return launcher, launched, attempt, limits
 
 
 async def _with_code(
@@ -194,40 +222,39 @@ def _refuse_missing_secrets(p: RestartParams, recorded: RecordedLaunch) -> None:
         )
 
 
+class _CarriedMeta(msgspec.Struct, omit_defaults=True):
+    """The keys of meta.json every attempt carries over as they were (a default: not written)."""
+
+    inputs: dict[str, str]
+    env: dict[str, str] = {}
+    setup: str | None = None
+    wrapper_words: int = 0
+    secret_names: list[str] = []
+    rtrain_inputs: dict[str, str] = {}
+    gpus: int | None = None
+    dataset: str | None = None
+    sbatch: list[str] = []
+    image: str | None = None
+    container_runtime: str | None = None
+    code_dir: str | None = None
+    environment: bool = False
+
+
+_CARRIED = _CarriedMeta.__struct_fields__
+
+
 def _meta(
     recorded: RecordedLaunch, earlier: list[Attempt], limits: Limits, nodes: list[RunNode]
 ) -> dict[str, object]:
-    """The new attempt's meta.json: the recorded launch, carried over (less the launcher)."""
-    meta: dict[str, object] = {"inputs": recorded.inputs}
-    if recorded.env:
-        meta["env"] = recorded.env
-    if recorded.setup is not None:
-        meta["setup"] = recorded.setup
-    if recorded.wrapper_words:
-        meta["wrapper_words"] = recorded.wrapper_words
-    if recorded.secret_names:
-        meta["secret_names"] = recorded.secret_names
-    if recorded.rtrain_inputs:
-        meta["rtrain_inputs"] = recorded.rtrain_inputs
-    if recorded.gpus is not None:
-        meta["gpus"] = recorded.gpus
-    if recorded.dataset is not None:
-        meta["dataset"] = recorded.dataset
+    """The new attempt's meta.json: the recorded launch, carried over (less the launcher),
+    its attempts so far, its limits where watched and its nodes where it has them."""
+    carried = _CarriedMeta(**{name: getattr(recorded, name) for name in _CARRIED})
+    meta: dict[str, object] = msgspec.to_builtins(carried)
     meta["attempts"] = [msgspec.to_builtins(a) for a in earlier]
-    if recorded.sbatch:
-        meta["sbatch"] = recorded.sbatch
-    if recorded.image is not None:
-        meta["image"] = recorded.image
-    if recorded.container_runtime is not None:
-        meta["container_runtime"] = recorded.container_runtime
     if limits.watched:
         meta["limits"] = msgspec.to_builtins(limits)
     if nodes:
         meta["nodes"] = [msgspec.to_builtins(node) for node in nodes]
-    if recorded.code_dir is not None:
-        meta["code_dir"] = recorded.code_dir
-    if recorded.environment:
-        meta["environment"] = True
     return meta
 
 
@@ -351,12 +378,17 @@ async def _recorded_launch(transport: Transport, run_dir: str, p: RestartParams)
     fd, name = tempfile.mkstemp(prefix="rtrain-meta-")
     os.close(fd)
     try:
-        try:
-            await whole_file.download(transport, run_dir, "meta.json", Path(name))
-        except RpcError as error:
-            if error.kind not in (Kind.REMOTE_FILE_MISSING, Kind.TRANSFER_FAILED):
-                raise
-            raise _never_launched(p) from None
+        # rtrain's own record; the run dir's meta.json for a run an older rtrain launched
+        # (a trainer may have written its own meta.json there since).
+        for record in (".rtrain/meta.json", "meta.json"):
+            try:
+                await whole_file.download(transport, run_dir, record, Path(name))
+                break
+            except RpcError as error:
+                if error.kind not in (Kind.REMOTE_FILE_MISSING, Kind.TRANSFER_FAILED):
+                    raise
+        else:
+            raise _never_launched(p)
         data = await asyncio.to_thread(Path(name).read_bytes)
     finally:
         os.unlink(name)

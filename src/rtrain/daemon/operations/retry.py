@@ -26,7 +26,7 @@ from .context import DaemonState
 
 log = logging.getLogger(__name__)
 
-Restart = Callable[[DaemonState, RestartParams, str], Awaitable[RestartResult]]
+Restart = Callable[[DaemonState, RestartParams, str | None], Awaitable[RestartResult]]
 
 
 def due(run: RunInfo) -> bool:

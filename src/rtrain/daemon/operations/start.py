@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -96,11 +97,20 @@ def new_run_id() -> str:
     return f"run-{int(time.time())}-{secrets.token_hex(2)}"
 
 
-async def start(ops: DaemonState, p: StartParams, ctx: Notifier) -> StartResult:
+# What a caller of `start` sets up once the start is planned, before anything is shipped
+# (the run's reverse forwards, run_companions.py): variables it adds to the run's environment.
+Prepare = Callable[[StartPlan], Awaitable[dict[str, str]]]
+
+
+async def start(
+    ops: DaemonState, p: StartParams, ctx: Notifier, prepare: Prepare | None = None
+) -> StartResult:
     # validate -> one frozen plan -> claim -> ship -> launch -> record. Everything a user can
     # get wrong is refused in the plan, before any ssh runs.
     run_id = validation.run_id(p.run_id) if p.run_id is not None else new_run_id()
     plan = await plan_start(ops, p, run_id, RESERVED)
+    if prepare is not None:
+        plan = dataclasses.replace(plan, env={**plan.env, **await prepare(plan)})
     try:
         transports = [await ops.transport(host) for host in plan.hosts]
     except RpcError as error:
@@ -253,7 +263,7 @@ def _wrapper(plan: StartPlan, run_dir: str, gated: bool) -> list[str]:
     p = plan.p
     wrapper = gate_prefix(p, run_dir, plan.run_id, GpuPlan(gate=gated))
     if plan.environment is not None:
-        wrapper += run_environment.builder_words(plan.python, run_dir)
+        wrapper += run_environment.builder_words(plan.python, run_dir, plan.environment)
     if plan.container is not None:
         names = [*plan.env, *p.secrets]
         c = plan.container

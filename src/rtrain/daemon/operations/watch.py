@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from dataclasses import dataclass
 
 from rtrain.daemon.metrics.gpu_telemetry import gpu_stats
+from rtrain.daemon.metrics.planned_length import planned_length
 from rtrain.daemon.remote.contract import answers, run_scripts
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DEFAULT_WORKDIR, GpuSample, RunInfo
@@ -35,14 +37,21 @@ async def watch_host(
     for (workdir, _, _), members in _groups(ops, host, runs).items():
         first = members[0] if members else None
         launcher = ops.launcher_of(first) if first else ops.launcher(host)
-        asked = _asked(ops, host, members)
-        triples = [
-            (run.run_id, asked[(run.run_id, "log")], asked[(run.run_id, "jsonl")])
-            for run in members
-        ]
         # A cluster's login node has no GPUs of its jobs to sample.
         sample = launcher.runs_on_host and gpus and not sampled
         sampled = sampled or sample
+        if launcher.across_hosts and members:
+            # Its state first (every node's): it says on which node global rank 0 ran, whose
+            # log then holds the run's metrics; and a run seen ended has sent its last bytes.
+            report = await launcher.status(workdir, [r.run_id for r in members])
+            if report.exit != answers.Exit.OK and not report.runs:
+                raise app_error(Kind.REMOTE_FAILED, f"{host}: status failed: {report.error_text}")
+            found.update(report.runs)
+            poll = _Poll(host, workdir, sample, max_slice)
+            moved |= await _read_where_rank0_ran(ops, poll, members, report.runs)
+            continue
+        asked = _asked(ops, host, members)
+        triples = _triples(members, asked)
         out = await run_scripts.watch(transport, workdir, sample, max_slice, triples)
         if not launcher.states_from_status:
             if out.exit != answers.Exit.OK and not out.runs:
@@ -61,6 +70,54 @@ async def watch_host(
     fresh = [apply_row(run, found[run.run_id]) if run.run_id in found else None for run in runs]
     _mark_reads(ops, host, runs, fresh, from_status)
     return fresh, moved
+
+
+def _triples(runs: list[RunInfo], asked: dict[tuple[str, str], int]) -> list[tuple[str, int, int]]:
+    """What watch.sh takes for each run: its id and where reading its two files stands."""
+    return [(r.run_id, asked[(r.run_id, "log")], asked[(r.run_id, "jsonl")]) for r in runs]
+
+
+@dataclass(frozen=True)
+class _Poll:
+    """What one poll of a group asks: the host the runs are recorded under, their work
+    directory there, whether it samples the host's GPUs, the most bytes of a file it brings."""
+
+    host: str
+    workdir: str
+    sample: bool
+    max_slice: int
+
+
+async def _read_where_rank0_ran(
+    ops: DaemonState, poll: _Poll, runs: list[RunInfo], rows: dict[str, run_scripts.RunRow]
+) -> set[str]:
+    """Runs across hosts: each run's files read on the node where its global rank 0 ran (the
+    one that prints, for most trainers), one watch.sh per node's host and workdir; the GPUs
+    are node 0's host's. The run ids whose metrics moved."""
+    host, workdir, sample = poll.host, poll.workdir, poll.sample
+    places: dict[tuple[str, str], list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        row = rows.get(run.run_id)
+        node = row.rank0_node if row is not None and row.rank0_node < len(run.nodes) else 0
+        ops.metrics.read_from(host, run.run_id, node)
+        where = (
+            (run.nodes[node].host, posixpath.dirname(run.nodes[node].remote_dir))
+            if node
+            else (host, workdir)
+        )
+        places[where].append(run)
+    if sample and (host, workdir) not in places:
+        places[(host, workdir)] = []  # node 0's GPUs all the same
+    moved: set[str] = set()
+    for (node_host, node_workdir), members in places.items():
+        asked = _asked(ops, host, members)
+        transport = await ops.transport(node_host)
+        here = sample and (node_host, node_workdir) == (host, workdir)
+        out = await run_scripts.watch(
+            transport, node_workdir, here, poll.max_slice, _triples(members, asked)
+        )
+        moved |= _take_output(ops, host, out, asked)
+    return moved
 
 
 def _groups(
@@ -84,6 +141,7 @@ def _asked(ops: DaemonState, host: str, members: list[RunInfo]) -> dict[tuple[st
     """Where reading each run's log and metrics file stands: (run id, source) -> offset."""
     asked: dict[tuple[str, str], int] = {}
     for run in members:
+        ops.metrics.plan(host, run.run_id, *planned_length(run.command))
         for source in ("log", "jsonl"):
             asked[(run.run_id, source)] = ops.metrics.consumed(host, run.run_id, source)
     return asked

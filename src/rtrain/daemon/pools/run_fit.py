@@ -86,7 +86,7 @@ def run_fit(
                 chosen_one = chosen_lock(p.requirements, settings.requirements)
                 if chosen_one is None and p.requirements != "":
                     chosen_one = code_lock(plan.inputs.files)
-                lock = chosen_one.content if chosen_one is not None else None
+                lock = chosen_one.identity if chosen_one is not None else None
         except RpcError as error:
             asks[alias] = HostAsk("-", "-", None, None, refused=error.message.rstrip("."))
             continue

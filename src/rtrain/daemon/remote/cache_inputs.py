@@ -13,6 +13,14 @@
 #                             upload left verified.
 #   seal CACHE_DIR            stdin: `SHA256` lines, entries just verified and moved into the
 #                             cache: their identity is written down.
+#   receive CACHE_DIR RUN_DIR STAGE
+#                             stdin: the stream of receive_tree.sh (its listing, then the tar).
+#                             Each content is hashed as it is written, enters the cache at once
+#                             when it is its sha256 (so a cut upload keeps what landed), and
+#                             the own copy of the run waits in STAGE; once every content has
+#                             come and is good, each copy is renamed under its name in RUN_DIR:
+#                             `received COUNT`. Else `mismatch NAME` per name whose bytes did
+#                             not come as hashed, exit 3, and nothing lands in RUN_DIR.
 #
 # Trust: an entry is placed without reading it only while its identity (device, inode, size,
 # mtime and ctime to the nanosecond, no write bit) is the one written down when it was last
@@ -26,17 +34,25 @@ import hashlib
 import os
 import stat
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO
 
 CHUNK = 1 << 20
 # ioctl FICLONE (linux/fs.h): a reflink, no bytes copied, on btrfs, XFS and the like.
 FICLONE = 0x40049409
 # Exit codes of lib/core.sh.
 E_USAGE = 2
+E_MISMATCH = 3
 E_WRITE = 4
 E_OUTSIDE = 7
+# The block of tar.
+BLOCK = 512
 # The identity file is rewritten without the lines of gone or replaced entries once it holds
 # this many more lines than entries.
 SLACK = 1000
+# Files copied into place side by side.
+PLACE_SIDE_BY_SIDE = 4
 
 
 def emit(*fields: str) -> None:
@@ -239,7 +255,7 @@ def place(cache_dir: str, run_dir: str) -> None:
     identities = Identities(cache_dir)
     fresh: dict[str, os.stat_result] = {}
     good: dict[str, bool] = {}
-    made: set[str] = set()
+    todo: list[tuple[str, str, str]] = []
     for line in sys.stdin:
         sha, size, name = parsed(line)
         if sha not in good:
@@ -248,13 +264,39 @@ def place(cache_dir: str, run_dir: str) -> None:
         if not (good[sha] and os.path.getsize(entry) == size):
             say_missing(partial_dir, sha, name)
             continue
-        try:
-            place_copy(entry, os.path.join(run_dir, name), made)
-        except OSError as error:
-            identities.write_down(fresh, inputs_dir)
-            fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
-        emit("placed", name, "copied")
+        todo.append((entry, os.path.join(run_dir, name), name))
     identities.write_down(fresh, inputs_dir)
+    placed, failure = place_all(todo)
+    for name in placed:
+        emit("placed", name, "copied")
+    if failure is not None:
+        fail(E_WRITE, "write", failure)
+
+
+def place_all(todo: list[tuple[str, str, str]]) -> tuple[list[str], str | None]:
+    """Each (ENTRY, TARGET, NAME) copied into place, a few side by side (a disk that many
+    others write to makes each new file wait; waits side by side overlap); the names
+    placed, and the first failure as `NAME: WHY`."""
+    made: set[str] = set()
+    try:
+        for folder in sorted({os.path.dirname(target) for _, target, _ in todo}):
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+    except OSError as error:
+        return [], f"{folder}: {error.strerror or error}"
+
+    def one(job: tuple[str, str, str]) -> str | None:
+        entry, target, name = job
+        try:
+            place_copy(entry, target, made)
+        except OSError as error:
+            return f"{name}: {error.strerror or error}"
+        return None
+
+    with ThreadPoolExecutor(PLACE_SIDE_BY_SIDE) as pool:
+        failures = list(pool.map(one, todo))
+    placed = [job[2] for job, why in zip(todo, failures) if why is None]  # noqa: B905 (3.8)
+    return placed, next((why for why in failures if why is not None), None)
 
 
 def seal(cache_dir: str) -> None:
@@ -272,11 +314,161 @@ def seal(cache_dir: str) -> None:
     identities.write_down(entries, inputs_dir)
 
 
+def is_sha(text: str) -> bool:
+    return len(text) == 64 and not text.strip("0123456789abcdef")
+
+
+def listing(source: BinaryIO) -> list[tuple[str, str]]:
+    """The head of the stream: `COUNT` then COUNT `SHA256<TAB>NAME` lines; every name is checked
+    before any byte is written."""
+    read = source.readline
+    count = read().decode().strip()
+    if not count.isdigit():
+        fail(E_USAGE, "usage")
+    names: list[tuple[str, str]] = []
+    for _ in range(int(count)):
+        sha, tab, name = read().decode("utf-8", "surrogateescape").rstrip("\n").partition("\t")
+        if not tab or not is_sha(sha):
+            fail(E_USAGE, "usage")
+        if bad_name(name):
+            fail(E_OUTSIDE, "path_outside_run", name)
+        names.append((sha, name))
+    return names
+
+
+class Receiver:
+    """The contents of one stream: each written twice as it comes (the entry of the cache and
+    the own copy of the run: no run shares a file with the cache) and hashed on the way."""
+
+    def __init__(self, cache_dir: str, stage: str) -> None:
+        self.inputs_dir = os.path.join(cache_dir, "inputs")
+        self.identities = Identities(cache_dir)
+        self.stage = stage
+        self.sealed: dict[str, os.stat_result] = {}
+        self.good: set[str] = set()
+
+    def content(self, sha: str, source: BinaryIO, size: int) -> None:
+        read = source.read
+        entry = os.path.join(self.stage, f"c-{sha}")
+        own = os.path.join(self.stage, f"r-{sha}")
+        digest = hashlib.sha256()
+        with open(entry, "wb") as cached, open(own, "wb") as copy:
+            left = size
+            while left > 0:
+                block = read(min(CHUNK, left))
+                if not block:
+                    raise EarlyEnd()
+                left -= len(block)
+                digest.update(block)
+                cached.write(block)
+                copy.write(block)
+            skip(source, -size % BLOCK)
+        if digest.hexdigest() != sha:
+            os.remove(entry)
+            os.remove(own)
+            return
+        os.chmod(entry, 0o444)
+        target = os.path.join(self.inputs_dir, sha)
+        os.replace(entry, target)
+        self.sealed[sha] = os.stat(target)
+        self.good.add(sha)
+
+    def seal(self) -> None:
+        self.identities.write_down(self.sealed, self.inputs_dir)
+        self.sealed = {}
+
+
+class EarlyEnd(Exception):
+    """The stream ended inside a member: the sender was cut."""
+
+
+def skip(source: BinaryIO, count: int) -> None:
+    read = source.read
+    while count > 0:
+        block = read(min(CHUNK, count))
+        if not block:
+            raise EarlyEnd()
+        count -= len(block)
+
+
+def members(source: BinaryIO) -> Iterator[tuple[bytes, str, int]]:
+    """(KIND, NAME, SIZE) of each member of the tar on `source`, whose bytes the caller
+    reads (or skips) before the next. Only what the daemon writes is read: ustar headers,
+    with pax (or GNU long name) members before a link of a long name, which are skipped."""
+    read = source.read
+    while True:
+        header = read(BLOCK)
+        if len(header) < BLOCK:
+            raise EarlyEnd()
+        if not header.strip(b"\0"):
+            return
+        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        field = header[124:136].strip(b"\0 ")
+        if not field.isdigit():
+            fail(E_USAGE, "usage", name)
+        size, kind = int(field, 8), header[156:157]
+        if kind in (b"x", b"g", b"L", b"K"):
+            skip(source, size + -size % BLOCK)
+            continue
+        yield kind, name, size
+
+
+def receive(cache_dir: str, run_dir: str, stage: str) -> None:
+    source = sys.stdin.buffer
+    names = listing(source)
+    wanted = {sha for sha, _ in names}
+    receiver = Receiver(cache_dir, stage)
+    try:
+        for kind, name, size in members(source):
+            if kind == b"1" and name.startswith("t/"):
+                continue  # names come from the listing; the links are for tar
+            sha = name[2:]
+            if kind not in (b"0", b"\0") or not name.startswith("c/") or sha not in wanted:
+                fail(E_USAGE, "usage", name)
+            receiver.content(sha, source, size)
+    except OSError as error:
+        fail(E_WRITE, "write", str(error.strerror or error))
+    except EarlyEnd:
+        fail(E_USAGE, "usage", "the stream ended early")
+    finally:
+        receiver.seal()
+    bad = [name for sha, name in names if sha not in receiver.good]
+    if bad:
+        for name in bad:
+            emit("mismatch", name)
+        sys.stdout.flush()
+        sys.exit(E_MISMATCH)
+    place_received(names, receiver, run_dir)
+    emit("received", str(len(names)))
+
+
+def place_received(names: list[tuple[str, str]], receiver: Receiver, run_dir: str) -> None:
+    """Each name, a file of its own in RUN_DIR: the first of a content is its staged copy
+    (renamed), each further one a copy of the entry in the cache."""
+    made: set[str] = set()
+    for sha, name in names:
+        own = os.path.join(receiver.stage, f"r-{sha}")
+        target = os.path.join(run_dir, name)
+        try:
+            folder = os.path.dirname(target)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            try:
+                os.replace(own, target)
+            except FileNotFoundError:
+                place_copy(os.path.join(receiver.inputs_dir, sha), target, made)
+        except OSError as error:
+            fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
+
+
 def main(argv: list[str]) -> None:
     if len(argv) == 4 and argv[1] == "place":
         place(argv[2], argv[3])
     elif len(argv) == 3 and argv[1] == "seal":
         seal(argv[2])
+    elif len(argv) == 5 and argv[1] == "receive":
+        receive(argv[2], argv[3], argv[4])
     else:
         fail(E_USAGE, "usage")
 

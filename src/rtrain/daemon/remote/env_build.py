@@ -3,7 +3,9 @@
 
     PYTHON rtrain-env WORKDIR LOCK CMD...
 
-It keys a virtual environment by the lock's bytes, this python and the platform, and finds it
+LOCK is a pip requirements file, or a uv project's `uv.lock` with its `pyproject.toml` beside
+it under the name PYPROJECT (a uv project is built with `uv sync --frozen`). It keys a virtual
+environment by the lock's bytes, this python and the platform, and finds it
 in `WORKDIR/.cache/envs/KEY`, or builds it: in `.build-KEY-PID` beside it, under an flock of
 `.KEY.lock` (a second run needing the same key waits and says so; the kernel frees the lock of
 a builder that died), then renamed to KEY only once complete, so a failed or interrupted build
@@ -11,7 +13,9 @@ leaves nothing under the key. The venv sees the packages of this python (a multi
 torch is never installed twice) unless the lock pins its own. The run dir's `rtrain-venv`
 links to it, which is what `{python}` names and what `rtrain envs` counts as a run using it.
 Then it execs CMD with the venv first on PATH. A failed build leaves `env_failed` in the run
-dir: the requirement that failed, for the run's state.
+dir: the requirement that failed, for the run's state. uv builds where the host has it on
+PATH, or where it installs into `WORKDIR/.cache/uv` from the host's package index (once); pip
+otherwise. While it builds, the run's `queued` file says which step and for how long so far.
 
 Standard library only, and Python 3.8 and later: it runs on the far host.
 """
@@ -37,6 +41,14 @@ ABOUT = ".rtrain-env"
 # What the key is made of, besides the lock: another value here is another environment.
 KEY_VERSION = b"rtrain-env 1\n"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+# A uv project's lock ships as `rtrain-uv.lock` with its pyproject.toml beside it.
+UV_LOCK_SUFFIX = "uv.lock"
+PYPROJECT = "rtrain-pyproject.toml"
+# How often the state's "s so far" is brought up to date, and a line goes to the log.
+TICK_S = 5.0
+LOG_EVERY_S = 30.0
+# After an index that had no uv, pip builds without asking it again for this long.
+NO_UV_RETRY_S = 24 * 3600.0
 
 
 def main(argv: list[str]) -> int:
@@ -44,8 +56,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: rtrain-env WORKDIR LOCK CMD...\n")
         return 2
     workdir, lock_name, command = argv[0], argv[1], argv[2:]
-    with open(lock_name, "rb") as lock_file:
-        lock = lock_file.read()
+    lock = _lock_bytes(lock_name)
     key = environment_key(lock)
     envs = os.path.join(workdir, ".cache", "envs")
     os.makedirs(envs, mode=0o700, exist_ok=True)
@@ -65,6 +76,29 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     os.execvp(command[0], command)
     return 127  # not reached: execvp raises when it cannot run the program
+
+
+def is_uv_project(lock_name: str) -> bool:
+    return lock_name.endswith(UV_LOCK_SUFFIX)
+
+
+def _lock_bytes(lock_name: str) -> bytes:
+    """What the key hashes: the requirements file, or a uv project's pyproject.toml and lock
+    (the pyproject says which groups and python the lock serves)."""
+    with open(lock_name, "rb") as lock_file:
+        lock = lock_file.read()
+    if not is_uv_project(lock_name):
+        return lock
+    with open(os.path.join(os.path.dirname(lock_name) or ".", PYPROJECT), "rb") as project:
+        return identity_of(lock, project.read())
+
+
+def identity_of(lock: bytes, pyproject: bytes | None) -> bytes:
+    """The bytes `environment_key` hashes for a lock: a requirements file as it is, a uv
+    project's lock with its pyproject.toml (the daemon asks for keys with it too)."""
+    if pyproject is None:
+        return lock
+    return b"uv.lock\0" + pyproject + b"\0" + lock
 
 
 def environment_key(lock: bytes) -> str:
@@ -87,41 +121,90 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
+class Progress:
+    """The step under way, in the run's `queued` file (its state: `queued (building
+    environment KEY: installing 3 requirement(s) with uv, 12 s so far)`), brought up to date
+    every few seconds by a thread, with a line in the log now and then for a follower."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._step: str | None = None
+        self._since = time.time()
+        self._logged = self._since
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+
+    def step(self, words: str) -> None:
+        with self._lock:
+            self._step = words
+            self._since = self._logged = time.time()
+            _queued(words)
+        say(words)
+
+    def done(self) -> None:
+        with self._lock:
+            self._step = None
+        self._stop.set()
+        _unqueued()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK_S):
+            with self._lock:
+                if self._step is None:
+                    return
+                now = time.time()
+                so_far = f"{self._step}, {now - self._since:.0f} s so far"
+                _queued(so_far)
+                if now - self._logged >= LOG_EVERY_S:
+                    self._logged = now
+                    say(so_far)
+
+
 def _build_once(envs: str, key: str, lock_name: str, lock: bytes) -> int:
+    progress = Progress()
+    try:
+        return _build_when_free(envs, key, lock_name, lock, progress)
+    finally:
+        progress.done()
+
+
+def _build_when_free(envs: str, key: str, lock_name: str, lock: bytes, progress: Progress) -> int:
     import fcntl
 
     with open(os.path.join(envs, f".{key}.lock"), "w") as held:
         try:
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            why = f"waiting for environment {key}: another run is building it"
-            _queued(why)
-            say(why)
+            progress.step(f"waiting for environment {key}: another run is building it")
             fcntl.flock(held, fcntl.LOCK_EX)
         final = os.path.join(envs, key)
         if os.path.isdir(final):
-            _unqueued()
             say(f"environment {key} is ready (another run built it): nothing to install")
             return 0
-        try:
-            return _build(envs, key, lock_name, lock)
-        finally:
-            _unqueued()
+        return _build(envs, key, lock_name, lock, progress)
 
 
-def _build(envs: str, key: str, lock_name: str, lock: bytes) -> int:
+def _build(envs: str, key: str, lock_name: str, lock: bytes, progress: Progress) -> int:
     # Whatever an earlier builder of this key left is stale: the lock is ours.
     for name in os.listdir(envs):
         if name.startswith(f".build-{key}-"):
             shutil.rmtree(os.path.join(envs, name), ignore_errors=True)
     building = os.path.join(envs, f".build-{key}-{os.getpid()}")
-    uv = shutil.which("uv")
-    tool = "uv" if uv else "pip"
-    count = len(_requirement_lines(lock))
-    why = f"building environment {key} ({tool}, {count} requirement(s))"
-    _queued(why)
-    say(why)
     began = time.time()
+    uv = find_uv(os.path.dirname(envs), progress)
+    tool = "uv" if uv else "pip"
+    uv_project = is_uv_project(lock_name)
+    if uv_project and not uv:
+        return _failed_before(
+            "a uv.lock is built with uv, and this host has none (not on PATH, and its package "
+            "index has none to install); add uv to the host, or ship a requirements.txt "
+            "(uv export --no-hashes > requirements.txt)"
+        )
+    what = "uv.lock" if uv_project else f"{len(_requirement_lines(lock))} requirement(s)"
+    progress.step(f"building environment {key} ({tool}, {what})")
 
     def interrupted(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -133,9 +216,15 @@ def _build(envs: str, key: str, lock_name: str, lock: bytes) -> int:
         output: list[str] = []
         code = _make_venv(building, uv, output)
         if not code:
-            code = _install(building, uv, os.path.abspath(lock_name), output)
+            verb = "syncing uv.lock" if uv_project else f"installing {what}"
+            progress.step(f"building environment {key}: {verb} with {tool}")
+            if uv_project:
+                assert uv is not None
+                code = _sync(building, uv, os.path.abspath(lock_name), output)
+            else:
+                code = _install(building, uv, os.path.abspath(lock_name), output)
         if code:
-            _failed(lock, output, code)
+            _failed(b"" if uv_project else lock, output, code)
             return code
         _relocate(building, os.path.join(envs, key))
         seconds = time.time() - began
@@ -182,21 +271,106 @@ def _layer_on_this_python(building: str) -> None:
 def _install(building: str, uv: str | None, lock_path: str, output: list[str]) -> int:
     python = os.path.join(building, "bin", "python")
     if uv:
-        return _run([uv, "pip", "install", "--python", python, "-r", lock_path], output)
+        return _run([uv, "pip", "install", "--python", python, "-r", lock_path], output, _uv_env())
+    return _pip_install(python, ["-r", lock_path], output)
+
+
+def _pip_install(python: str, what: list[str], output: list[str]) -> int:
+    """pip of `python` (the base python's, seen through the system site; ensurepip where
+    there is none) installs `what`."""
     if _run([python, "-m", "pip", "--version"], []):
         code = _run([python, "-m", "ensurepip", "--default-pip"], output)
         if code:
             return code
     argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar"]
-    return _run([*argv, "off", "-r", lock_path], output)
+    return _run([*argv, "off", *what], output)
 
 
-def _run(argv: list[str], output: list[str]) -> int:
+def _sync(building: str, uv: str, lock_path: str, output: list[str]) -> int:
+    """`uv sync --frozen` of the project's lock into the venv, without the project itself
+    (the run's code changes run by run; it runs from the run directory)."""
+    project = os.path.join(building, ".rtrain-project")
+    os.makedirs(project)
+    shutil.copyfile(lock_path, os.path.join(project, "uv.lock"))
+    shutil.copyfile(
+        os.path.join(os.path.dirname(lock_path), PYPROJECT), os.path.join(project, "pyproject.toml")
+    )
+    env = dict(_uv_env(), UV_PROJECT_ENVIRONMENT=building)
+    env.pop("VIRTUAL_ENV", None)
+    argv = [uv, "sync", "--frozen", "--no-install-project", "--project", project]
+    code = _run([*argv, "--python", os.path.join(building, "bin", "python")], output, env)
+    shutil.rmtree(project, ignore_errors=True)
+    return code
+
+
+def _uv_env() -> dict[str, str]:
+    """uv trusting the certificates pip trusts (the system's, where a proxy of the site signs
+    the index's), unless the host's settings say otherwise: by default uv has its own."""
+    env = dict(os.environ)
+    if "UV_SYSTEM_CERTS" not in env and "UV_NATIVE_TLS" not in env:
+        env["UV_SYSTEM_CERTS"] = "1"  # uv 0.9 and later
+        env["UV_NATIVE_TLS"] = "1"  # its name before
+    return env
+
+
+def find_uv(cache: str, progress: Progress) -> str | None:
+    """The host's uv, else the one rtrain installed into the cache, else one installed there
+    now from the host's package index (pip install uv into a venv of its own); None when the
+    index has none (pip builds then; asked again a day later)."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    import fcntl
+
+    place = os.path.join(cache, "uv")
+    uv = os.path.join(place, "bin", "uv")
+    none = os.path.join(cache, ".uv-none")
+    with open(os.path.join(cache, ".uv.lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if os.access(uv, os.X_OK):
+            return uv
+        try:
+            if time.time() - os.path.getmtime(none) < NO_UV_RETRY_S:
+                return None
+        except OSError:
+            pass
+        progress.step("installing uv into the host's cache (pip install uv)")
+        # What an earlier installer left (killed midway) is stale: the lock is ours.
+        for name in os.listdir(cache):
+            if name.startswith(".uv-build-"):
+                shutil.rmtree(os.path.join(cache, name), ignore_errors=True)
+        building = os.path.join(cache, f".uv-build-{os.getpid()}")
+        output: list[str] = []
+        try:
+            code = _make_venv(building, None, output)
+            if not code:
+                code = _pip_install(os.path.join(building, "bin", "python"), ["uv"], output)
+            if code or not os.access(os.path.join(building, "bin", "uv"), os.X_OK):
+                last = next((x.strip() for x in reversed(output) if x.strip()), "")
+                say(
+                    f"uv could not be installed from the host's package index ({last}): "
+                    "building with pip"
+                )
+                with open(none, "w") as mark:
+                    mark.write(last + "\n")
+                return None
+            os.rename(building, place)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    say(f"uv installed into {place}")
+    return uv
+
+
+def _run(argv: list[str], output: list[str], env: dict[str, str] | None = None) -> int:
     """Runs argv with its lines copied to the log (the run's train.log) and kept in `output`
     (the last 400), so a failure can name its requirement."""
     try:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     except OSError as error:
         output.append(f"cannot run {argv[0]}: {error.strerror}")
@@ -244,12 +418,26 @@ def failing_requirement(lock: bytes, output: list[str]) -> str:
     return said or "the install failed"
 
 
+def _failed_before(why: str) -> int:
+    """A build that cannot begin: said, and kept for the run's state."""
+    say(f"the environment could not be built: {why}")
+    _write_failed(why)
+    return 1
+
+
+def _write_failed(why: str) -> None:
+    # A run's own files are in its .rtrain/ (lib/own_files.sh's own_dir), which no file of the
+    # trainer's reaches; beside the lock where there is none (env_check.sh's scratch dir).
+    path = os.path.join(".rtrain", FAILED) if os.path.isfile(".rtrain/meta.json") else FAILED
+    with open(path + ".tmp", "w") as failed:
+        failed.write(" ".join(why.split())[:280] + "\n")
+    os.rename(path + ".tmp", path)
+
+
 def _failed(lock: bytes, output: list[str], code: int) -> None:
     why = failing_requirement(lock, output)
     say(f"the environment could not be built (exit {code}): {why}")
-    with open(FAILED + ".tmp", "w") as failed:
-        failed.write(" ".join(why.split())[:280] + "\n")
-    os.rename(FAILED + ".tmp", FAILED)
+    _write_failed(why)
 
 
 def _relocate(building: str, final: str) -> None:

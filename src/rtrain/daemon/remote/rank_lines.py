@@ -13,7 +13,7 @@ print is two writes: the text, then its newline). A line torch already prefixed 
 excepthook writes `[rankN]: `) keeps its one prefix. torchrun's own lines (its warnings,
 its failure summary) go to train.log directly.
 
-When torchrun fails, the relay writes RUN_DIR/rank_failure: the rank that failed first in
+When torchrun fails, the relay writes RUN_DIR/.rtrain/rank_failure: the rank that failed first in
 time, as one line `RANK<TAB>EXIT<TAB>SIGNAL<TAB>PID<TAB>STDERR<TAB>ERROR_MESSAGE<TAB>TIME`
 (`-` where empty; STDERR relative to RUN_DIR when inside it; TIME: the rank's last sign of
 life, epoch seconds), which status.sh turns into the run's reason (and, across hosts, which
@@ -38,6 +38,9 @@ HOLD = 2.0  # an unfinished line waits this long for its end before it is writte
 READ = 1 << 20  # bytes read from one file per look
 TAIL = 256 * 1024  # bytes of train.log read for torchrun's failure summary
 FAILURE_FILE = "rank_failure"
+# In the run's `.rtrain/`: this node runs global rank 0 (across hosts, c10d numbers the nodes
+# itself), so rank 0's lines, and the run's metrics, are in this node's train.log.
+RANK0_FILE = "rank0"
 PREFIXED = re.compile(rb"^\[rank\d+\]:")
 SEGMENT = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)")
 RANK_LINE = re.compile(r"^\s*rank\s*:\s*(\d+)")
@@ -108,6 +111,7 @@ class Relay:
         # torchrun's pid, once started: its workers' environment gives their global ranks.
         self.torchrun: int | None = None
         self.global_ranks: dict[int, int] = {}
+        self.rank0_marked = False
         self.old = set(self._entries(log_dir))  # earlier attempts' folders: not ours
         self.followers: dict[str, Follower] = {}
         # local rank -> (attempt number, its folder) of the latest attempt seen
@@ -148,12 +152,27 @@ class Relay:
         if local not in self.global_ranks and self.torchrun is not None:
             deadline = time.monotonic() + HOLD
             while True:
-                self.global_ranks.update(worker_ranks(self.torchrun))
+                found = worker_ranks(self.torchrun)
+                self.global_ranks.update(found)
+                if 0 in found.values():
+                    self._mark_rank0()  # read from a worker's own RANK, never guessed
                 if local in self.global_ranks or time.monotonic() > deadline:
                     break
                 time.sleep(POLL)
             self.global_ranks.setdefault(local, local)  # asked once: a worker gone says no more
         return self.global_ranks.get(local, local)
+
+    def _mark_rank0(self) -> None:
+        """Say, in the run's private `.rtrain/`, that global rank 0 runs on this node."""
+        own = os.path.join(self.run_dir, ".rtrain")
+        if self.rank0_marked or not os.path.isdir(own):
+            return  # a run launched by an older rtrain: its metrics stay node 0's
+        try:
+            with open(os.path.join(own, RANK0_FILE), "w", encoding="utf-8") as handle:
+                handle.write("0\n")
+            self.rank0_marked = True
+        except OSError:
+            pass
 
     def pump(self, final: bool = False) -> None:
         self.discover()
@@ -291,6 +310,13 @@ def error_message(path: str) -> str:
     return text if isinstance(text, str) else ""
 
 
+def own_files(run_dir: str) -> str:
+    """Where rtrain keeps the run's bookkeeping (lib/own_files.sh's own_dir: BOOK): its `.rtrain/`,
+    unless an older rtrain launched the run."""
+    own = os.path.join(run_dir, ".rtrain")
+    return own if os.path.isfile(os.path.join(own, "meta.json")) else run_dir
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4:
         sys.stderr.write("usage: rtrain-ranks RUN_DIR LOG_DIR COMMAND...\n")
@@ -303,7 +329,7 @@ def main(argv: list[str]) -> int:
     def forward(signum: int, _frame: FrameType | None) -> None:
         # stop.sh signals every process of the run itself; passing its signal on as well
         # would hit torchrun twice (rtrain-run's wrapper keeps the same rule).
-        if not os.path.exists(os.path.join(run_dir, "stop_requested")):
+        if not os.path.exists(os.path.join(own_files(run_dir), "stop_requested")):
             try:
                 child.send_signal(signum)
             except OSError:
@@ -319,7 +345,7 @@ def main(argv: list[str]) -> int:
     if code != 0:
         line = relay.first_failure()
         if line is not None:
-            path = os.path.join(run_dir, FAILURE_FILE)
+            path = os.path.join(own_files(run_dir), FAILURE_FILE)
             try:
                 with open(path + ".tmp", "w", encoding="utf-8") as handle:
                     handle.write(line)

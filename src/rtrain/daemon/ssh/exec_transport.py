@@ -59,6 +59,9 @@ class ExecTransport(ProcessTransport):
         self.shells = ShellPool(
             lambda: self.master.command_argv("exec sh"), lambda: self.master.started_at
         )
+        # Channels of its own open now, and an event set each time one ends.
+        self._open_channels = 0
+        self._channel_ended = asyncio.Event()
 
     async def connect(self) -> None:
         await self.master.ensure()
@@ -121,18 +124,39 @@ class ExecTransport(ProcessTransport):
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt` on a channel of its own. A host that allows few sessions per connection
         (MaxSessions) refuses it while the shells hold theirs: then the host gets no shells
-        from now on, and the attempt is made again (nothing ran the first time)."""
-        for tries in range(1, SESSION_TRIES + 1):
+        from now on, and the attempt is made again (nothing ran the first time). Refused
+        while other channels of this transport are open, it waits for one of them to end
+        (at most SESSION_WAIT) and tries again: two transfers side by side share the few."""
+        tries = 0
+        while True:
+            self._open_channels += 1
             try:
                 return await attempt()
-            except SessionRefused:
-                if tries == SESSION_TRIES:
-                    raise
+            except SessionRefused as error:
+                refused = error
+                tries += 1
                 if tries == 1:
                     log.info("%s refuses another session; it gets no long-lived shells", self.alias)
-                await self.shells.give_up(wait_for_busy=SESSION_WAIT)
+                    await self.shells.give_up(wait_for_busy=SESSION_WAIT)
+                    continue
+                others = self._open_channels - 1
+                if others == 0 and tries >= SESSION_TRIES:
+                    raise
+            finally:
+                self._open_channels -= 1
+                self._channel_ended.set()
+            if others == 0:
                 await asyncio.sleep(0.1 * (tries - 1))
-        raise AssertionError("unreachable")
+                continue
+            try:
+                await asyncio.wait_for(self._one_channel_ended(others), SESSION_WAIT)
+            except TimeoutError:
+                raise refused from None
+
+    async def _one_channel_ended(self, open_before: int) -> None:
+        while self._open_channels >= open_before:
+            self._channel_ended.clear()
+            await self._channel_ended.wait()
 
     def _argv(self, text: str, args: Sequence[str]) -> list[str]:
         # Every word is quoted for the remote login shell; the script itself reads its

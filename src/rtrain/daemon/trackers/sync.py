@@ -1,4 +1,4 @@
-"""Tracker files synced home while a run trains (`rtrain start --sync mlflow`,
+"""Tracker files synced home while a run trains (`rtrain start --sync mlflow|wandb`,
 docs/trackers.md).
 
 For each run started with `sync`, a loop here fetches the tracker's files of the run dir into
@@ -17,6 +17,7 @@ import asyncio
 import importlib.util
 import logging
 import os
+import posixpath
 import sys
 import time
 from pathlib import Path
@@ -26,24 +27,46 @@ import msgspec
 
 from rtrain.daemon.operations.context import DaemonState
 from rtrain.daemon.operations.fetch import fetch
+from rtrain.daemon.operations.run_exec import run_exec
+from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.locations import state_dir
-from rtrain.protocol.messages import FetchParams, RunInfo, StartParams, SyncTracker, TrackerSync
+from rtrain.protocol.messages import (
+    ExecParams,
+    FetchParams,
+    RunInfo,
+    StartParams,
+    SyncTracker,
+    TrackerSync,
+)
 from rtrain.protocol.run_states import is_ended
 
 log = logging.getLogger(__name__)
 
 # What each tracker keeps in the run dir, and the module that imports it here.
-TRACKER_FILES: dict[SyncTracker, str] = {"mlflow": "mlruns"}
-IMPORTERS: dict[SyncTracker, str] = {"mlflow": "rtrain.daemon.trackers.mlflow_import"}
+TRACKER_FILES: dict[SyncTracker, str] = {"mlflow": "mlruns", "wandb": "wandb"}
+IMPORTERS: dict[SyncTracker, str] = {
+    "mlflow": "rtrain.daemon.trackers.mlflow_import",
+    "wandb": "rtrain.daemon.trackers.wandb_import",
+}
 # The package the importer needs on this machine, and how to install it.
-PACKAGES: dict[SyncTracker, tuple[str, str]] = {"mlflow": ("mlflow", "pip install mlflow")}
+PACKAGES: dict[SyncTracker, tuple[str, str]] = {
+    "mlflow": ("mlflow", "pip install mlflow"),
+    "wandb": ("wandb", "pip install wandb"),
+}
 # The run's environment, so its tracker writes the files the sync reads (unless the user
 # set them): MLflow's file store in the run dir, which MLflow 3 asks to be allowed.
 RUN_ENV: dict[SyncTracker, dict[str, str]] = {
-    "mlflow": {"MLFLOW_TRACKING_URI": "mlruns", "MLFLOW_ALLOW_FILE_STORE": "true"}
+    "mlflow": {"MLFLOW_TRACKING_URI": "mlruns", "MLFLOW_ALLOW_FILE_STORE": "true"},
+    # W&B writes offline runs under wandb/ of its working directory, the run dir.
+    "wandb": {"WANDB_MODE": "offline"},
 }
 DEFAULT_INTERVAL_S = 300.0
+# W&B's offline runs' transaction logs, and their files/ folders.
+WANDB_FIND = [
+    "find", "wandb", "-mindepth", "1", "-maxdepth", "2",
+    "(", "-name", "run-*.wandb", "-type", "f", ")", "-o", "(", "-name", "files", "-type", "d", ")",
+]  # fmt: skip
 IMPORT_TIMEOUT_S = 600.0
 
 
@@ -89,6 +112,12 @@ class TrackerSyncs:
             for sync in syncs:
                 self._loop(host, run_id, sync.tracker)
 
+    def restarted(self, host: str, run_id: str) -> None:
+        """A run's new attempt (a restart, a retry) syncs again, as its start asked."""
+        for sync in self.ops.registry.syncs_of(host, run_id):
+            self.ops.registry.record_sync(host, run_id, sync, done=False)
+            self._loop(host, run_id, sync.tracker)
+
     def watch(self, run: RunInfo, trackers: list[SyncTracker], target: str | None) -> None:
         for tracker in trackers:
             self.ops.registry.add_sync(run.host, run.run_id, tracker, target)
@@ -108,7 +137,7 @@ class TrackerSyncs:
 
     def _loop(self, host: str, run_id: str, tracker: SyncTracker) -> None:
         key = (host, run_id, tracker)
-        if key not in self._loops:
+        if key not in self._loops or self._loops[key].done():
             self._wake.setdefault((host, run_id), asyncio.Event())
             self._loops[key] = asyncio.create_task(self._keep(host, run_id, tracker))
 
@@ -120,9 +149,12 @@ class TrackerSyncs:
                 return  # removed
             ended = is_ended(run.state)
             sync = await self._sync_once(run, tracker)
-            self.ops.registry.record_sync(host, run_id, sync, done=ended and sync.error is None)
-            self.ops.publish(self.ops.annotate(run))
-            if ended and sync.error is None:
+            # A restart during the last sync: the new attempt is synced by this loop still.
+            now = self.ops.known(host, run_id)
+            last = ended and sync.error is None and (now is None or is_ended(now.state))
+            self.ops.registry.record_sync(host, run_id, sync, done=last)
+            self.ops.publish(self.ops.annotate(now or run))
+            if last:
                 log.info("%s/%s: last %s sync made", host, run_id, tracker)
                 return
             wake.clear()
@@ -133,20 +165,12 @@ class TrackerSyncs:
                 pass
 
     async def _sync_once(self, run: RunInfo, tracker: SyncTracker) -> TrackerSync:
-        last = next((s for s in self.ops.registry.syncs_of(run.host, run.run_id)), None)
-        before = last.synced_at if last is not None and last.tracker == tracker else None
+        syncs = self.ops.registry.syncs_of(run.host, run.run_id)
+        before = next((s.synced_at for s in syncs if s.tracker == tracker), None)
         mirror = state_dir() / "sync" / run.host / run.run_id
         try:
-            await fetch(
-                self.ops,
-                FetchParams(
-                    host=run.host,
-                    run_id=run.run_id,
-                    path=TRACKER_FILES[tracker],
-                    dest=str(mirror),
-                ),
-                _Quiet(),
-            )
+            for path in await self._tracker_paths(run, tracker):
+                await self._fetch_one(run, path, mirror)
         except RpcError as error:
             log.info("%s/%s: %s sync: %s", run.host, run.run_id, tracker, error.message)
             if error.kind == Kind.REMOTE_FILE_MISSING:
@@ -161,6 +185,38 @@ class TrackerSyncs:
         log.info("%s/%s: %s sync: %s", run.host, run.run_id, tracker, summary)
         return TrackerSync(tracker, time.time(), None, summary)
 
+    async def _fetch_one(self, run: RunInfo, path: str, mirror: Path) -> None:
+        """`path` of the run dir into the mirror (`a/b/c` lands as DEST/c: into the mirror's
+        folder of its parent). A W&B run's files/ only as far as a fetch may take it: one
+        saved there as a link out of the run dir (`wandb.save`) stays on the host, and the
+        run's records sync all the same."""
+        into = mirror / posixpath.dirname(path)
+        fetched = FetchParams(host=run.host, run_id=run.run_id, path=path, dest=str(into))
+        try:
+            await fetch(self.ops, fetched, _Quiet())
+        except RpcError as error:
+            if not (path.endswith("/files") and error.kind == Kind.PATH_OUTSIDE_RUN):
+                raise
+            log.info("%s/%s: %s stays on the host: %s", run.host, run.run_id, path, error)
+
+    async def _tracker_paths(self, run: RunInfo, tracker: SyncTracker) -> list[str]:
+        """The paths of the run dir to fetch: MLflow's whole store; W&B's offline runs'
+        transaction logs and files/ (not wandb/ whole: each run's logs/ holds a link to
+        W&B's cache outside the run, which a fetch refuses)."""
+        if tracker != "wandb":
+            return [TRACKER_FILES[tracker]]
+        # A fixed argv, no shell: the names found are only read back, checked as paths.
+        found = await run_exec(self.ops, ExecParams(run.host, run.run_id, WANDB_FIND))
+        logs = [
+            validation.fetch_path(line)
+            for line in found.stdout.splitlines()
+            if line.startswith("wandb/offline-run-") and line.endswith(".wandb")
+        ]
+        if not logs:
+            raise app_error(Kind.REMOTE_FILE_MISSING, "no W&B offline run yet")
+        files = [f"{posixpath.dirname(log)}/files" for log in logs]
+        return sorted(logs) + [f for f in files if f in found.stdout.splitlines()]
+
 
 async def _import(
     tracker: SyncTracker, mirror: Path, run: RunInfo, target: str | None
@@ -168,7 +224,7 @@ async def _import(
     """Run the importer over the mirror: (what it imported, or why it failed)."""
     source = f"{run.host}:{run.run_id}"
     env = dict(os.environ)
-    if target is not None:
+    if target is not None and tracker == "mlflow":
         env["MLFLOW_TRACKING_URI"] = target
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -181,6 +237,9 @@ async def _import(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
+        # The mirror, not the daemon's `/`: a tracker writes its own logs in its working
+        # directory (`wandb sync` makes wandb/ there), and `-m` puts that first on sys.path.
+        cwd=mirror,
     )
     try:
         async with asyncio.timeout(IMPORT_TIMEOUT_S):

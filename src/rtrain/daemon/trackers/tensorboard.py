@@ -313,7 +313,9 @@ def _logdir(value: str | None) -> str:
 
 async def _run_python(transport: Transport, run_dir: str, run_id: str, run: RunInfo) -> str:
     """The python the run's meta.json names (the run's environment), else python3."""
-    done = await run_scripts.exec_in_run(transport, run_dir, run_id, ["cat", "meta.json"], 30)
+    # rtrain's record in .rtrain/; beside the trainer's files for an older run.
+    read = "cat .rtrain/meta.json 2>/dev/null || cat meta.json"
+    done = await run_scripts.exec_in_run(transport, run_dir, run_id, ["sh", "-c", read], 30)
     if done.started and done.exit == 0:
         try:
             meta = msgspec.json.decode(done.stdout)

@@ -22,6 +22,7 @@ import posixpath
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,8 @@ from .plan import channels_for, pieces
 CHUNK = 1024 * 1024
 # Uploads side by side on a transport without streams (the console's chunked uploads).
 PLAIN_SIDE_BY_SIDE = 4
+# Threads that hash a start's local files.
+HASH_SIDE_BY_SIDE = 4
 # The far side hashes a whole input again before it enters the cache; allow this many bytes/s.
 HASH_RATE = 20e6
 
@@ -206,10 +209,12 @@ class _CacheShipment:
         self.from_cache(how, files)
         streamed, missing, copies = _unplaced(files, how)
         largest = max((f.size for f in missing), default=0)
-        self.lanes = Lanes(max(channels_for(largest, round_trip, channels), min(len(missing), 4)))
+        streams = tree_ship.batches(streamed)
+        lanes = max(channels_for(largest, round_trip, channels), min(len(missing), 4), len(streams))
+        self.lanes = Lanes(lanes)
         try:
             async with asyncio.TaskGroup() as group:
-                for batch in tree_ship.batches(streamed):
+                for batch in streams:
                     group.create_task(self.stream(batch))
                 for f in missing:
                     group.create_task(self.send(f))
@@ -418,8 +423,19 @@ def _piece_sha256(path: Path, offset: int, length: int) -> str:
 
 
 def _hashed(named: list[tuple[Path, str]]) -> list[_File]:
-    """Each file with its size and sha256, in one thread for all of them (a thread each
-    would cost more than the hashing of a small file)."""
+    """Each file with its size and sha256. A few threads share the work (hashlib lets go of
+    the GIL while it hashes, so a cold tree hashes on every core), each on a slice of the
+    files, not a thread per file (that would cost more than hashing a small file)."""
+    if len(named) < HASH_SIDE_BY_SIDE * 8:
+        return _hashed_slice(named)
+    slices = [named[i::HASH_SIDE_BY_SIDE] for i in range(HASH_SIDE_BY_SIDE)]
+    with ThreadPoolExecutor(HASH_SIDE_BY_SIDE) as pool:
+        done = list(pool.map(_hashed_slice, slices))
+    # Back in input order: slice i holds the files i, i + n, i + 2n...
+    return [done[i % HASH_SIDE_BY_SIDE][i // HASH_SIDE_BY_SIDE] for i in range(len(named))]
+
+
+def _hashed_slice(named: list[tuple[Path, str]]) -> list[_File]:
     files = []
     for path, name in named:
         sha, size = sha256_and_size(path)

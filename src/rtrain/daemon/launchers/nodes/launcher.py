@@ -160,13 +160,14 @@ class NodesLauncher(OverTransport):
                     started_at=rows[0].started_at,
                     detail=f"node {first} ({self.nodes[first].host}) lost a peer; waiting "
                     "for the node that failed first to end",
+                    rank0_node=rank0_node(rows),
                 )
                 continue
             if first is not None and alive and rows[0].state != "missing":
                 await self._take_down(transport, run_id, alive)
                 rows = await self._rows(transport, run_id)
                 row = combined(run_id, self.nodes, rows, ended_first=first)
-            runs[run_id] = row
+            runs[run_id] = msgspec.structs.replace(row, rank0_node=rank0_node(rows))
         return StatusReport(runs=runs, exit=answers.Exit.OK, error_text="")
 
     async def stop(self, run_dir: str, run_id: str, grace: float, force: bool) -> StopReport:
@@ -325,6 +326,13 @@ def combined(
         limit_seconds=why.limit_seconds,
         ending=why.ending,
     )
+
+
+def rank0_node(rows: Sequence[RunRow]) -> int:
+    """The node whose log holds global rank 0's lines: torchrun's c10d rendezvous numbers
+    the nodes itself, so rank 0 may run on any of them (its relay says so); node 0 until one
+    says."""
+    return next((index for index, row in enumerate(rows) if row.rank0), 0)
 
 
 def first_ended(rows: Sequence[RunRow]) -> int | None:

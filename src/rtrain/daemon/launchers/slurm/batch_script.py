@@ -145,7 +145,8 @@ def batch_script(
     image: str | None = None,
 ) -> str:
     """The script sbatch runs: the setup step, then the workload, in its body; the exit
-    status to `status` (and `setup_failed` beside it when the setup step failed). With
+    status to `.rtrain/status` (and `setup_failed` beside it when the setup step failed:
+    rtrain's files, where no file of the trainer's reaches). With
     `nodes` > 1 the workload is one srun task per node (torchrun rendezvousing on the first).
     With `image`, the workload is an srun step inside it (pyxis); the setup step stays on
     the node, outside the image."""
@@ -157,28 +158,31 @@ def batch_script(
         setup_step = (
             f"/bin/sh -c {q(setup)} </dev/null || {{\n"
             "\tcode=$?\n"
-            "\t: >setup_failed\n"
+            "\t: >.rtrain/setup_failed\n"
             '\tprintf "rtrain: the setup command failed (exit %s); the trainer was not started\\n" '
             '"$code"\n'
-            "\tprintf '%s\\n' \"$code\" >status.tmp && mv -f status.tmp status\n"
+            "\tprintf '%s\\n' \"$code\" >.rtrain/status.tmp &&\n"
+            "\t\tmv -f .rtrain/status.tmp .rtrain/status\n"
             '\texit "$code"\n'
             "}\n"
         )
     return f"""#!/bin/sh
 # rtrain run {run_id}, submitted as:
 #   sbatch --parsable {" ".join(q(a) for a in sbatch)} rtrain.sbatch
-# The workload runs in this script's body; its exit status goes to ./status.
+# The workload runs in this script's body; its exit status goes to ./.rtrain/status.
 cd {q(run_dir)} || exit 125
+[ -d .rtrain ] || mkdir -m 700 .rtrain || exit 125
 RTRAIN_RUN_ID={q(run_id)}; export RTRAIN_RUN_ID
 RTRAIN_LAUNCHER=slurm; export RTRAIN_LAUNCHER
 PYTHONUNBUFFERED=1; export PYTHONUNBUFFERED
-{exports}printf '%s\\n' "$SLURM_JOB_ID" >train.jobid.tmp && mv -f train.jobid.tmp train.jobid
-printf '%s\\n' - >status.tmp 2>/dev/null
+{exports}printf '%s\\n' "$SLURM_JOB_ID" >.rtrain/train.jobid.tmp &&
+	mv -f .rtrain/train.jobid.tmp .rtrain/train.jobid
+printf '%s\\n' - >.rtrain/status.tmp 2>/dev/null
 {setup_step}child=
 # Slurm signals this shell (the time-limit warning, a stop): pass it on to the workload,
 # except a TERM that rtrain's stop already sent to every process of the job.
 forward() {{
-	if [ -n "$child" ] && {{ [ "$1" != TERM ] || [ ! -e stop_requested ]; }}; then
+	if [ -n "$child" ] && {{ [ "$1" != TERM ] || [ ! -e .rtrain/stop_requested ]; }}; then
 		kill -s "$1" "$child" 2>/dev/null
 	fi
 }}
@@ -197,6 +201,6 @@ while :; do
 	[ "$again" = 127 ] || code=$again
 	break
 done
-printf '%s\\n' "$code" >status.tmp && mv -f status.tmp status
+printf '%s\\n' "$code" >.rtrain/status.tmp && mv -f .rtrain/status.tmp .rtrain/status
 exit "$code"
 """

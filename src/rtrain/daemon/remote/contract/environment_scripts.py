@@ -84,6 +84,15 @@ async def collect_environments(transport: Runner, workdir: str) -> EnvironmentsC
     )
 
 
+class EnvironmentFiles(msgspec.Struct, frozen=True, kw_only=True):
+    """A lock as env_check.sh writes it: its name in the scratch folder, its bytes, and a uv
+    project's pyproject.toml."""
+
+    name: str
+    content: bytes
+    pyproject: bytes | None = None
+
+
 class EnvironmentChecked(Answer, frozen=True, kw_only=True):
     """env_check.sh: `built KEY SECONDS TOOL`, `ready KEY` or `failed WHY`."""
 
@@ -98,10 +107,12 @@ class EnvironmentChecked(Answer, frozen=True, kw_only=True):
 
 
 async def check_environment(
-    transport: Runner, workdir: str, python: str, builder: bytes, lock: bytes
+    transport: Runner, workdir: str, python: str, builder: bytes, lock: EnvironmentFiles
 ) -> EnvironmentChecked:
-    stdin = str(len(builder)).encode() + b"\n" + builder + lock
-    done = await transport.run("env_check", [workdir, python], stdin=stdin, timeout=3600)
+    project = lock.pyproject or b""
+    stdin = f"{len(builder)} {len(project)}\n".encode() + builder + project + lock.content
+    args = [workdir, python, lock.name]
+    done = await transport.run("env_check", args, stdin=stdin, timeout=3600)
     lines = Lines(done.stdout)
     answer = EnvironmentChecked(exit=done.returncode, error_text=done.error_text)
     built = lines.last("built")

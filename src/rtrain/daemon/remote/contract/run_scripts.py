@@ -40,6 +40,10 @@ class RunRow(msgspec.Struct, frozen=True):
     # A failed torchrun run: when its first failing rank failed (epoch seconds, the host's
     # clock; rank_failure's time), which says which node of a run across hosts failed first.
     failed_at: float | None = None
+    # Global rank 0 of a torchrun run ran on this host (rtrain-ranks' `.rtrain/rank0`).
+    rank0: bool = False
+    # A run across hosts: the node whose log holds global rank 0's lines (the run's metrics).
+    rank0_node: int = 0
     # A stop the run's own limits made (limits.sh): which limit, at how many seconds.
     # status.sh says so in its detail (`limit: max_duration 21600`); read here, once.
     stopped_by: StoppedBy | None = None
@@ -63,7 +67,9 @@ def far_state(word: str) -> RunState:
 
 def run_row(values: list[str]) -> RunRow:
     """One `run` line's values (status.sh, watch.sh, stop.sh, read_log.sh) as a RunRow."""
-    run_id, word, exit_code, signal, started, detail, stalled, failed_at = (values + ["-"] * 8)[:8]
+    run_id, word, exit_code, signal, started, detail, stalled, failed_at, rank0 = (
+        values + ["-"] * 9
+    )[:9]
     state = "missing" if word == "missing" else far_state(word)
     # The far side cuts a reason at 300 bytes, maybe inside a character.
     said = None if detail in ("-", "") else detail.rstrip("\ufffd")
@@ -80,6 +86,7 @@ def run_row(values: list[str]) -> RunRow:
         detail=said,
         stalled_for=as_int(stalled),
         failed_at=as_float(failed_at),
+        rank0=rank0 == "1",
         stopped_by=limit[0] if limit else None,
         limit_seconds=limit[1] if limit else None,
         ending=ending,

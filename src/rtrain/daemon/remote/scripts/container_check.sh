@@ -1,8 +1,9 @@
 # container_check.sh RUNTIME IMAGE GPUS: what preflight --image says of the host's container
-# runtime (docs/containers.md). RUNTIME is auto (podman, else docker), podman or docker.
-# Prints `runtime NAME VERSION` (or `runtime none`), then, where there is one, `image present`
-# or `image missing`, then, with GPUS > 0 and the image present, `gpus N` (how many the image
-# sees through the runtime's GPU devices) or `gpus unseen WHY`.
+# runtime (docs/containers.md). RUNTIME is auto (the first of podman, docker, apptainer,
+# singularity the host has) or one of them. Prints `runtime NAME VERSION` (or `runtime none`),
+# then, where there is one, `image present`, `image missing` or `image remote` (an Apptainer
+# URI, pulled when a run starts), then, with GPUS > 0 and the image present, `gpus N` (how
+# many the image sees through the runtime's GPU devices) or `gpus unseen WHY`.
 need_args "$#" 3
 runtime=$1
 image=$2
@@ -10,14 +11,14 @@ gpus=$3
 case $runtime in
 auto)
 	runtime=
-	for cc_try in podman docker; do
+	for cc_try in podman docker apptainer singularity; do
 		if command -v "$cc_try" >/dev/null 2>&1; then
 			runtime=$cc_try
 			break
 		fi
 	done
 	;;
-podman | docker) command -v "$runtime" >/dev/null 2>&1 || runtime= ;;
+podman | docker | apptainer | singularity) command -v "$runtime" >/dev/null 2>&1 || runtime= ;;
 *) fail "$E_USAGE" usage ;;
 esac
 case $gpus in
@@ -29,18 +30,36 @@ if [ -z "$runtime" ]; then
 fi
 version=$("$runtime" --version 2>/dev/null | head -n 1)
 emit runtime "$runtime" "$(flat "$version")"
-if ! "$runtime" image inspect "$image" >/dev/null 2>&1; then
-	emit image missing
-	exit 0
-fi
+case $runtime in
+apptainer | singularity)
+	case $image in
+	*://*)
+		emit image remote
+		exit 0
+		;;
+	esac
+	# An Apptainer image is a file (a .sif) or a sandbox directory.
+	if [ ! -e "$image" ]; then
+		emit image missing
+		exit 0
+	fi
+	set -- exec --nv "$image"
+	;;
+*)
+	if ! "$runtime" image inspect "$image" >/dev/null 2>&1; then
+		emit image missing
+		exit 0
+	fi
+	if [ "$runtime" = docker ]; then
+		set -- run --rm --network host --gpus all "$image"
+	else
+		set -- run --rm --network host --device nvidia.com/gpu=all "$image"
+	fi
+	;;
+esac
 emit image present
 [ "$gpus" -gt 0 ] || exit 0
-if [ "$runtime" = docker ]; then
-	set -- --gpus all
-else
-	set -- --device nvidia.com/gpu=all
-fi
-if seen=$("$runtime" run --rm --network host "$@" "$image" nvidia-smi -L 2>&1); then
+if seen=$("$runtime" "$@" nvidia-smi -L 2>&1); then
 	count=$(printf '%s\n' "$seen" | grep -c '^GPU ')
 	emit gpus "$count"
 else

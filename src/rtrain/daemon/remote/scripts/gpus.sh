@@ -1,4 +1,4 @@
-# rtrain-needs: processes nap run_state
+# rtrain-needs: processes nap own_files
 # gpus.sh look WORKDIR SHARE [RUN_ID]
 # gpus.sh reserve WORKDIR RUN_ID COUNT SHARE
 # gpus.sh release WORKDIR RUN_ID
@@ -16,7 +16,7 @@
 #   release: drops RUN_ID's reservations (a placement that did not launch).
 #   gate: (shipped into the run dir and run as the trainer's first step) claims COUNT free
 #         GPUs and execs CMD with CUDA_VISIBLE_DEVICES naming them. Too few free: WAIT=0
-#         exits E_GPUS_BUSY; WAIT=1 writes `queued` (what it waits for) in the run dir and
+#         exits E_GPUS_BUSY; WAIT=1 writes `queued` (what it waits for) in the run's .rtrain/ and
 #         tries again every 2 s, on the host, whoever is connected.
 need_args "$#" 2
 mode=$1
@@ -206,6 +206,9 @@ shift 7
 valid_run_id "$run_id" || fail "$E_USAGE" bad_run_id
 is_uint "$count" || fail "$E_USAGE" usage
 run_dir=$workdir/$run_id
+# Where `queued` goes (kept: gpu_states sets BOOK for the runs it looks at).
+own_dir "$run_dir"
+gate_book=$BOOK
 
 while :; do
 	lock_claims
@@ -227,10 +230,10 @@ while :; do
 		say "not enough free GPUs: ${waiting_on#, }"
 		exit "$E_GPUS_BUSY"
 	fi
-	printf '%s\n' "$reason" >"$run_dir/queued.tmp" && mv -f -- "$run_dir/queued.tmp" "$run_dir/queued"
+	printf '%s\n' "$reason" >"$gate_book/queued.tmp" && mv -f -- "$gate_book/queued.tmp" "$gate_book/queued"
 	sleep 2
 done
-rm -f -- "$run_dir/queued"
+rm -f -- "$gate_book/queued"
 # Under the trainer's CUDA_VISIBLE_DEVICES a host without GPUs keeps its own (none to share).
 if [ "$GPU_TOTAL" -gt 0 ]; then
 	CUDA_VISIBLE_DEVICES=$chosen

@@ -57,7 +57,7 @@ look() {
 		valid_run_id "$lk_id" || continue
 		run_state "$lk_dir" "$lk_id"
 		# A host that opted in lets a stalled run (limits.sh: log still, GPUs idle) be idle.
-		[ "$stalled_idle" = 1 ] && [ "$RS_STATE" = running ] && [ -f "$lk_dir/stalled" ] && continue
+		[ "$stalled_idle" = 1 ] && [ "$RS_STATE" = running ] && [ "$RS_STALLED" != - ] && continue
 		# A Jupyter kernel (rtrain kernel) is busy while a cell runs (`kernel_busy`), not for
 		# merely being open.
 		[ "$RS_STATE" = running ] && [ -f "$lk_dir/rtrain-kernel" ] && ! [ -f "$lk_dir/kernel_busy" ] && continue

@@ -1,4 +1,4 @@
-# rtrain-needs: run_dir launch_input processes nap failure run_state
+# rtrain-needs: run_dir launch_input processes nap failure run_state own_files
 # launch.sh RUN_DIR RUN_ID PYTHON CMD...: start CMD detached in the run dir and return its
 # session leader's pid. Secrets come on stdin as `NAME<TAB>BASE64VALUE` lines; they reach the
 # trainer's environment only, never a command line or a file. Lines starting with `+` carry
@@ -36,9 +36,9 @@ child=
 signalled=0
 forward() {
 	signalled=1
-	# stop.sh writes stop_requested before it signals the whole run itself; passing its
-	# signal on as well would hit the trainer twice, possibly in the middle of its cleanup.
-	if [ -n "$child" ] && [ ! -e stop_requested ]; then
+	# stop.sh writes .rtrain/stop_requested before it signals the whole run itself; passing
+	# its signal on as well would hit the trainer twice, possibly in its cleanup.
+	if [ -n "$child" ] && [ ! -e .rtrain/stop_requested ]; then
 		kill -s "$1" "$child" 2>/dev/null
 	fi
 }
@@ -97,7 +97,7 @@ done
 oom_after=$(oom_kills)
 case $oom_before$oom_after in
 *[!0-9]*) ;;
-*) [ "$oom_after" -gt "$oom_before" ] && : >oom_killed ;;
+*) [ "$oom_after" -gt "$oom_before" ] && : >.rtrain/oom_killed ;;
 esac
 tries=0
 until printf "%s\n" "$code" >.rtrain/status.tmp; do
@@ -123,14 +123,14 @@ if [ -n "$setup" ]; then
 	/bin/sh -c "$setup" </dev/null
 	code=$?
 	if [ "$code" != 0 ]; then
-		: >setup_failed
+		: >.rtrain/setup_failed
 		printf "rtrain: the setup command failed (exit %s); the trainer was not started\n" "$code"
 		exit "$code"
 	fi
 fi
 eval "program=\${$((wrapper + 1))}"
 if ! command -v "$program" >/dev/null 2>&1; then
-	: >program_missing
+	: >.rtrain/program_missing
 	printf "rtrain: cannot start the trainer: %s is not a program on this host (not on PATH, nor an executable file)\n" "$program"
 	exit 127
 fi
@@ -204,19 +204,22 @@ if [ "$attempt" = 1 ]; then
 else
 	# A restart: the run was launched and has ended. Attempt N is claimed atomically too,
 	# then the last attempt's leftovers go (the daemon recorded its outcome).
-	[ -f "$RUN_DIR/meta.json" ] || fail "$E_NOT_FOUND" never_launched
+	own_dir "$RUN_DIR"
+	[ -f "$BOOK/meta.json" ] || fail "$E_NOT_FOUND" never_launched
 	run_state "$RUN_DIR" "$run_id"
 	[ "$RS_STATE" = running ] && fail "$E_REFUSED" running
-	if ! (set -C && : >"$RUN_DIR/attempt-$attempt") 2>/dev/null; then
+	own_dir "$RUN_DIR"
+	if ! (set -C && : >"$BOOK/attempt-$attempt") 2>/dev/null; then
 		fail "$E_ALREADY_LAUNCHED" already_launched
 	fi
 	# The state's own files are in .rtrain/; in the run dir itself only for a run an older
-	# rtrain launched (where the names are rtrain's, not the trainer's).
-	own_dir "$RUN_DIR"
-	rm -f -- "$OWN/status" "$OWN/status.tmp" "$OWN/train.pid" \
-		"$RUN_DIR/stop_requested" "$RUN_DIR/setup_failed" "$RUN_DIR/program_missing" \
-		"$RUN_DIR/stalled" "$RUN_DIR/limit_stop" "$RUN_DIR/rank_failure" "$RUN_DIR/oom_killed" \
-		"$RUN_DIR/env_failed"
+	# rtrain launched (where the names are rtrain's, not the trainer's: from this attempt
+	# on they are in .rtrain/).
+	rm -f -- "$OWN/status" "$OWN/status.tmp" "$OWN/train.pid" "$OWN/rank0"
+	for name in stop_requested setup_failed program_missing stalled limit_stop rank_failure \
+		oom_killed env_failed queued; do
+		rm -f -- "$BOOK/$name"
+	done
 fi
 # From this attempt on, the files that decide the run's state are rtrain's alone.
 [ -d "$RUN_DIR/.rtrain" ] || mkdir -m 700 "$RUN_DIR/.rtrain" ||
@@ -233,8 +236,16 @@ started_at=$(date +%s)
 	printf '  "python": %s,\n' "$(json_strings "$python_arg")"
 	printf '  "command": [%s]\n' "$(json_strings "$@")"
 	printf '}\n'
-} >"$RUN_DIR/meta.json.tmp" || fail "$E_IO" meta "cannot write meta.json"
-mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json" || fail "$E_IO" meta "cannot write meta.json"
+} >"$RUN_DIR/.rtrain/meta.json.tmp" || fail "$E_IO" meta "cannot write meta.json"
+# rtrain's record is .rtrain/meta.json (a trainer's own meta.json changes nothing); the copy
+# beside the trainer's files is for people, and a restart leaves a trainer's own in place.
+if [ "$attempt" = 1 ] || grep -qxF "  \"run_id\": $(json_strings "$run_id")," "$RUN_DIR/meta.json" 2>/dev/null; then
+	{ cp -f -- "$RUN_DIR/.rtrain/meta.json.tmp" "$RUN_DIR/meta.json.tmp" &&
+		mv -f -- "$RUN_DIR/meta.json.tmp" "$RUN_DIR/meta.json"; } ||
+		fail "$E_IO" meta "cannot write meta.json"
+fi
+mv -f -- "$RUN_DIR/.rtrain/meta.json.tmp" "$RUN_DIR/.rtrain/meta.json" ||
+	fail "$E_IO" meta "cannot write meta.json"
 
 # A `~/...` program (`--python ~/venv/bin/python`) means the far user's home, as it does
 # for preflight; so does each later word that is that python exactly (torchrun under the

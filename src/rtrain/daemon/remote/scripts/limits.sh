@@ -1,4 +1,4 @@
-# rtrain-needs: run_dir processes run_meta failure run_state
+# rtrain-needs: run_dir processes run_meta failure run_state own_files
 # limits.sh RUN_DIR RUN_ID ATTEMPT MAX_SECONDS STALL_SECONDS ON_STALL GRACE: one attempt's
 # limits, kept on the host itself, so they hold with the daemon and the laptop gone.
 # launch.sh writes this text (after its libraries) as `rtrain-limits` in the run dir and starts it
@@ -33,8 +33,10 @@ case $grace in
 '' | . | *[!0-9.]* | *.*.*) fail "$E_USAGE" usage ;;
 esac
 cd "$RUN_DIR" 2>/dev/null || exit 0
-# Where stop.sh finds this watcher (the leader of its own session) to end it with the run.
-printf '%s\n' "$$" >limits.pid.tmp 2>/dev/null && mv -f limits.pid.tmp limits.pid
+# Its files are rtrain's, in the run's .rtrain/ (an older run's watcher wrote them beside).
+own_dir "$RUN_DIR"
+# This watcher (the leader of its own session), for a person to find.
+printf '%s\n' "$$" >"$BOOK/limits.pid.tmp" 2>/dev/null && mv -f "$BOOK/limits.pid.tmp" "$BOOK/limits.pid"
 
 # A look every 10 s, or every third of the stall limit when that is shorter; the duration
 # limit is met on time whatever the interval (the sleep before it is cut to fit).
@@ -46,7 +48,7 @@ fi
 
 # Stop the run, saying why first (the state's words come from limit_stop), and end.
 stop_for() {
-	printf '%s\n' "$1" >limit_stop.tmp 2>/dev/null && mv -f limit_stop.tmp limit_stop
+	printf '%s\n' "$1" >"$BOOK/limit_stop.tmp" 2>/dev/null && mv -f "$BOOK/limit_stop.tmp" "$BOOK/limit_stop"
 	/bin/sh ./rtrain-stop "$RUN_DIR" "$run_id" "$grace" 1 </dev/null >/dev/null 2>&1
 	exit 0
 }
@@ -136,7 +138,7 @@ while :; do
 		;;
 	running) ;;
 	*)
-		rm -f stalled
+		rm -f "$BOOK/stalled"
 		exit 0
 		;;
 	esac
@@ -160,13 +162,13 @@ while :; do
 		fi
 		if [ $((now - still_since)) -ge "$stall" ]; then
 			flagged=
-			{ IFS= read -r flagged <stalled; } 2>/dev/null
+			{ IFS= read -r flagged <"$BOOK/stalled"; } 2>/dev/null
 			if [ "$flagged" != "$still_since" ]; then
-				printf '%s\n' "$still_since" >stalled.tmp 2>/dev/null && mv -f stalled.tmp stalled
+				printf '%s\n' "$still_since" >"$BOOK/stalled.tmp" 2>/dev/null && mv -f "$BOOK/stalled.tmp" "$BOOK/stalled"
 			fi
 			[ "$on_stall" = stop ] && stop_for "stalled $stall"
-		elif [ -e stalled ]; then
-			rm -f stalled
+		elif [ -e "$BOOK/stalled" ]; then
+			rm -f "$BOOK/stalled"
 		fi
 	fi
 	pause=$interval

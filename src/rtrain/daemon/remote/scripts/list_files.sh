@@ -10,6 +10,9 @@ sha256 | none) hashes=${3-sha256} ;;
 *) fail "$E_USAGE" usage ;;
 esac
 run_rel "$1" "$2"
+# daemon/remote/tree_lister.py, which walks a directory where the host has python3 (one
+# process, not a shell loop over every entry): the daemon puts its text in place of the word.
+LISTER='@tree_lister.py@'
 case $REL in
 *"$TAB"* | *"$NL"*) fail "$E_BAD_NAME" bad_name "$(flat "$REL")" ;;
 esac
@@ -112,6 +115,10 @@ listed() {
 if [ -f "$TARGET" ]; then
 	emit_file "$TARGET" "$REL"
 elif [ -d "$TARGET" ]; then
+	if have python3; then
+		exec python3 -c "$LISTER" "$TARGET" "$REL" "$REAL_RUN" "$hashes" "$RUN_MARK" \
+			"$E_BAD_NAME" "$E_OUTSIDE"
+	fi
 	(walk check "$TARGET" "$REL")
 	rc=$?
 	[ "$rc" -le 1 ] || exit "$rc"

@@ -285,6 +285,23 @@ pf_candidates() {
 	done
 }
 
+# PATH (PREFIX/bin/python) -> PF_OWNER, the uid that owns it or its PREFIX (a venv's
+# python is a link to a system binary: the link and its folder say whose it is), when that
+# is another account's (neither this user nor root); empty otherwise. Such a python is
+# never suggested: its owner may change it under the run, or take it away.
+pf_foreign() {
+	PF_OWNER=
+	for pfo_path in "$1" "${1%/bin/*}"; do
+		# shellcheck disable=SC2012 # ls -n is the portable way to a numeric owner
+		pfo_uid=$(ls -ldn -- "$pfo_path" 2>/dev/null | awk '{print $3}')
+		is_uint "$pfo_uid" || continue
+		if [ "$pfo_uid" != 0 ] && [ "$pfo_uid" != "$pf_uid" ]; then
+			PF_OWNER=$pfo_uid
+			return 0
+		fi
+	done
+}
+
 # True when the prefix of PATH (PREFIX/bin/python) holds a torch package: no process, a few
 # stats, so the ones with torch are probed first and the probe limit never hides one.
 torch_on_disk() {
@@ -298,6 +315,7 @@ torch_on_disk() {
 }
 
 if [ "$search" = 1 ]; then
+	pf_uid=$(id -u 2>/dev/null)
 	probed=0
 	paths_seen=$NL
 	cand_first=
@@ -320,6 +338,11 @@ EOF
 		*"$NL$cand$NL"*) continue ;;
 		esac
 		paths_seen="$paths_seen$cand$NL"
+		pf_foreign "$cand"
+		if [ -n "$PF_OWNER" ]; then
+			emit candidate "$(flat "$cand")" - - - - - - "another account's (uid $PF_OWNER): not offered"
+			continue
+		fi
 		# Outside a venv an interpreter is its binary: one already probed is skipped unrun.
 		if ! in_venv "$cand"; then
 			cand_real=$(real_path "$cand" 2>/dev/null) || cand_real=$cand

@@ -10,6 +10,10 @@
 # cache (read-only, so the next start places them instead of receiving them again), and
 # `received COUNT`. Else nothing moves and the folder goes: `mismatch NAME` for each file
 # whose bytes are not its SHA256, exit 3. No tar: `error no_tar`, exit 2, before any byte.
+# With python3, one python3 does all of it as the stream comes (cache_inputs.py, `receive`):
+# each content is hashed as it is written and enters the cache at once when it is its
+# SHA256 (a cut upload keeps every content that landed whole), no tar is needed, and the
+# run dir gets nothing unless every file came as hashed, as above.
 need_args "$#" 3
 # daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
 CACHE_PROGRAM='@cache_inputs.py@'
@@ -17,11 +21,17 @@ workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 take_run_dir "$2" "$3"
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" no_run_dir
 prove_run_dir "$3"
-have tar || fail "$E_USAGE" no_tar
 cache_dirs "$workdir"
+stage=$RUN_DIR/.rtrain-receiving-$$
+if have python3; then
+	trap 'rm -rf -- "$stage"' EXIT
+	msg=$(mkdir -- "$stage" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+	python3 -c "$CACHE_PROGRAM" receive "$CACHE_DIR" "$RUN_DIR" "$stage"
+	exit "$?"
+fi
+have tar || fail "$E_USAGE" no_tar
 IFS= read -r count || fail "$E_USAGE" usage
 is_uint "$count" || fail "$E_USAGE" usage
-stage=$RUN_DIR/.rtrain-receiving-$$
 trap 'rm -rf -- "$stage"' EXIT
 msg=$(mkdir -- "$stage" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
 entries='' contents='' i=0

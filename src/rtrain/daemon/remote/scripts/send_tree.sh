@@ -11,7 +11,9 @@
 # sha256 of its share is DIGEST; any other (changed, grown, gone) the daemon fetches on its own.
 # A path that leaves the run directory (a link, `..`) or is not a regular file is refused
 # before any byte: `error<TAB>KIND<TAB>PATH` on stderr, exit 7 or 8. Each tool runs once for
-# the whole batch (xargs), not once per file.
+# the whole batch (xargs), not once per file. With python3, one python3 does it all
+# (tree_sender.py): each file read once, hashed as it is sent, its state (device, inode,
+# size, mtime in ns) taken just before and just after.
 need_args "$#" 1
 refuse() {
 	rf_code=$1
@@ -23,6 +25,11 @@ take_run_dir "$1"
 [ -d "$RUN_DIR" ] || refuse "$E_NOT_FOUND" run_not_found
 prove_run_dir "${RUN_DIR##*/}"
 REAL_RUN=$(real_path "$RUN_DIR") || refuse "$E_NOT_FOUND" run_not_found
+# daemon/remote/tree_sender.py: the daemon puts its text in place of the word below.
+SENDER='@tree_sender.py@'
+if have python3; then
+	exec python3 -c "$SENDER" "$RUN_DIR" "$REAL_RUN" "$E_OUTSIDE" "$E_NOT_FOUND"
+fi
 paths=
 while IFS= read -r tree_rel || [ -n "$tree_rel" ]; do
 	[ -n "$tree_rel" ] || continue

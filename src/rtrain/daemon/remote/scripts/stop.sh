@@ -1,4 +1,4 @@
-# rtrain-needs: run_dir processes nap stopping run_meta failure run_state
+# rtrain-needs: run_dir processes nap stopping run_meta failure run_state own_files
 # stop.sh RUN_DIR RUN_ID GRACE_SECONDS FORCE(0|1): stop every process of the run and report
 # `stopped` only once none is left; then the run's state as status.sh words it (`run` line),
 # so the daemon needs no second command to know how the run stands now.
@@ -164,7 +164,7 @@ wait_gone() {
 # After the outcome: the `run` line of status.sh, now that nothing of the run is alive.
 emit_state() {
 	run_state "$RUN_DIR" "$run_id"
-	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
+	emit run "$run_id" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT" "$RS_RANK0"
 }
 
 # A run in a container (rtrain-container): the container goes too, also when its runtime's
@@ -188,8 +188,9 @@ if [ -z "$LIVE" ]; then
 	exit 0
 fi
 if [ -d "$RUN_DIR" ]; then
-	printf '%s\n' "$(date +%s)" >"$RUN_DIR/stop_requested" 2>/dev/null ||
-		say "could not write $RUN_DIR/stop_requested"
+	own_dir "$RUN_DIR"
+	printf '%s\n' "$(date +%s)" >"$BOOK/stop_requested" 2>/dev/null ||
+		say "could not write $BOOK/stop_requested"
 fi
 SIGNALLED=$LIVE
 signal_live TERM

@@ -35,7 +35,7 @@ while [ "$#" -ge 3 ]; do
 		emit run "${shown:--}" missing - - - 'invalid run id'
 	else
 		run_state "$workdir/$1" "$1"
-		emit run "$1" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT"
+		emit run "$1" "$RS_STATE" "$RS_EXIT" "$RS_SIGNAL" "$RS_STARTED" "$RS_DETAIL" "$RS_STALLED" "$RS_FAILED_AT" "$RS_RANK0"
 		# A run that just ended still sends its last bytes.
 		[ "$RS_STATE" != missing ] && found="$found $1 $2 $3"
 	fi

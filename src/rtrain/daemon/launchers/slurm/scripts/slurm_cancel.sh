@@ -1,4 +1,4 @@
-# rtrain-needs: run_dir nap
+# rtrain-needs: run_dir nap own_files
 # slurm_cancel.sh RUN_DIR RUN_ID GRACE_S: take the run's job (train.jobid) off the cluster.
 # A pending job
 # is cancelled; a running one gets SIGTERM (its batch shell and every step), GRACE_S seconds
@@ -10,7 +10,8 @@ grace=$3
 [ -d "$RUN_DIR" ] || fail "$E_NOT_FOUND" run_not_found
 prove_run_dir "$2"
 job_id=
-{ IFS= read -r job_id <"$RUN_DIR/train.jobid"; } 2>/dev/null
+own_dir "$RUN_DIR"
+{ IFS= read -r job_id <"$BOOK/train.jobid"; } 2>/dev/null
 is_uint "$job_id" || fail "$E_NOT_FOUND" never_submitted
 is_uint "$grace" || fail "$E_USAGE" bad_grace
 have scancel || fail "$E_SCHEDULER" no_scancel "scancel is not on PATH on the login node"
@@ -32,7 +33,7 @@ over() {
 	esac
 }
 
-: >"$RUN_DIR/stop_requested" 2>/dev/null
+: >"$BOOK/stop_requested" 2>/dev/null
 state=$(job_state)
 nap_init
 if [ "$state" = RUNNING ] || [ "$state" = CONFIGURING ]; then

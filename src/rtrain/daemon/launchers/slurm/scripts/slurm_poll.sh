@@ -1,4 +1,4 @@
-# rtrain-needs: run_meta failure
+# rtrain-needs: run_meta failure own_files
 # slurm_poll.sh WORKDIR RUN_ID [RUN_ID ...]: how each run's job stands, in one squeue for all
 # of them, then one sacct for those squeue no longer knows. Job ids come from the runs' own
 # train.jobid files, so a run is found again from its id alone. One line per run:
@@ -26,7 +26,8 @@ for run_id in "$@"; do
 		continue
 	fi
 	job_id=
-	{ IFS= read -r job_id <"$workdir/$run_id/train.jobid"; } 2>/dev/null
+	own_dir "$workdir/$run_id"
+	{ IFS= read -r job_id <"$BOOK/train.jobid"; } 2>/dev/null
 	if ! is_uint "$job_id"; then
 		emit slurm "$run_id" - missing - 'never submitted' - - - -
 		continue
@@ -52,10 +53,11 @@ for_each_run() {
 # shellcheck disable=SC2317 # called through $poll_step
 status_of() {
 	sf=- stop=- setup=-
-	[ -e "$workdir/$1/stop_requested" ] && stop=1
-	[ -e "$workdir/$1/setup_failed" ] && setup=1
-	if [ -f "$workdir/$1/status" ]; then
-		{ IFS= read -r sf <"$workdir/$1/status"; } 2>/dev/null
+	own_dir "$workdir/$1"
+	[ -e "$BOOK/stop_requested" ] && stop=1
+	[ -e "$BOOK/setup_failed" ] && setup=1
+	if [ -f "$OWN/status" ]; then
+		{ IFS= read -r sf <"$OWN/status"; } 2>/dev/null
 		is_uint "$sf" || sf=-
 	fi
 	why=-

@@ -1,13 +1,14 @@
-# rtrain-needs: run_meta
+# rtrain-needs: run_meta own_files
 # Why a run failed, as one line (RS_DETAIL) from its status, its ranks' reports and its log.
-RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT=''
+RS_STATE='' RS_EXIT='' RS_SIGNAL='' RS_STARTED='' RS_DETAIL='' RS_REBOOTED='' RS_STALLED='' RS_FAILED_AT='' RS_RANK0=''
 
 # Why a run failed, as one line -> RS_DETAIL: the rank that failed first (rank_failure, as
 # rtrain-ranks wrote it; else torchrun's summary), a death by signal, else what the log said
 # last (its last exception line, else its last line). RUN_DIR CODE (the wrapper's status).
 failure_reason() {
 	fr_text=
-	if [ -f "$1/rank_failure" ]; then
+	own_dir "$1"
+	if [ -f "$BOOK/rank_failure" ]; then
 		rank_failure_reason "$1" && return 0
 	fi
 	if [ -d "$1/torchrun_logs" ]; then
@@ -67,7 +68,8 @@ signal_words() {
 	*) fr_text="killed by SIG$sw_name" ;;
 	esac
 	[ "$1" = 9 ] || return 0
-	if [ -e "$2/oom_killed" ] ||
+	own_dir "$2"
+	if [ -e "$BOOK/oom_killed" ] ||
 		{ is_uint "$3" && dmesg 2>/dev/null | grep -qi -e "killed process $3 "; }; then
 		fr_text="$fr_text, out of memory?"
 	fi
@@ -80,7 +82,8 @@ signal_words() {
 # across hosts failed first.
 rank_failure_reason() {
 	rf_line=
-	{ IFS= read -r rf_line <"$1/rank_failure"; } 2>/dev/null
+	own_dir "$1"
+	{ IFS= read -r rf_line <"$BOOK/rank_failure"; } 2>/dev/null
 	IFS=$TAB read -r rf_rank rf_exit rf_signal rf_pid rf_stderr rf_message rf_time <<RF_EOF
 $rf_line
 RF_EOF

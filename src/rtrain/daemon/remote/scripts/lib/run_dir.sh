@@ -21,7 +21,8 @@ is_run_dir() {
 	ir_mark=
 	{ IFS= read -r ir_mark <"$1/$RUN_MARK"; } 2>/dev/null
 	[ -n "$ir_mark" ] && [ "$ir_mark" = "$2" ] && return 0
-	grep -qxF "  \"run_id\": \"$2\"," "$1/meta.json" 2>/dev/null
+	grep -qxF "  \"run_id\": \"$2\"," "$1/.rtrain/meta.json" 2>/dev/null ||
+		grep -qxF "  \"run_id\": \"$2\"," "$1/meta.json" 2>/dev/null
 }
 
 # prove_run_dir RUN_ID: RUN_DIR (as take_run_dir set it) is RUN_ID's run (is_run_dir), or the

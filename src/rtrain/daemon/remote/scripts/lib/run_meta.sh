@@ -6,7 +6,9 @@ META_STARTED='' META_BOOT='' META_ATTEMPT=''
 # JSON parser is needed here.
 read_meta() {
 	META_STARTED='' META_BOOT='' META_ATTEMPT=''
-	[ -f "$1/meta.json" ] || return 0
+	rm_file=$1/.rtrain/meta.json
+	[ -f "$rm_file" ] || rm_file=$1/meta.json
+	[ -f "$rm_file" ] || return 0
 	while IFS= read -r rm_line || [ -n "$rm_line" ]; do
 		case $rm_line in
 		'  "started_at": '*)
@@ -25,7 +27,7 @@ read_meta() {
 			;;
 		esac
 		rm_line=
-	done <"$1/meta.json"
+	done <"$rm_file"
 }
 
 # True when meta.json names a boot other than the current one (the host rebooted).

@@ -1,18 +1,6 @@
-# rtrain-needs: run_dir processes run_meta failure
+# rtrain-needs: run_dir processes run_meta failure own_files
 # The state of a run from its files and its processes (status.sh, watch.sh and others).
 PF_PID=
-
-# RUN_DIR -> OWN: where rtrain keeps the files that decide a run's state (`status`,
-# `train.pid`): the run's private `.rtrain/`, which no trainer writing its own `status` into
-# its working directory reaches; RUN_DIR itself for a run an older rtrain launched (no
-# `.rtrain/`), so runs already on a host read as they did.
-own_dir() {
-	if [ -d "$1/.rtrain" ]; then
-		OWN=$1/.rtrain
-	else
-		OWN=$1
-	fi
-}
 
 # train.pid -> PF_PID (digits only, else empty); OWN as own_dir sets it.
 read_pid_file() {
@@ -46,21 +34,21 @@ state_from_status_file() {
 		else
 			RS_STATE=failed
 			# launch.sh's first steps leave these when the trainer never got to run.
-			if [ -f "$1/env_failed" ]; then
+			if [ -f "$BOOK/env_failed" ]; then
 				# rtrain-env (env_build.py): the environment's build failed, on this line.
 				sf_env=
-				{ IFS= read -r sf_env <"$1/env_failed"; } 2>/dev/null
+				{ IFS= read -r sf_env <"$BOOK/env_failed"; } 2>/dev/null
 				set_detail "environment: ${sf_env:-the build failed}"
-			elif [ -e "$1/setup_failed" ]; then
+			elif [ -e "$BOOK/setup_failed" ]; then
 				RS_DETAIL=setup
-			elif [ -e "$1/program_missing" ]; then
+			elif [ -e "$BOOK/program_missing" ]; then
 				RS_DETAIL='program not found'
 			else
 				failure_reason "$1" "$sf_code"
 			fi
 		fi
 	fi
-	if [ -e "$1/stop_requested" ]; then
+	if [ -e "$BOOK/stop_requested" ]; then
 		# After a refused stop the wrapper may be gone while a child that ignored the signal
 		# lives on: the run is not stopped until nothing of it is left.
 		if [ -n "$(marked_pids "${1##*/}")" ]; then
@@ -78,9 +66,10 @@ state_from_status_file() {
 # A stop that the run's limits made (limits.sh): RS_DETAIL becomes `limit: WHY SECONDS`
 # (`max_duration 21600`, `stalled 1800`), as limit_stop says.
 limit_detail() {
-	[ -f "$1/limit_stop" ] || return 0
+	own_dir "$1"
+	[ -f "$BOOK/limit_stop" ] || return 0
 	ld_line=
-	{ IFS= read -r ld_line <"$1/limit_stop"; } 2>/dev/null
+	{ IFS= read -r ld_line <"$BOOK/limit_stop"; } 2>/dev/null
 	case $ld_line in
 	'max_duration '[0-9]* | 'stalled '[0-9]*) RS_DETAIL="limit: $ld_line" ;;
 	esac
@@ -89,9 +78,10 @@ limit_detail() {
 # A running run that limits.sh found still (`stalled`: the epoch second it went still) ->
 # RS_STALLED, the seconds since then.
 stalled_for() {
-	[ -f "$1/stalled" ] || return 0
+	own_dir "$1"
+	[ -f "$BOOK/stalled" ] || return 0
 	sf_since=
-	{ IFS= read -r sf_since <"$1/stalled"; } 2>/dev/null
+	{ IFS= read -r sf_since <"$BOOK/stalled"; } 2>/dev/null
 	is_uint "$sf_since" && [ "${#sf_since}" -le 12 ] || return 0
 	sf_now=$(date +%s)
 	RS_STALLED=$((sf_now - sf_since))
@@ -122,11 +112,11 @@ run_alive() {
 }
 
 # The state of one run -> RS_STATE RS_EXIT RS_SIGNAL RS_STARTED RS_DETAIL RS_STALLED
-# RS_FAILED_AT ("-" when empty; RS_STALLED: seconds a running run has been still, see
-# limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
-# rank_failure_reason).
+# RS_FAILED_AT RS_RANK0 ("-" when empty; RS_STALLED: seconds a running run has been still,
+# see limits.sh; RS_FAILED_AT: when its first failing rank failed, epoch seconds, see
+# rank_failure_reason; RS_RANK0: 1 when global rank 0 of a torchrun run ran here).
 run_state() {
-	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=-
+	RS_STATE=missing RS_EXIT=- RS_SIGNAL=- RS_STARTED=- RS_DETAIL=- RS_STALLED=- RS_FAILED_AT=- RS_RANK0=-
 	if [ ! -d "$1" ]; then
 		RS_DETAIL='no run directory'
 		return 0
@@ -138,13 +128,16 @@ run_state() {
 	fi
 	read_meta "$1"
 	[ -n "$META_STARTED" ] && RS_STARTED=$META_STARTED
+	# rtrain-ranks found global rank 0 among this node's workers (rank_lines.py).
+	[ -f "$1/.rtrain/rank0" ] && RS_RANK0=1
 	state_from_status_file "$1" && return 0
 	if run_alive "$1" "$2"; then
 		RS_STATE=running
 		# gpus.sh's gate waits for GPUs on the host; `queued` says for what.
-		if [ -f "$1/queued" ]; then
+		own_dir "$1"
+		if [ -f "$BOOK/queued" ]; then
 			RS_STATE=queued
-			{ IFS= read -r RS_DETAIL <"$1/queued"; } 2>/dev/null
+			{ IFS= read -r RS_DETAIL <"$BOOK/queued"; } 2>/dev/null
 			RS_DETAIL=$(flat "${RS_DETAIL:-waiting for GPUs}")
 		else
 			stalled_for "$1"
@@ -153,7 +146,8 @@ run_state() {
 	fi
 	# The wrapper may have written its status between the two looks.
 	state_from_status_file "$1" && return 0
-	if [ -e "$1/stop_requested" ]; then
+	own_dir "$1"
+	if [ -e "$BOOK/stop_requested" ]; then
 		RS_STATE=stopped
 		RS_DETAIL='stopped on request; no exit status'
 		limit_detail "$1"
@@ -161,7 +155,7 @@ run_state() {
 		RS_STATE=lost
 		if [ -n "$RS_REBOOTED" ]; then
 			RS_DETAIL='host rebooted since the run started'
-		elif own_dir "$1" && [ ! -f "$OWN/train.pid" ] && [ ! -f "$1/meta.json" ]; then
+		elif [ ! -f "$OWN/train.pid" ] && [ ! -f "$BOOK/meta.json" ]; then
 			RS_DETAIL='never launched'
 		else
 			RS_DETAIL='process gone without exit status'
