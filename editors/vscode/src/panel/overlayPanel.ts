@@ -8,7 +8,7 @@ import type { DaemonConnection } from "../daemon/daemonConnection";
 import { describeError, RpcError } from "../protocol/rpcError";
 import { overlayView, type RunRef } from "./overlayData";
 import { PanelData } from "./panelData";
-import { panelHtml } from "./runPanel";
+import { panelHtml } from "./panelHtml";
 
 export class OverlayPanel {
   private readonly panel: vscode.WebviewPanel;
