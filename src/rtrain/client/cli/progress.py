@@ -1,4 +1,4 @@
-"""A one-line progress bar on stderr for `$/progress`, drawn only on a terminal."""
+"""One line on stderr for `$/progress`, redrawn in place, drawn only on a terminal."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from typing import Any
 from rtrain.protocol.byte_sizes import human_bytes
 
 
-class ProgressBar:
+class _TerminalLine:
+    """The line's life: drawn while the work reports, cleared when it ends; what it says is
+    the subclass's `text`."""
+
     def __init__(self, enabled: bool | None = None) -> None:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._started = time.monotonic()
         self._drawn = False
 
     def update(self, params: Any) -> None:
@@ -22,6 +24,28 @@ class ProgressBar:
         if value.kind == "end":
             self.clear()
             return
+        sys.stderr.write(self.text(value))
+        sys.stderr.flush()
+        self._drawn = True
+
+    def text(self, value: Any) -> str:
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self._drawn = False
+
+
+class ProgressBar(_TerminalLine):
+    """Bytes and files moved, as a bar with the rate so far."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        super().__init__(enabled)
+        self._started = time.monotonic()
+
+    def text(self, value: Any) -> str:
         done = value.done_bytes or 0
         total = value.total_bytes or 0
         width = 24
@@ -29,42 +53,14 @@ class ProgressBar:
         rate = done / max(time.monotonic() - self._started, 1e-3)
         title = value.title or ""
         files = f"  {value.done_files}/{value.total_files} files" if value.total_files else ""
-        line = (
+        return (
             f"\r  {title[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
             f"{human_bytes(done)} / {human_bytes(total)}{files}  {human_bytes(rate)}/s"
         )
-        sys.stderr.write(line)
-        sys.stderr.flush()
-        self._drawn = True
-
-    def clear(self) -> None:
-        if self._drawn:
-            sys.stderr.write("\r\x1b[2K")
-            sys.stderr.flush()
-            self._drawn = False
 
 
-class StatusLine:
-    """One line on stderr for `$/progress` without byte counts (a build: its title and how
-    long so far), redrawn in place, only on a terminal."""
+class StatusLine(_TerminalLine):
+    """Work without byte counts (a build): its title and how long so far."""
 
-    def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._drawn = False
-
-    def update(self, params: Any) -> None:
-        if not self.enabled:
-            return
-        value = params.value
-        if value.kind == "end":
-            self.clear()
-            return
-        sys.stderr.write(f"\r\x1b[2K  {value.title or ''}: {value.message or ''}")
-        sys.stderr.flush()
-        self._drawn = True
-
-    def clear(self) -> None:
-        if self._drawn:
-            sys.stderr.write("\r\x1b[2K")
-            sys.stderr.flush()
-            self._drawn = False
+    def text(self, value: Any) -> str:
+        return f"\r\x1b[2K  {value.title or ''}: {value.message or ''}"
