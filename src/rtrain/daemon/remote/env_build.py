@@ -425,10 +425,15 @@ def _failed_before(why: str) -> int:
     return 1
 
 
+def _own(name: str) -> str:
+    """Where the run keeps its file `name`: its .rtrain/ (lib/own_files.sh's own_dir), which
+    no file of the trainer's reaches; here where there is none (env_check.sh's scratch dir,
+    or a run of the layout before .rtrain/meta.json)."""
+    return os.path.join(".rtrain", name) if os.path.isfile(".rtrain/meta.json") else name
+
+
 def _write_failed(why: str) -> None:
-    # A run's own files are in its .rtrain/ (lib/own_files.sh's own_dir), which no file of the
-    # trainer's reaches; beside the lock where there is none (env_check.sh's scratch dir).
-    path = os.path.join(".rtrain", FAILED) if os.path.isfile(".rtrain/meta.json") else FAILED
+    path = _own(FAILED)
     with open(path + ".tmp", "w") as failed:
         failed.write(" ".join(why.split())[:280] + "\n")
     os.rename(path + ".tmp", path)
@@ -486,14 +491,15 @@ def _use(final: str) -> None:
 
 def _queued(why: str) -> None:
     """The run's state says what it waits for (`queued (building environment ...)`)."""
-    with open(QUEUED + ".env", "w") as queued:
+    path = _own(QUEUED)
+    with open(path + ".env", "w") as queued:
         queued.write(why + "\n")
-    os.rename(QUEUED + ".env", QUEUED)
+    os.rename(path + ".env", path)
 
 
 def _unqueued() -> None:
     try:
-        os.remove(QUEUED)
+        os.remove(_own(QUEUED))
     except OSError:
         pass
 
