@@ -24,7 +24,7 @@ from typing import Any
 from rtrain.daemon.monitor import Monitor
 from rtrain.daemon.remote import script
 from rtrain.daemon.ssh.exec_transport import ExecTransport
-from rtrain.daemon.ssh.transport import Completed
+from rtrain.daemon.transports.transport import Completed
 
 COUNTS = Path(os.environ["RTRAIN_BENCH_COUNTS"])
 EVERY_CALL = bool(os.environ.get("RTRAIN_BENCH_COUNT_EVERY_CALL"))

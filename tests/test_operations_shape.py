@@ -10,8 +10,11 @@ import ast
 from pathlib import Path
 
 import rtrain.daemon.operations
+import rtrain.daemon.preflight
 
 OPERATIONS = Path(rtrain.daemon.operations.__file__).parent
+# The preflight's judges were operations' modules: held to the same.
+PREFLIGHT = Path(rtrain.daemon.preflight.__file__).parent
 MOST_LINES = 60
 MOST_PARAMETERS = 6  # self and cls not counted
 
@@ -31,7 +34,7 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 
 
 def _files() -> list[Path]:
-    files = sorted(OPERATIONS.glob("*.py"))
+    files = sorted([*OPERATIONS.glob("*.py"), *PREFLIGHT.glob("*.py")])
     assert files, f"no operations found under {OPERATIONS}"
     return files
 

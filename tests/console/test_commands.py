@@ -17,7 +17,7 @@ from rtrain.daemon.ssh import console_session
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
 from rtrain.daemon.ssh.exec_transport import ExecTransport
-from rtrain.daemon.ssh.transport import Completed
+from rtrain.daemon.transports.transport import Completed
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, Far
 from tests.hosts import GPU_USER, TestHosts

@@ -16,8 +16,8 @@ import pytest
 from rtrain.daemon.ssh import console_session
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
-from rtrain.daemon.ssh.transport import Completed
 from rtrain.daemon.transfer import whole_file
+from rtrain.daemon.transports.transport import Completed
 from rtrain.protocol.errors import Kind, RpcError
 from tests.console.conftest import Consoles, DamagingSsh, Far
 from tests.run_mark import entries

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rtrain.daemon.ssh.console_framing import Request
 from rtrain.daemon.ssh.console_session import ConsoleSession
-from rtrain.daemon.ssh.transport import Completed
+from rtrain.daemon.transports.transport import Completed
 from tests.required_tools import need
 
 # A terminal for the login shell given as arguments, relayed to our pipes (what sshd does).

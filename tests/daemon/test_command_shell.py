@@ -23,8 +23,8 @@ import pytest
 
 from rtrain.daemon.ssh.command_shell import OUTPUT_LIMIT, CommandShell, ShellLost
 from rtrain.daemon.ssh.exec_transport import ExecTransport
-from rtrain.daemon.ssh.transport import Completed, ProcessTransport
 from rtrain.daemon.transfer import whole_file
+from rtrain.daemon.transports.transport import Completed, ProcessTransport
 from rtrain.protocol.errors import Kind, RpcError
 from tests.hosts import GPU_USER, TestHosts
 from tests.hosts.sshd import Sshd

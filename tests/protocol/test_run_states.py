@@ -160,7 +160,7 @@ def test_only_the_recording_of_a_run_writes_its_state() -> None:
 
 
 def test_a_run_recorded_before_endings_is_retried_as_its_state_says() -> None:
-    from rtrain.daemon.operations.retry import due
+    from rtrain.daemon.run_retries import due
     from rtrain.protocol.messages import RetryPolicy
 
     policy = RetryPolicy(limit=2, on="lost")

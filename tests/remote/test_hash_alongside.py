@@ -17,9 +17,9 @@ from typing import TypeVar
 
 import pytest
 
-from rtrain.daemon.ssh.local_transport import LocalTransport
 from rtrain.daemon.transfer import whole_file
 from rtrain.daemon.transfer.whole_file import Progress
+from rtrain.daemon.transports.local_transport import LocalTransport
 from rtrain.protocol.errors import Kind, RpcError
 from tests.required_tools import need
 from tests.run_mark import names

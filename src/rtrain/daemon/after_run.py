@@ -20,13 +20,12 @@ from typing import Any
 
 import msgspec
 
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.operations.fetch import fetch
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import AfterRun, FetchParams, RunInfo, TerminateResult
 from rtrain.protocol.run_states import is_ended
-
-from .operations.context import DaemonState
-from .operations.fetch import fetch
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.ssh.control_master import ControlMaster
+from rtrain.daemon.ssh.exec_transport import ExecTransport
+from rtrain.daemon.ssh.failures import classify
+from rtrain.daemon.transports.local_transport import LOCAL_ALIAS, LocalTransport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -29,12 +34,6 @@ from rtrain.protocol.messages import (
     ForwardParams,
     RunInfo,
 )
-
-from .operations.context import DaemonState
-from .ssh.control_master import ControlMaster
-from .ssh.exec_transport import ExecTransport
-from .ssh.failures import classify
-from .ssh.local_transport import LOCAL_ALIAS, LocalTransport
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,26 @@ import time
 
 import msgspec
 
+from rtrain.daemon.guard_book import guard_state
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.operations.envs import envs
+from rtrain.daemon.operations.fetch import fetch
+from rtrain.daemon.operations.gc import gc
+from rtrain.daemon.operations.guard import guard
+from rtrain.daemon.operations.metrics import metrics
+from rtrain.daemon.operations.preflight import preflight
+from rtrain.daemon.operations.remove import remove
+from rtrain.daemon.operations.run_exec import run_exec
+from rtrain.daemon.operations.run_shell import run_shell
+from rtrain.daemon.operations.status import status
+from rtrain.daemon.operations.stop import stop
+from rtrain.daemon.operations.tail import tail
+from rtrain.daemon.operations.terminate import terminate_host
+from rtrain.daemon.pools.dispatcher import PoolDispatcher, pool_name
 from rtrain.daemon.remote.contract import guard_scripts
+from rtrain.daemon.trackers.kernel import open_kernel
+from rtrain.daemon.trackers.sync import refuse_missing_packages, with_run_env
+from rtrain.daemon.trackers.tensorboard import TensorBoards
 from rtrain.protocol import messages as m
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -19,29 +38,10 @@ from .client_session import Handler, RequestContext
 from .costs import priced_host
 from .forwards import Forwards
 from .monitor import Monitor
-from .operations.context import DaemonState
-from .operations.envs import envs
-from .operations.fetch import fetch
-from .operations.gc import gc
-from .operations.guard import guard
-from .operations.guard_book import guard_state
-from .operations.metrics import metrics
-from .operations.preflight import preflight
-from .operations.remove import remove
-from .operations.run_exec import run_exec
-from .operations.run_shell import run_shell
-from .operations.status import status
-from .operations.stop import stop
-from .operations.tail import tail
-from .operations.terminate import terminate_host
-from .pools.dispatcher import PoolDispatcher, pool_name
 from .reverse_forwards import ReverseForwards
 from .run_companions import RunCompanions
 from .run_waits import RunWaits
 from .service import Service
-from .trackers.kernel import open_kernel
-from .trackers.sync import refuse_missing_packages, with_run_env
-from .trackers.tensorboard import TensorBoards
 
 log = logging.getLogger(__name__)
 

@@ -7,18 +7,18 @@ import logging
 import time
 from pathlib import Path
 
+from rtrain.daemon.ssh.console_transport import ConsoleTransport
+from rtrain.daemon.ssh.control_master import ControlMaster
+from rtrain.daemon.ssh.exec_transport import ExecTransport
+from rtrain.daemon.ssh.login import end_login, login_argv
+from rtrain.daemon.ssh.options import ssh_config_file
+from rtrain.daemon.transports.local_transport import LOCAL_ALIAS, LocalTransport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import HostInfo, LoginResult, PartitionInfo
 
 from .registry import Registry
-from .ssh.console_transport import ConsoleTransport
-from .ssh.control_master import ControlMaster
-from .ssh.exec_transport import ExecTransport
-from .ssh.local_transport import LOCAL_ALIAS, LocalTransport
-from .ssh.login import end_login, login_argv
-from .ssh.options import ssh_config_file
-from .ssh.transport import Transport
 from .user_config import UserConfig
 
 log = logging.getLogger(__name__)

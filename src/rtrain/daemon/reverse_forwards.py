@@ -18,6 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.ssh.control_master import ControlMaster
+from rtrain.daemon.ssh.exec_transport import ExecTransport
+from rtrain.daemon.ssh.failures import classify
+from rtrain.daemon.ssh.options import base_args
+from rtrain.daemon.transports.local_transport import LOCAL_ALIAS
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -29,12 +35,6 @@ from rtrain.protocol.messages import (
 from rtrain.protocol.run_states import is_ended
 
 from .forwards import closes, owning_run
-from .operations.context import DaemonState
-from .ssh.control_master import ControlMaster
-from .ssh.exec_transport import ExecTransport
-from .ssh.failures import classify
-from .ssh.local_transport import LOCAL_ALIAS
-from .ssh.options import base_args
 
 log = logging.getLogger(__name__)
 

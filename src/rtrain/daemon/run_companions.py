@@ -16,6 +16,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.operations.notifier import Notifier
+from rtrain.daemon.operations.start import Prepare
+from rtrain.daemon.operations.start_plan import StartPlan
+from rtrain.daemon.run_retries import Restart
+from rtrain.daemon.trackers.sync import TrackerSyncs
+from rtrain.daemon.transports.local_transport import LOCAL_ALIAS
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import (
     ForwardCloseParams,
@@ -27,14 +34,7 @@ from rtrain.protocol.messages import (
     StartResult,
 )
 
-from .operations.context import DaemonState
-from .operations.notifier import Notifier
-from .operations.retry import Restart
-from .operations.start import Prepare
-from .operations.start_plan import StartPlan
 from .reverse_forwards import ReverseForwards, check_listening_here
-from .ssh.local_transport import LOCAL_ALIAS
-from .trackers.sync import TrackerSyncs
 
 log = logging.getLogger(__name__)
 

@@ -5,19 +5,19 @@ every recorded change here."""
 
 from __future__ import annotations
 
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.run_retries import Retrier
+from rtrain.daemon.trackers.sync import TrackerSyncs
+from rtrain.daemon.trackers.tensorboard import TensorBoards
 from rtrain.protocol.messages import RunInfo
 from rtrain.protocol.run_states import is_live
 
 from .after_run import AfterRuns
 from .forwards import Forwards
-from .operations.context import DaemonState
-from .operations.retry import Retrier
 from .reverse_forwards import ReverseForwards
 from .run_end_notify import RunEndNotify
 from .run_waits import RunWaits
 from .service import Service
-from .trackers.sync import TrackerSyncs
-from .trackers.tensorboard import TensorBoards
 
 
 class RunEvents:

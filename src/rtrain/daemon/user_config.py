@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from rtrain.daemon.transports.local_transport import LOCAL_ALIAS
 from rtrain.protocol import locations, validation
 from rtrain.protocol.durations import DurationError, parse_duration
 from rtrain.protocol.errors import RpcError
@@ -47,7 +48,6 @@ from rtrain.protocol.launcher_words import Scheduler
 from rtrain.protocol.limit_words import parse_limit
 
 from .config_lines import line_of
-from .ssh.local_transport import LOCAL_ALIAS
 
 
 class HostSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -7,6 +7,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from rtrain.daemon.operations.context import DaemonState
+from rtrain.daemon.operations.restart import restart
+from rtrain.daemon.operations.start import start
+from rtrain.daemon.operations.terminate import terminate_host
+from rtrain.daemon.pools.dispatcher import PoolDispatcher
+from rtrain.daemon.run_retries import Retrier
+from rtrain.daemon.trackers.sync import TrackerSyncs
+from rtrain.daemon.trackers.tensorboard import TensorBoards
 from rtrain.protocol import messages as m
 
 from .after_run import AfterRuns
@@ -15,20 +23,12 @@ from .forwards import Forwards
 from .handlers import ForwardHandlers, HostHandlers, RunHandlers
 from .hosts import HostPool
 from .monitor import Monitor
-from .operations.context import DaemonState
-from .operations.restart import restart
-from .operations.retry import Retrier
-from .operations.start import start
-from .operations.terminate import terminate_host
-from .pools.dispatcher import PoolDispatcher
 from .reverse_forwards import ReverseForwards
 from .run_companions import RunCompanions
 from .run_end_notify import RunEndNotify
 from .run_events import RunEvents
 from .run_waits import RunWaits
 from .service import Service
-from .trackers.sync import TrackerSyncs
-from .trackers.tensorboard import TensorBoards
 from .user_config import ConfigError, UserConfig, load_user_config
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ from typing import Any
 
 import msgspec
 
-from . import errors as e
+from rtrain.protocol import errors as e
+
 from .events import ConnectionBroken, Event, Notification, Request, RequestId
 from .framing import DEFAULT_MAX_FRAME, FrameReader, FramingError, encode_frame
 from .lifecycle import State, Step, admits_notification, after, refusal

@@ -11,7 +11,9 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from .launcher_options import LauncherOptions as LauncherOptions  # a start's launcher
+from .launcher_options import (
+    LauncherOptions as LauncherOptions,  # a start's launcher
+)
 from .launcher_words import Launcher as Launcher  # what a start may ask for
 from .launcher_words import RunLauncher as RunLauncher  # what a run records
 from .run_states import Ending as Ending  # how a run ended, typed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 
 from .launcher import Launcher
 from .placement import Connect, Placement

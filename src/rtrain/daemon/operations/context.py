@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from rtrain.daemon.costs import priced_run
+from rtrain.daemon.guard_book import GuardBook
 from rtrain.daemon.hosts import HostPool
 from rtrain.daemon.launchers import registry as launchers
 from rtrain.daemon.launchers.launcher import Launcher
@@ -20,8 +21,8 @@ from rtrain.daemon.metrics.store import MetricsStore
 from rtrain.daemon.registry import Registry
 from rtrain.daemon.ssh.host_address import resolved_hostname
 from rtrain.daemon.ssh.options import ssh_config_file
-from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.lease import TransferLeases
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import DEFAULT_WORKDIR, RunInfo, RunNode
@@ -34,7 +35,6 @@ from rtrain.protocol.run_states import (
     next_state,
 )
 
-from .guard_book import GuardBook
 from .missing_torch import with_torch_hint
 
 _log = logging.getLogger(__name__)

@@ -27,12 +27,12 @@ from rtrain.daemon.local_disk import refused
 from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.remote.contract.answers import Exit
 from rtrain.daemon.remote.error_words import ErrorWord
-from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.fetching import fetch_file
 from rtrain.daemon.transfer.lanes import Lanes, first_error
 from rtrain.daemon.transfer.local_hashes import sha256_of
 from rtrain.daemon.transfer.plan import PIECE, channels_for
 from rtrain.daemon.transfer.tree_fetch import TreeFile, WriteFailed, fetch_streamed
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import FetchedFile, FetchParams, FetchResult, byte_progress

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.contract import launch_scripts
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import StartParams
 

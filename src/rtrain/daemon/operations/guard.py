@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 
+from rtrain.daemon.guard_book import guard_state
 from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import GuardParams, GuardResult
 
 from .context import DaemonState
-from .guard_book import guard_state
 
 
 def check_guard_command(command: str) -> str:

@@ -14,9 +14,21 @@ import msgspec
 
 from rtrain.daemon.environments.lock_file import read_lock
 from rtrain.daemon.launchers.launcher import SchedulerVerdict
+from rtrain.daemon.preflight.container import judge_container
+from rtrain.daemon.preflight.disk import inputs_text, judge_disk, would_ship
+from rtrain.daemon.preflight.environment import judge_environment
+from rtrain.daemon.preflight.gpus import count_reason, driver_info, gpu_findings, gpu_list
+from rtrain.daemon.preflight.hub import judge_hub
+from rtrain.daemon.preflight.packages import (
+    PackageVerdict,
+    judge_packages,
+    probe_names,
+    tracker_findings,
+)
+from rtrain.daemon.preflight.python import PythonVerdict, judge_python, torch_info
 from rtrain.daemon.remote.contract import answers, launch_scripts, preflight_scripts
 from rtrain.daemon.ssh.failures import host_did_not_answer
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -35,13 +47,6 @@ from rtrain.protocol.messages import (
 from .cluster_preflight import LOGIN_NODE, login_node
 from .context import DaemonState, chosen
 from .notifier import Notifier
-from .preflight_container import judge_container
-from .preflight_disk import inputs_text, judge_disk, would_ship
-from .preflight_environment import judge_environment
-from .preflight_gpus import count_reason, driver_info, gpu_findings, gpu_list
-from .preflight_hub import judge_hub
-from .preflight_packages import PackageVerdict, judge_packages, probe_names, tracker_findings
-from .preflight_python import PythonVerdict, judge_python, torch_info
 from .run_inputs import Inputs
 
 HF_TOKEN = "HF_TOKEN"

@@ -19,8 +19,8 @@ from rtrain.daemon.environments.run_environment import environment_python
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.remote.contract import launch_scripts, run_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
-from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer import whole_file
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (
@@ -36,7 +36,13 @@ from rtrain.protocol.messages import (
 )
 from rtrain.protocol.run_states import is_live
 
-from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words, expand
+from .command_template import (
+    CONFIG_NAME,
+    TORCHRUN_WORD,
+    check_template,
+    check_words,
+    expand,
+)
 from .context import DaemonState, now
 from .restart_code import CodeForRestart, RunPlace, code_for_restart
 from .run_limits import Limits, launch_line

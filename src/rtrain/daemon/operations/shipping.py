@@ -11,8 +11,8 @@ import posixpath
 from collections.abc import Callable
 
 from rtrain.daemon.remote.contract import file_scripts
-from rtrain.daemon.ssh.transport import Transport
 from rtrain.daemon.transfer.shipping import Input, ship
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import CodeReport, LeftHomePath, ShippedFile, ShippedLink
 

@@ -30,7 +30,7 @@ from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.launcher_options import NodesOptions, asks_torchrun
@@ -48,10 +48,22 @@ from rtrain.protocol.messages import (
 
 from .command_template import CONFIG_NAME, TORCHRUN_WORD, expand
 from .context import DaemonState, chosen, now
-from .gpu_sharing import GATE_FILE, GpuPlan, gate_file, gate_prefix, plan_gpus
+from .gpu_sharing import (
+    GATE_FILE,
+    GpuPlan,
+    gate_file,
+    gate_prefix,
+    plan_gpus,
+)
 from .notifier import Notifier
 from .run_inputs import Inputs, LocalFile
-from .run_limits import LIMITS_FILE, STOP_FILE, WATCHER_FILES, launch_line, watcher_files
+from .run_limits import (
+    LIMITS_FILE,
+    STOP_FILE,
+    WATCHER_FILES,
+    launch_line,
+    watcher_files,
+)
 from .shipping import ShipProgress, code_report, ship_files
 from .start_plan import DEMO_TRAINER, StartPlan, plan_start
 from .status import refresh

@@ -23,7 +23,12 @@ from rtrain.protocol.messages import (
     StartParams,
 )
 
-from .command_template import CONFIG_NAME, TORCHRUN_WORD, check_template, check_words
+from .command_template import (
+    CONFIG_NAME,
+    TORCHRUN_WORD,
+    check_template,
+    check_words,
+)
 from .context import DaemonState, chosen
 from .node_list import node_hosts
 from .run_inputs import Inputs, InputSources, gather

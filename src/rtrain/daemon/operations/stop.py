@@ -9,12 +9,12 @@ import msgspec
 
 from rtrain.daemon.registry import PendingStop
 from rtrain.daemon.remote.contract.run_scripts import StopReport
+from rtrain.daemon.run_retries import due as retry_due
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunInfo, RunRef, StopParams, StopResult
 
 from .context import DaemonState
-from .retry import due as retry_due
 from .run_proof import refuse_unless_run
 from .status import from_row
 from .status import status as run_status

@@ -7,7 +7,7 @@ import logging
 
 from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.daemon.ssh.failures import answer_may_be_lost
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import TerminateResult

@@ -17,8 +17,8 @@ from rtrain.daemon.environments.lock_file import chosen_lock, code_lock
 from rtrain.daemon.environments.run_environment import builder_source
 from rtrain.daemon.operations.command_template import TORCHRUN_WORD
 from rtrain.daemon.operations.context import chosen
-from rtrain.daemon.operations.preflight_disk import MIN_MARGIN
 from rtrain.daemon.operations.start_plan import StartPlan
+from rtrain.daemon.preflight.disk import MIN_MARGIN
 from rtrain.daemon.remote.contract.fit_scripts import Fit, Needs
 from rtrain.daemon.user_config import UserConfig
 from rtrain.protocol import validation

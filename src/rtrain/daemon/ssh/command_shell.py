@@ -29,7 +29,7 @@ import secrets
 import shlex
 from collections.abc import Callable, Sequence
 
-from .transport import Completed
+from rtrain.daemon.transports.transport import Completed
 
 # The most output one script may print: a tail chunk is 1 MiB, a fetch listing of a large
 # tree some more. A script that prints more loses its shell and fails instead.

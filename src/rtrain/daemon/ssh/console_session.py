@@ -19,14 +19,21 @@ import signal
 import time
 from collections import deque
 
+from rtrain.daemon.transports.transport import Completed
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .console_agent import boot_line, boot_message, bootstrap_line
-from .console_framing import Marker, MarkerScanner, Request, again, leave, sha256_hex
+from .console_framing import (
+    Marker,
+    MarkerScanner,
+    Request,
+    again,
+    leave,
+    sha256_hex,
+)
 from .console_noise import base64_payload
 from .failures import classify
 from .options import CONNECT_TIMEOUT
-from .transport import Completed
 
 log = logging.getLogger(__name__)
 

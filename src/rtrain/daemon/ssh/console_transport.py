@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rtrain.daemon.remote import script
+from rtrain.daemon.transports.transport import Completed, Transport
 from rtrain.protocol.errors import RpcError
 from rtrain.protocol.messages import ConnectionState
 
@@ -29,7 +30,6 @@ from .console_framing import Request
 from .console_session import ConsoleLost, ConsoleSession
 from .control_master import ControlMaster
 from .options import base_args
-from .transport import Completed, Transport
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from rtrain.daemon.remote import script
+from rtrain.daemon.transports.transport import STALL_TIMEOUT, Completed, ProcessTransport
 from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
 
 from .command_shell import OUTPUT_LIMIT, ShellLost, ShellPool, here_document_fits
 from .control_master import ControlMaster
 from .failures import classify
-from .transport import STALL_TIMEOUT, Completed, ProcessTransport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

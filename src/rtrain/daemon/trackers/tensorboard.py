@@ -27,7 +27,7 @@ from rtrain.daemon.remote.contract import launch_scripts, run_scripts
 
 # The nodes launcher's free-port script: a port of the host free a moment ago.
 from rtrain.daemon.remote.contract.port_scripts import free_port
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import (

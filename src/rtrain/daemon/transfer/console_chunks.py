@@ -28,7 +28,7 @@ from typing import Protocol
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.contract import answers, file_scripts
 from rtrain.daemon.ssh.console_framing import Request
-from rtrain.daemon.ssh.transport import Completed
+from rtrain.daemon.transports.transport import Completed
 from rtrain.protocol.errors import Kind, RpcError, app_error
 
 from .failed_transfers import fetch_unverified, raise_for_failed_upload

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from rtrain.daemon.remote.contract import answers, file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transfer import whole_file
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 
-from . import whole_file
 from .failed_transfers import Unverified, fetch_unverified
 from .lanes import Lanes, first_error
 from .partial import Partial, claimed

@@ -21,7 +21,7 @@ import secrets
 from collections.abc import AsyncIterator
 
 from rtrain.daemon.remote.contract import guard_scripts
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 
 log = logging.getLogger(__name__)
 

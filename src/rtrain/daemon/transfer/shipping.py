@@ -28,10 +28,10 @@ from pathlib import Path
 
 from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, says_disk_full
-from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
+from rtrain.daemon.transfer import tree_ship, whole_file
+from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
-from . import tree_ship, whole_file
 from .lanes import Lanes, first_error
 from .local_hashes import sha256_and_size
 from .plan import channels_for, pieces

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from rtrain.daemon.remote.contract import file_scripts
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error

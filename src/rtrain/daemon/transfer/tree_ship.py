@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from rtrain.daemon.remote.contract.answers import Exit, Lines
-from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Completed, Transport
+from rtrain.daemon.transports.transport import STALL_TIMEOUT, Completed, Transport
 
 # The largest file that goes in the stream, and the fewest files worth one.
 MOST_BYTES = 1024 * 1024

@@ -15,10 +15,10 @@ from pathlib import Path
 from rtrain.daemon.remote.contract.answers import Exit
 from rtrain.daemon.remote.contract.file_scripts import received, sent
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
-from rtrain.daemon.ssh.transport import STALL_TIMEOUT, Transport
+from rtrain.daemon.transfer import console_chunks
+from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
-from . import console_chunks
 from .failed_transfers import fetch_unverified, raise_for_failed_upload
 
 Progress = Callable[[int], None]

@@ -33,7 +33,7 @@ from rtrain.daemon.remote.contract.port_scripts import free_port
 from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.ssh.failures import host_did_not_answer
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import RunNode, StartParams
 from rtrain.protocol.run_states import RunState, is_live, part_ending_rank

@@ -9,7 +9,7 @@ import msgspec
 from rtrain.daemon.remote.contract.answers import Answer, Exit, Lines, as_float, as_int, said
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 
 
 async def slurm_submit(

@@ -24,7 +24,12 @@ from rtrain.protocol.launcher_options import SlurmOptions, asks_torchrun
 from rtrain.protocol.messages import PreflightParams, StartParams
 from rtrain.protocol.run_states import is_live
 
-from .batch_script import SlurmRequest, batch_script, check_request, sbatch_args
+from .batch_script import (
+    SlurmRequest,
+    batch_script,
+    check_request,
+    sbatch_args,
+)
 from .contract import slurm_cancel, slurm_poll, slurm_submit
 from .job_states import verdict
 from .preflight import partition_findings

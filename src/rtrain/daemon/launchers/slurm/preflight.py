@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 
 from rtrain.daemon.launchers.launcher import SchedulerVerdict
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.launchers.slurm import cluster_report
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.messages import Finding, PartitionInfo, PreflightParams, SlurmFindings
 
-from . import cluster_report
 from .contract import slurm_preflight
 
 

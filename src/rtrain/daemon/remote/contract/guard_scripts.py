@@ -10,7 +10,16 @@ import msgspec
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 
-from .answers import Answer, Completed, Exit, Lines, Runner, as_float, as_int, said
+from .answers import (
+    Answer,
+    Completed,
+    Exit,
+    Lines,
+    Runner,
+    as_float,
+    as_int,
+    said,
+)
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,15 @@ import msgspec
 
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 
-from .answers import Answer, Exit, Lines, Runner, as_float, as_int, said
+from .answers import (
+    Answer,
+    Exit,
+    Lines,
+    Runner,
+    as_float,
+    as_int,
+    said,
+)
 
 log = logging.getLogger(__name__)
 

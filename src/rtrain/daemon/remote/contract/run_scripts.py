@@ -13,7 +13,15 @@ from rtrain.daemon.remote.error_words import FarError
 from rtrain.protocol.messages import StoppedBy
 from rtrain.protocol.run_states import Ending, FarSide, RunState, next_state, state_word
 
-from .answers import Answer, Exit, Lines, Runner, as_float, as_int, pids
+from .answers import (
+    Answer,
+    Exit,
+    Lines,
+    Runner,
+    as_float,
+    as_int,
+    pids,
+)
 
 log = logging.getLogger(__name__)
 

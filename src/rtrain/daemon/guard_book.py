@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from rtrain.daemon.remote.contract import guard_scripts
 from rtrain.daemon.remote.contract.guard_scripts import GuardShown
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.messages import GuardFired, GuardState
 
 log = logging.getLogger(__name__)

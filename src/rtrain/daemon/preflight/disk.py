@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rtrain.daemon.operations.run_inputs import Inputs, InputSources, gather
 from rtrain.protocol.byte_sizes import human_bytes
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import DiskCheck
-
-from .run_inputs import Inputs, InputSources, gather
 
 # Room beyond the inputs for what a run writes beside them (logs, checkpoints to come):
 # a tenth of the inputs, and never less than this.
@@ -29,9 +28,9 @@ def would_ship(
     (datasets, other files) land under their base names."""
     if not inputs and config is None and code is None:
         return None
-    from .command_template import CONFIG_NAME
-    from .start import RESERVED
-    from .start_plan import DEMO_TRAINER
+    from rtrain.daemon.operations.command_template import CONFIG_NAME
+    from rtrain.daemon.operations.start import RESERVED
+    from rtrain.daemon.operations.start_plan import DEMO_TRAINER
 
     for text in [*inputs, *([config] if config else []), *([code] if code else [])]:
         if not os.path.exists(text):

@@ -10,15 +10,14 @@ from typing import Literal
 
 from rtrain.daemon.environments.lock_file import EnvironmentLock
 from rtrain.daemon.environments.run_environment import builder_source, lock_file
+from rtrain.daemon.operations.notifier import Notifier
 from rtrain.daemon.remote.contract.environment_scripts import (
     EnvironmentChecked,
     EnvironmentFiles,
     check_environment,
 )
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.messages import Finding, ProgressParams, ProgressValue
-
-from .notifier import Notifier
 
 # How often a preflight that builds says how long it has been at it.
 PROGRESS_EVERY_S = 2.0

@@ -18,11 +18,10 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from rtrain.daemon.operations.context import DaemonState
 from rtrain.protocol.errors import Kind, RpcError
 from rtrain.protocol.messages import RestartParams, RestartResult, RunInfo
 from rtrain.protocol.run_states import ending_of, is_retried
-
-from .context import DaemonState
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .transport import ProcessTransport
+from rtrain.daemon.transports.transport import ProcessTransport
 
 LOCAL_ALIAS = "local"
 

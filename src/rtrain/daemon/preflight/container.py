@@ -4,7 +4,7 @@ local store, and how many GPUs the image sees through it (docs/containers.md).""
 from __future__ import annotations
 
 from rtrain.daemon.remote.contract.container_scripts import check_container
-from rtrain.daemon.ssh.transport import Transport
+from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.messages import Finding
 
 # Runtimes whose image is a file on the host, not an entry of a local store.
