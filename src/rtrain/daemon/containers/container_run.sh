@@ -151,11 +151,13 @@ podman | docker)
 	unset RTRAIN_RUN_ID
 	;;
 esac
-watched=$$
-(
-	unset RTRAIN_RUN_ID
-	trap '' HUP INT
-	while kill -0 "$watched" 2>/dev/null && [ ! -e "$up_file" ]; do sleep 1; done
-	rm -f -- "$env_file" "$up_file"
-) </dev/null >/dev/null 2>&1 &
+# The watcher is a fresh process (env -u, not a subshell's unset: /proc/PID/environ keeps what
+# a process was started with), so it never reads as the run's own: a stop of a run that just
+# ended finds nothing of it alive during the watcher's last nap.
+# shellcheck disable=SC2016 # the inner shell's words
+env -u RTRAIN_RUN_ID sh -c '
+	trap "" HUP INT
+	while kill -0 "$1" 2>/dev/null && [ ! -e "$3" ]; do sleep 1; done
+	rm -f -- "$2" "$3"
+' rtrain-container-watcher "$$" "$env_file" "$up_file" </dev/null >/dev/null 2>&1 &
 exec "$runtime" "$@"
