@@ -11,7 +11,6 @@ import msgspec
 
 from rtrain.daemon.environments.lock_file import EnvironmentLock, chosen_lock, code_lock
 from rtrain.daemon.launchers import registry as launchers
-from rtrain.daemon.launchers.far_loopback import far_loopback_problem
 from rtrain.daemon.remote.trainer_bundle import demo_trainer_bundle
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
@@ -118,10 +117,6 @@ async def plan_start(
     environment = _environment_in(container, environment, p, settings.requirements)
     p, limits = _with_limits(ops, p, chosen_limits(p, settings))
     check_scheduler_options(ops, p)
-    if p.reverse and len(hosts) > 1:
-        raise app_error(
-            Kind.INVALID_COMMAND, far_loopback_problem(p.host, f"it runs across {len(hosts)} hosts")
-        )
     after = after_run_plan(p, settings.terminate)
     retry = _retry(ops, p)
     _refuse_known(ops, p.host, run_id)
