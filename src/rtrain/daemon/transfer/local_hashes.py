@@ -46,13 +46,20 @@ def sha256_and_size(path: Path) -> tuple[str, int]:
         _known.move_to_end(key)
         return known[1], before.st_size
     digest = sha256_of(path)
-    settled = time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > RACY * 1e9
-    if settled and _identity(os.stat(path)) == identity:
+    held_still = time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > RACY * 1e9
+    if held_still and _identity(os.stat(path)) == identity:
         _known[key] = (identity, digest)
         _known.move_to_end(key)
         while len(_known) > REMEMBERED:
             _known.popitem(last=False)
     return digest, before.st_size
+
+
+def settled(path: Path) -> bool:
+    """True when the file has held still long enough for its digest to be remembered (a
+    file changed just now would be hashed twice: ahead of time, then at its use)."""
+    st = os.stat(path)
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY * 1e9
 
 
 def _identity(st: os.stat_result) -> _Identity:

@@ -33,7 +33,7 @@ from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error
-from .local_hashes import sha256_and_size
+from .local_hashes import settled, sha256_and_size
 from .plan import channels_for, pieces
 
 CHUNK = 1024 * 1024
@@ -420,6 +420,18 @@ def _piece_sha256(path: Path, offset: int, length: int) -> str:
     for chunk in _read_piece(path, offset, length, lambda _count: None):
         digest.update(chunk)
     return digest.hexdigest()
+
+
+def hash_ahead(sources: Sequence[Path | bytes]) -> None:
+    """Hash the local files among `sources` now (remembered: `ship` then finds each
+    digest taken), so that a start hashes while it waits for the host to make the run
+    directory. A file that changed just now is left to `ship` (its digest would not be
+    remembered), and so is one that cannot be read (`ship` says so)."""
+    try:
+        named = [(source, "") for source in sources if isinstance(source, Path) and settled(source)]
+        _hashed(named)
+    except OSError:
+        pass
 
 
 def _hashed(named: list[tuple[Path, str]]) -> list[_File]:
