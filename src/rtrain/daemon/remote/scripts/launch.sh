@@ -343,12 +343,8 @@ start_limits() {
 }
 
 nap_init
-# The leader records its pid a few milliseconds after it is detached: steps of 0.02 s here
-# (a start waits for this answer), where sleep(1) takes fractions.
-steps=$((10 * NAP_PER_SECOND))
-[ "$NAP_PER_SECOND" = 1 ] || steps=500
 waited=0
-while [ "$waited" -lt "$steps" ]; do
+while [ "$waited" -lt "$((10 * NAP_PER_SECOND))" ]; do
 	read_pid_file "$RUN_DIR"
 	if [ -n "$PF_PID" ] && { pid_alive "$PF_PID" || [ -f "$OWN/status" ]; }; then
 		start_limits
@@ -356,7 +352,7 @@ while [ "$waited" -lt "$steps" ]; do
 		emit started_at "$started_at"
 		exit 0
 	fi
-	if [ "$NAP_PER_SECOND" = 1 ]; then nap; else sleep 0.02; fi
+	nap
 	waited=$((waited + 1))
 done
 say "the run did not record its pid within 10 s (see train.log)"
