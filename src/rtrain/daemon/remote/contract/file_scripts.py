@@ -142,8 +142,8 @@ def hashed(done: Completed) -> Hashed | None:
 
 class Placed(msgspec.Struct, frozen=True, kw_only=True):
     """cache_place.sh's answer: each input placed from the cache (name -> `copied`: the
-    run's own copy or reflink), and for each other one the offsets of the pieces a cut
-    upload left verified."""
+    run's own copy or reflink; one `placed_all COUNT` line when every input was), and for
+    each other one the offsets of the pieces a cut upload left verified."""
 
     placed: dict[str, str]
     pieces: dict[str, set[int]]
@@ -171,8 +171,12 @@ async def cache_place(
         offset = as_int(row[1]) if len(row) >= 3 else None
         if offset is not None:
             pieces.setdefault(row[0], set()).add(offset)
+    placed = {row[0]: row[1] for row in lines.rows("placed") if len(row) >= 2}
+    every = lines.last("placed_all")
+    if every and as_int(every[0]) == len(inputs):
+        placed = {name: "copied" for _, _, name in inputs}
     return Placed(
-        placed={row[0]: row[1] for row in lines.rows("placed") if len(row) >= 2},
+        placed=placed,
         pieces=pieces,
         error=lines.error(),
         exit=done.returncode,
