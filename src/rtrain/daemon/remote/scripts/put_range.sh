@@ -1,8 +1,8 @@
 # rtrain-needs: hashing cache
 # put_range.sh WORKDIR SHA256 SIZE OFFSET LENGTH PIECE_SHA256 [RUN_DIR NAME]: LENGTH bytes on
 # stdin are written at OFFSET (a multiple of 1 MiB) of the cache's partial copy of input
-# SHA256, hashed as they are written; kept (`piece OFFSET LENGTH`, and a marker that a
-# resumed upload finds) only if they hash to PIECE_SHA256, else `mismatch`, exit 3. A piece
+# SHA256, hashed as they are written; kept (`piece OFFSET LENGTH`, and a marker holding
+# PIECE_SHA256 that a resumed upload and the seal find) only if they hash to PIECE_SHA256, else `mismatch`, exit 3. A piece
 # that is the whole input (RUN_DIR and NAME given) is sealed at once: into the cache, placed
 # in the run directory (`placed ...`).
 need_args "$#" 6
@@ -25,6 +25,8 @@ if [ "$whole" = 1 ]; then
 	msg=$({ : >"$part"; } 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
 else
 	msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+	# Its bytes are about to be written again: no marker vouches for them until they verify.
+	rm -f -- "$pieces/$offset-$length"
 fi
 { have tee && fd_by_name; } || fail "$E_USAGE" no_tee
 # dd writes in place (conv=notrunc): pieces of one input arrive side by side, in any order.
@@ -54,7 +56,9 @@ if [ "$TH_DIGEST" != "$expected" ]; then
 	emit mismatch "$TH_DIGEST"
 	exit "$E_MISMATCH"
 fi
-[ "$whole" = 1 ] || : >"$pieces/$offset-$length"
+# The marker holds the piece's sha256: the daemon took it in the same read as the whole
+# file's, so a copy whose every piece has one needs no second hash at the seal.
+[ "$whole" = 1 ] || printf '%s\n' "$expected" >"$pieces/$offset-$length"
 emit piece "$offset" "$length"
 if [ "$whole" = 1 ]; then
 	[ "$expected" = "$sha" ] || {

@@ -1,0 +1,89 @@
+"""put_range.sh and seal_input.sh: a large input arrives in pieces, each verified as it is
+written, and is sealed into the cache and the run directory without being hashed whole
+again when every piece's marker holds the digest it verified against. A piece whose bytes
+are written again loses its marker until they verify; without every marker, the seal hashes
+the whole copy, so bytes that no marker vouches for never reach a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from tests.run_mark import names
+
+from .conftest import Remote
+
+MIB = 1024 * 1024
+# Two whole pieces of 1 MiB and a short last one.
+DATA = bytes(range(256)) * (2 * MIB // 256) + b"tail of the file"
+PIECES = [(0, MIB), (MIB, MIB), (2 * MIB, len(DATA) - 2 * MIB)]
+WORKDIR = "~/.rtrain"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+SHA = sha256(DATA)
+
+
+def put(remote: Remote, offset: int, length: int, data: bytes = DATA) -> int:
+    """One piece of `data`, sent as the piece of DATA at `offset`; the script's exit."""
+    expected = sha256(DATA[offset : offset + length])
+    result = remote.run(
+        "put_range", WORKDIR, SHA, str(len(DATA)), str(offset), str(length), expected,
+        stdin=data[offset : offset + length],
+    )  # fmt: skip
+    return result.returncode
+
+
+def seal(remote: Remote, run_dir: Path) -> tuple[int, str]:
+    result = remote.run("seal_input", WORKDIR, SHA, str(len(DATA)), str(run_dir), "data.bin")
+    return result.returncode, result.stdout.decode()
+
+
+def cache(remote: Remote) -> Path:
+    return remote.home / ".rtrain" / ".cache"
+
+
+def test_a_copy_whose_pieces_all_verified_is_sealed_and_placed(remote: Remote) -> None:
+    _, run_dir = remote.prepare()
+    assert [put(remote, offset, length) for offset, length in reversed(PIECES)] == [0, 0, 0]
+    code, said = seal(remote, run_dir)
+    assert code == 0, said
+    assert (run_dir / "data.bin").read_bytes() == DATA
+    assert (cache(remote) / "inputs" / SHA).read_bytes() == DATA
+    assert names(cache(remote) / "partial") == []
+
+
+def test_a_piece_written_again_with_other_bytes_keeps_the_copy_from_any_run(
+    remote: Remote,
+) -> None:
+    # Two starts ship the same dataset; the second one's file changed under it: its piece
+    # is refused, and its bytes, already written over the first start's, are not sealed.
+    _, run_dir = remote.prepare()
+    assert [put(remote, offset, length) for offset, length in PIECES] == [0, 0, 0]
+    changed = b"X" * MIB + DATA[MIB:]
+    assert put(remote, 0, MIB, changed) == 3
+    code, said = seal(remote, run_dir)
+    assert code == 3 and "mismatch" in said, said
+    assert not (run_dir / "data.bin").exists()
+    assert not (cache(remote) / "inputs" / SHA).exists()
+
+
+def test_pieces_an_older_rtrain_left_are_hashed_whole_at_the_seal(remote: Remote) -> None:
+    # An older rtrain's markers are empty: they name a verified piece but not its digest.
+    _, run_dir = remote.prepare()
+    assert [put(remote, offset, length) for offset, length in PIECES] == [0, 0, 0]
+    partial = cache(remote) / "partial"
+    for marker in (partial / f"{SHA}.pieces").iterdir():
+        marker.write_bytes(b"")
+    # ...and the copy was damaged since: the seal's hash of the whole copy finds it.
+    with open(partial / SHA, "r+b") as copy:
+        copy.seek(MIB + 5)
+        copy.write(b"!")
+    code, said = seal(remote, run_dir)
+    assert code == 3 and "mismatch" in said, said
+    assert not (run_dir / "data.bin").exists()
+    assert not (cache(remote) / "inputs" / SHA).exists()
