@@ -90,7 +90,11 @@ class IsolatedDaemon:
                 time.sleep(0.05)
 
     def client(self) -> DaemonClient:
-        return DaemonClient.connect(spawn=False, socket_path=self.socket_path, timeout=600)
+        # The benchmark's own process does not carry the daemon's settings (they are in
+        # self.env, for the commands it runs): no notice that they differ.
+        return DaemonClient.connect(
+            spawn=False, socket_path=self.socket_path, timeout=600, tell=False
+        )
 
     def stop(self) -> None:
         process = self._process

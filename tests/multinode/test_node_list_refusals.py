@@ -22,6 +22,8 @@ from tests.cli.conftest import Cli
         ("ghost1,ghost2", ["--nodes", "2", "--partition", "gpu"], "--partition apply to Slurm"),
         ("ghost1,ghost2", ["--nodes", "2", "--launcher", "process"], "drop --launcher process"),
         ("ghost1", ["--partition", "gpu"], "--partition apply to Slurm hosts only, and ghost1"),
+        # A reverse forward reaches node 0's loopback only.
+        ("ghost1,ghost2", ["--nodes", "2", "--reverse", "5000"], "it runs across 2 hosts"),
     ],
 )
 def test_refused_in_one_sentence_before_any_ssh(

@@ -36,6 +36,8 @@ def test_the_queue_goes_by_priority_and_survives_a_daemon_restart(lab: Lab) -> N
 
     lab.finish("box1", holder)
     lab.wait_until(lambda: lab.status("@lab", high) == "running", f"{high} placed first")
+    # Its start returned while it waited: where it went and why is told by its status.
+    assert "placed on box1: 1 of 1 GPUs free" in lab("status", "@lab", high).err
     assert lab.status("@lab", low).startswith("queued")
     lab.finish("box1", high)
     lab.wait_until(lambda: lab.status("@lab", low) == "running", f"{low} placed next")

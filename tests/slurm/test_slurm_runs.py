@@ -403,6 +403,29 @@ def test_a_max_duration_is_the_jobs_time_limit_and_both_at_once_are_refused(
     assert "give one of them, not both" in both.err
 
 
+def test_a_reverse_forward_is_refused_for_a_batch_job_before_anything_is_submitted(
+    cluster: ClusterCli,
+) -> None:
+    """A reverse forward listens on the login node's loopback, which a job on a compute node
+    does not share: refused, at the start and for a running job, with nothing submitted."""
+    run_id = cluster.cli.new_run_id()
+    cluster.cli.file("cfg.yaml", "steps: 1\n")
+    refused = cluster.cli(
+        "start", "cluster", "-c", "cfg.yaml", "--run-id", run_id, "--workdir", cluster.workdir,
+        "--no-follow", "--gpus", "0", "--reverse", "5000", "--", *QUICK,
+    )  # fmt: skip
+    assert refused.code == 2, refused
+    assert "--reverse listens on 127.0.0.1 of cluster itself" in refused.err
+    assert "batch jobs on other nodes" in refused.err
+    assert cluster.slurm.as_user("squeue", "-h", "-n", f"rtrain-{run_id}", "-o", "%i").strip() == ""
+    assert cluster.cli("status", "cluster", run_id).code != 0
+    cluster.start(run_id, WAITS, "--gpus", "0")
+    asked = cluster.cli("forward", "cluster", "5000", "--reverse", "--run", run_id)
+    assert asked.code == 2, asked
+    assert "batch jobs on other nodes" in asked.err
+    assert cluster.cli("stop", "cluster", run_id).code == 0
+
+
 def test_a_trainers_own_files_named_as_rtrains_change_nothing_on_slurm(
     cluster: ClusterCli,
 ) -> None:

@@ -167,6 +167,7 @@ _COLUMNS = (
     "pool",
     "sweep",
     "params",
+    "placement",
 )
 # Columns kept as JSON text, and the type each decodes to.
 _JSON_COLUMNS: dict[str, type] = {
@@ -197,6 +198,7 @@ _ADDED_COLUMNS = {
     "pool": "TEXT",
     "sweep": "TEXT",
     "params": "TEXT",
+    "placement": "TEXT",
 }
 _Latest = dict[str, float | None]
 # What a `tracker_syncs.tracker` cell may hold; a newer version's trackers are left alone.

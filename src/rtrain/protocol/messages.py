@@ -323,6 +323,9 @@ class RunInfo(Result):
     retry: RetryPolicy | None = None
     # The pool it was started in (`@NAME`), placed on `host` or still queued there.
     pool: str | None = None
+    # Where its pool placed it and why (`placed on box2: 2 of 8 GPUs free, inputs cached`),
+    # also for a run that waited in the queue, whose start returned before it was placed.
+    placement: str | None = None
     # The sweep it belongs to, and its parameters there (`rtrain sweep`).
     sweep: str | None = None
     params: dict[str, str] = {}

@@ -527,6 +527,7 @@ if TYPE_CHECKING:
         nodes: list[RunNodeAnswer]
         retry: RetryPolicyAnswer | None
         pool: str | None
+        placement: str | None
         sweep: str | None
         params: dict[str, str]
         synced: list[TrackerSyncAnswer]

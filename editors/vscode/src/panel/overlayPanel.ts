@@ -7,35 +7,24 @@ import * as vscode from "vscode";
 import type { DaemonConnection } from "../daemon/daemonConnection";
 import { describeError, RpcError } from "../protocol/rpcError";
 import { overlayView, type RunRef } from "./overlayData";
+import { FollowingPanel } from "./followingPanel";
 import { PanelData } from "./panelData";
-import { panelHtml } from "./panelHtml";
 
-export class OverlayPanel {
-  private readonly panel: vscode.WebviewPanel;
+export class OverlayPanel extends FollowingPanel {
   private readonly data: PanelData[];
-  private readonly abort = new AbortController();
-  private readonly stop: Array<() => void> = [];
   private readonly hidden = new Set<string>();
   private readonly following = new Set<number>();
   private readonly ended = new Set<number>();
-  private ready = false;
-  private error: string | undefined;
 
   constructor(
     private readonly connection: DaemonConnection,
     extensionUri: vscode.Uri,
     private readonly runs: RunRef[],
     private readonly log: (line: string) => void,
-    private readonly onDispose: () => void,
+    onDispose: () => void,
   ) {
+    super(extensionUri, `rtrain: ${runs.length} runs`, onDispose);
     this.data = runs.map((run) => new PanelData(run.host, run.runId));
-    const assets = vscode.Uri.joinPath(extensionUri, "out", "webview");
-    this.panel = vscode.window.createWebviewPanel("rtrain.runPanel", `rtrain: ${runs.length} runs`, vscode.ViewColumn.Active, {
-      enableScripts: true,
-      retainContextWhenHidden: true,
-      localResourceRoots: [assets],
-    });
-    this.panel.webview.html = panelHtml(this.panel.webview, assets);
     this.stop.push(
       connection.onNotification((n) => {
         if (n.method !== "run/points") return;
@@ -48,36 +37,16 @@ export class OverlayPanel {
         });
       }),
     );
-    const messages = this.panel.webview.onDidReceiveMessage((message: { type: string; name?: string; shown?: boolean }) => {
-      if (message.type === "ready") {
-        this.ready = true;
-        this.post();
-      } else if (message.type === "toggle" && typeof message.name === "string") {
-        if (message.shown === true) this.hidden.delete(message.name);
-        else this.hidden.add(message.name);
-        this.post();
-      }
-    });
-    this.panel.onDidDispose(() => {
-      messages.dispose();
-      this.dispose();
-    });
     this.runs.forEach((_, i) => void this.follow(i));
   }
 
-  reveal(): void {
-    this.panel.reveal();
+  protected view(): unknown {
+    return overlayView(this.data, this.hidden);
   }
 
-  dispose(): void {
-    this.abort.abort();
-    for (const undo of this.stop.splice(0)) undo();
-    this.onDispose();
-    try {
-      this.panel.dispose();
-    } catch {
-      // already disposed
-    }
+  protected toggle(name: string, shown: boolean): void {
+    if (shown) this.hidden.delete(name);
+    else this.hidden.add(name);
   }
 
   private async follow(i: number): Promise<void> {
@@ -100,10 +69,5 @@ export class OverlayPanel {
       this.following.delete(i);
     }
     this.post();
-  }
-
-  private post(): void {
-    if (!this.ready) return;
-    void this.panel.webview.postMessage({ type: "view", view: overlayView(this.data, this.hidden), error: this.error });
   }
 }

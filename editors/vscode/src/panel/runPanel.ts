@@ -10,8 +10,8 @@ import { describeError, RpcError } from "../protocol/rpcError";
 import { runKey, type RunKey } from "../tree/runsModel";
 import { OverlayPanel } from "./overlayPanel";
 import type { RunRef } from "./overlayData";
+import { FollowingPanel } from "./followingPanel";
 import { PanelData } from "./panelData";
-import { panelHtml } from "./panelHtml";
 
 export class RunPanels implements vscode.Disposable {
   private readonly panels = new Map<RunKey, RunPanel>();
@@ -55,31 +55,20 @@ export class RunPanels implements vscode.Disposable {
   }
 }
 
-class RunPanel {
-  private readonly panel: vscode.WebviewPanel;
+class RunPanel extends FollowingPanel {
   private readonly data: PanelData;
-  private readonly abort = new AbortController();
-  private readonly stop: Array<() => void> = [];
   private following = false;
   private ended = false;
-  private ready = false;
-  private error: string | undefined;
 
   constructor(
     private readonly connection: DaemonConnection,
     extensionUri: vscode.Uri,
     private readonly run: RunRef,
     private readonly log: (line: string) => void,
-    private readonly onDispose: () => void,
+    onDispose: () => void,
   ) {
+    super(extensionUri, `rtrain: ${run.runId}`, onDispose);
     this.data = new PanelData(run.host, run.runId);
-    const assets = vscode.Uri.joinPath(extensionUri, "out", "webview");
-    this.panel = vscode.window.createWebviewPanel("rtrain.runPanel", `rtrain: ${run.runId}`, vscode.ViewColumn.Active, {
-      enableScripts: true,
-      retainContextWhenHidden: true,
-      localResourceRoots: [assets],
-    });
-    this.panel.webview.html = panelHtml(this.panel.webview, assets);
     this.stop.push(
       connection.onNotification((n) => {
         if (n.method === "run/points" && this.data.applyUpdate(n.params)) this.post();
@@ -88,35 +77,15 @@ class RunPanel {
         if (state.status === "connected" && !this.following && !this.ended) void this.follow();
       }),
     );
-    const messages = this.panel.webview.onDidReceiveMessage((message: { type: string; name?: string; shown?: boolean }) => {
-      if (message.type === "ready") {
-        this.ready = true;
-        this.post();
-      } else if (message.type === "toggle" && typeof message.name === "string") {
-        this.data.toggle(message.name, message.shown === true);
-        this.post();
-      }
-    });
-    this.panel.onDidDispose(() => {
-      messages.dispose();
-      this.dispose();
-    });
     void this.follow();
   }
 
-  reveal(): void {
-    this.panel.reveal();
+  protected view(): unknown {
+    return this.data.view();
   }
 
-  dispose(): void {
-    this.abort.abort();
-    for (const undo of this.stop.splice(0)) undo();
-    this.onDispose();
-    try {
-      this.panel.dispose();
-    } catch {
-      // already disposed
-    }
+  protected toggle(name: string, shown: boolean): void {
+    this.data.toggle(name, shown);
   }
 
   private async follow(): Promise<void> {
@@ -139,10 +108,5 @@ class RunPanel {
       this.following = false;
     }
     this.post();
-  }
-
-  private post(): void {
-    if (!this.ready) return;
-    void this.panel.webview.postMessage({ type: "view", view: this.data.view(), error: this.error });
   }
 }

@@ -63,5 +63,7 @@ def show_status(
     else:
         print(state_text(run))
     if not json:
+        if run.placement:
+            note(run.placement)  # a pool's run: where it went and why
         for sync in run.synced:
             note(sync_text(sync))

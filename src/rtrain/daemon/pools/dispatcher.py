@@ -254,14 +254,13 @@ class PoolDispatcher:
             raise
         finally:
             self._placing.pop(p.run_id, None)
-        marks = _marks(name, p)
+        placement = placed_words(look, p.gpus, looks)
+        marks = {**_marks(name, p), "placement": placement}
         run = self.ops.known(look.alias, p.run_id) or result.run
         self.ops.record(msgspec.structs.replace(run, **marks))
         self._poke()
         return msgspec.structs.replace(
-            result,
-            run=msgspec.structs.replace(result.run, **marks),
-            placement=placed_words(look, p.gpus, looks),
+            result, run=msgspec.structs.replace(result.run, **marks), placement=placement
         )
 
     # ---- the queue --------------------------------------------------------------------
