@@ -235,8 +235,15 @@ def _scale(results: Results) -> str:
 def _files(results: Results) -> str:
     assert results.files is not None
     again = ", ".join(f"{entry.again.median:.2f} s ({entry.link.label})" for entry in results.files)
+    floor = ", ".join(
+        f"{entry.far_cp.median:.2f} s / {entry.far_tar.median:.2f} s ({entry.link.label})"
+        for entry in results.files
+        if entry.far_cp.values
+    )
     return (
-        f"The same code again took {again}. What it costs: the daemon only stats the local "
+        f"The same code again took {again}; the far side's own `cp -r` / `tar c | tar x` of "
+        f"the run directory it placed took {floor or 'not measured'}, timed there: the copy "
+        "alone, with no start around it. What it costs: the daemon only stats the local "
         "files (their sha256 is remembered while they are unchanged); the far side checks "
         "every cache entry's identity and makes the run its own copy of each file, in one "
         "python3 process (`cache_inputs.py`). On a filesystem without reflinks (this "

@@ -38,6 +38,15 @@ from bench.world import BenchWorld, Link
 # One in this many files goes through `scp -r` on a delayed link (a short mode: minutes else).
 SCP_SHARE_DELAYED = 10
 FOLDERS = 30
+# Times two copies of run directory $1 on the far side: `cp -r`, then `tar c | tar x`.
+FAR_COPIES = """
+set -e
+now() { date +%s.%N; }
+a=$(now); cp -r "$1" "$1.cp"; b=$(now)
+mkdir "$1.tar"; tar c -C "$1" . | tar x -C "$1.tar"; c=$(now)
+rm -rf "$1.cp" "$1.tar"
+awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "cp %.3f\\ntar %.3f\\n", b - a, c - b }'
+"""
 
 
 @dataclass
@@ -53,6 +62,10 @@ class ManyFiles:
     fetch_tar: Sample = field(default_factory=Sample)
     scp: Sample = field(default_factory=Sample)
     scp_files: int = 0
+    # The floor of the same code again on this disk: the far side's own `cp -r` and
+    # `tar c | tar x` of the run directory just placed, timed there (no ssh).
+    far_cp: Sample = field(default_factory=Sample)
+    far_tar: Sample = field(default_factory=Sample)
 
 
 def make_tree(root: Path, count: int, seed: int = 7) -> int:
@@ -106,8 +119,9 @@ class ManyFilesBench:
                 if sample is figures.ship:
                     far_tree = done
             began = time.perf_counter()
-            self._start(client, link, workdir)
+            placed = self._start(client, link, workdir)
             figures.again.add(time.perf_counter() - began)
+            self._far_copies(figures, placed)
             changed = self.code / "d00" / "f00000.bin"
             changed.write_bytes(os.urandom(changed.stat().st_size))
             began = time.perf_counter()
@@ -136,6 +150,14 @@ class ManyFilesBench:
             "workdir": workdir, "command": ["true"], "code": str(self.code),
         })  # fmt: skip
         return f"{self.world.workdir_abs}/{workdir.rsplit('/', 1)[1]}/{run_id}"
+
+    def _far_copies(self, figures: ManyFiles, far_run: str) -> None:
+        """`cp -r` and `tar c | tar x` of a placed run directory on the far side, each into
+        a new folder beside it, timed there: what copying the tree costs on that disk."""
+        said = self.world.far_side(FAR_COPIES, far_run)
+        times = dict(line.split() for line in said.splitlines() if line.count(" ") == 1)
+        figures.far_cp.add(float(times["cp"]))
+        figures.far_tar.add(float(times["tar"]))
 
     def _fetch(self, client: Any, link: Link, far_run: str, dest: Path) -> None:
         run_id = far_run.rsplit("/", 1)[1]

@@ -457,6 +457,7 @@ def files_table(files: list[ManyFiles]) -> str:
                 plain(entry.ship_tar, 2),
                 f"{ratio(entry.ship, entry.ship_tar):.2f}x",
                 plain(entry.again, 2),
+                f"{plain(entry.far_cp, 2)} / {plain(entry.far_tar, 2)}",
                 plain(entry.one_changed, 2),
                 plain(entry.fetch, 2),
                 plain(entry.fetch_tar, 2),
@@ -472,6 +473,7 @@ def files_table(files: list[ManyFiles]) -> str:
             "tar c \\| ssh tar x, s",
             "ship ÷ tar",
             "same code again, s",
+            "far side's own cp -r / tar c \\| tar x of it, s",
             "one file changed, s",
             "fetch, s",
             "ssh tar c \\| tar x, s",
@@ -534,7 +536,10 @@ def _files_body(results: Results, plots: dict[str, str]) -> str:
             "verified by its sha256 before it is placed (the time includes the launch); "
             "against `tar c | ssh host tar x` (nothing verified). **Same code again**: the "
             "same start once more, nothing to send (every file placed from the host's cache "
-            "as the run's own copy). **One file changed**: the same with one file rewritten. "
+            "as the run's own copy); beside it, the far side's own `cp -r` and "
+            "`tar c | tar x` of the run directory it placed, timed there (no ssh): what the "
+            "copy alone costs on that disk. **One file changed**: the same with one file "
+            "rewritten. "
             "**Fetch**: `run/fetch` of the cold start's run directory into an empty folder, "
             "every file verified; against `ssh host tar c | tar x`. **scp -r**: the tree "
             "up, as a user types it; through the proxy it pays round trips per file (minutes "

@@ -66,3 +66,13 @@ def test_a_code_directory_of_many_small_files_ships_in_one_stream_byte_exact(ops
     again_dir = ops.far_run_dir(again.run.run_id)
     for rel, data in files.items():
         assert (again_dir / rel).read_bytes() == data, rel
+    # The folders are made by the placement itself (no far call of their own), the empty one
+    # still by its own; every file is the run's own copy of its cache entry.
+    assert (again_dir / "nothing here").is_dir()
+    hows = {f.path: f.how for f in again.shipped if f.path in files}
+    assert set(hows) == set(files) and set(hows.values()) == {"copied"}, hows
+    cache = again_dir.parent / ".cache" / "inputs"
+    entries = {(p.stat().st_dev, p.stat().st_ino) for p in cache.iterdir()}
+    for rel in files:
+        st = (again_dir / rel).stat()
+        assert (st.st_dev, st.st_ino) not in entries and st.st_nlink == 1, rel

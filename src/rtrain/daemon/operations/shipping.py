@@ -53,8 +53,9 @@ async def ship_files(
 ) -> list[ShippedFile]:
     """Put every file of `inputs` at its place under `run_dir`; what landed, in input order.
     Raises the first failure (the others are stopped)."""
-    if inputs.dirs:
-        await _tree(transport, run_dir, run_id, inputs.dirs, [], [])
+    dirs = _empty_dirs(inputs) if transport.streams else inputs.dirs
+    if dirs:
+        await _tree(transport, run_dir, run_id, dirs, [], [])
     # The run directory's parent is the work directory, whose input cache the engine uses.
     shipped = await ship(
         transport,
@@ -75,6 +76,20 @@ async def ship_files(
         ShippedFile(path=f.name, size=f.size, sha256=f.sha256, sent_bytes=f.sent, how=f.how)  # type: ignore[arg-type]
         for f in shipped
     ]
+
+
+def _empty_dirs(inputs: Inputs) -> list[str]:
+    """The folders no file lands in. On a transport with streams every way a file lands
+    (the cache's placement, a tree's stream, a file sent whole or in pieces) makes its
+    folders, so only these need a far call of their own before the shipping: the same code
+    again then makes no far call before its placement (one round trip fewer)."""
+    holding: set[str] = set()
+    for f in inputs.files:
+        folder = posixpath.dirname(f.rel)
+        while folder and folder not in holding:
+            holding.add(folder)
+            folder = posixpath.dirname(folder)
+    return [d for d in inputs.dirs if d not in holding]
 
 
 def code_report(inputs: Inputs) -> CodeReport | None:

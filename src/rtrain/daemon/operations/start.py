@@ -30,6 +30,7 @@ from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
+from rtrain.daemon.transfer.shipping import hash_ahead
 from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -212,7 +213,13 @@ async def _claim_ship_launch(
     ops: DaemonState, plan: StartPlan, transports: list[Transport], ctx: Notifier
 ) -> StartResult:
     p, run_id = plan.p, plan.run_id
+    # The local hashing (all of it on a first start; a stat a file on the same code again)
+    # overlaps the claim's round trip; an orphan of a failed claim only fills the memory.
+    hashing = asyncio.ensure_future(
+        asyncio.to_thread(hash_ahead, [f.source for f in plan.inputs.files])
+    )
     claims = await _claim(ops, plan, transports)
+    await hashing
     run_dir = claims[0].run_dir
     on_host = ops.launcher(p.host).runs_on_host
     command, setup_command = _commands(plan, run_dir, on_host)

@@ -172,37 +172,64 @@ def bad_name(name: str) -> bool:
     return name.startswith("/") or any(p in ("", ".", "..") for p in parts)
 
 
-def copy_into(source: str, target: str) -> None:
-    """`target`, new (private: the umask of the caller), holding the bytes of `source`."""
-    with open(source, "rb") as src:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(fd, "wb") as dst:
+class Copier:
+    """Private copies of cache entries with as few syscalls as a file allows: a reflink
+    where the filesystem makes one (tried until it says it cannot), else copy_file_range
+    (the kernel copies, no bytes through python), else read and write. No fsync: a run dir
+    whose placement did not finish is never launched."""
+
+    def __init__(self) -> None:
+        self.clones = True
+        self.ranges = hasattr(os, "copy_file_range")
+
+    def copy(self, source: str, target: str) -> None:
+        """`target`, new (private: the umask of the caller), holding the bytes of `source`."""
+        src = os.open(source, os.O_RDONLY)
+        try:
+            dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                self._bytes(src, dst, os.fstat(src).st_size)
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
+
+    def _bytes(self, src: int, dst: int, size: int) -> None:
+        if self.clones:
             try:
                 import fcntl
 
-                fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+                fcntl.ioctl(dst, FICLONE, src)
                 return
-            except (ImportError, OSError):
-                pass
-            size = os.fstat(src.fileno()).st_size
-            copy_range = getattr(os, "copy_file_range", None)
-            done = 0
-            if copy_range is not None:
-                try:
-                    while done < size:
-                        moved = copy_range(src.fileno(), dst.fileno(), size - done)
-                        if moved == 0:
-                            break
-                        done += moved
-                except OSError as error:
-                    if error.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EPERM):
-                        raise
-            src.seek(done)
-            dst.seek(done)
-            block = src.read(CHUNK)
-            while block:
-                dst.write(block)
-                block = src.read(CHUNK)
+            except ImportError:
+                self.clones = False
+            except OSError as error:
+                if error.errno in (errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL):
+                    self.clones = False  # this filesystem makes no reflinks: stop asking
+        done = 0
+        if self.ranges:
+            try:
+                while done < size:
+                    moved = os.copy_file_range(src, dst, size - done)
+                    if moved == 0:
+                        break
+                    done += moved
+            except OSError as error:
+                if error.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EPERM):
+                    raise
+                self.ranges = False
+        os.lseek(src, done, os.SEEK_SET)
+        os.lseek(dst, done, os.SEEK_SET)
+        block = os.read(src, CHUNK)
+        while block:
+            view = memoryview(block)
+            while view:
+                view = view[os.write(dst, view) :]
+            block = os.read(src, CHUNK)
+
+
+# One for the process: what it learns of the filesystem (no reflinks) holds for every file.
+COPIER = Copier()
 
 
 def parsed(line: str) -> tuple[str, int, str]:
@@ -226,7 +253,7 @@ def place_copy(entry: str, target: str, made: set[str]) -> None:
         if folder not in made:
             os.makedirs(folder, exist_ok=True)
             made.add(folder)
-        copy_into(entry, temporary)
+        COPIER.copy(entry, temporary)
         os.replace(temporary, target)
     except OSError:
         try:

@@ -75,8 +75,8 @@ def digests(path: Path, piece: int = 0) -> Digests:
         return known[1]
     whole, parts = _read_digests(path, piece)
     digest = Digests(whole, before.st_size, piece, parts)
-    settled = time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > RACY * 1e9
-    if settled and _identity(os.stat(path)) == identity:
+    held_still = time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > RACY * 1e9
+    if held_still and _identity(os.stat(path)) == identity:
         _known[key] = (identity, digest)
         _known.move_to_end(key)
         while len(_known) > REMEMBERED:
@@ -104,6 +104,13 @@ def _read_digests(path: Path, piece: int) -> tuple[str, tuple[str, ...]]:
     if in_piece or not parts:
         parts.append(current.hexdigest())
     return whole.hexdigest(), tuple(parts)
+
+
+def settled(path: Path) -> bool:
+    """True when the file has held still long enough for its digest to be remembered (a
+    file changed just now would be hashed twice: ahead of time, then at its use)."""
+    st = os.stat(path)
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY * 1e9
 
 
 def _identity(st: os.stat_result) -> _Identity:

@@ -32,7 +32,7 @@ from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error
-from .local_hashes import digests
+from .local_hashes import digests, settled
 from .plan import PIECE, channels_for, pieces
 
 CHUNK = 1024 * 1024
@@ -416,6 +416,18 @@ def _read_piece(path: Path, offset: int, length: int, advance: Progress) -> Iter
             left -= len(chunk)
             yield chunk
             advance(len(chunk))
+
+
+def hash_ahead(sources: Sequence[Path | bytes]) -> None:
+    """Hash the local files among `sources` now (remembered: `ship` then finds each
+    digest taken), so that a start hashes while it waits for the host to make the run
+    directory. A file that changed just now is left to `ship` (its digest would not be
+    remembered), and so is one that cannot be read (`ship` says so)."""
+    try:
+        named = [(source, "") for source in sources if isinstance(source, Path) and settled(source)]
+        _hashed(named)
+    except OSError:
+        pass
 
 
 def _hashed(named: list[tuple[Path, str]]) -> list[_File]:

@@ -95,6 +95,10 @@ if ! cp -al -- "$stage/run/." "$RUN_DIR/" 2>/dev/null; then
 	for entry in $entries; do
 		unset IFS
 		name=${entry#*"$TAB"}
+		# The daemon makes no far call for a folder that files land in: made here.
+		case $name in
+		*/*) mkdir -p -- "$RUN_DIR/${name%/*}" 2>/dev/null ;;
+		esac
 		msg=$(mv -f -- "$stage/run/$name" "$RUN_DIR/$name" 2>&1) ||
 			fail "$E_WRITE" write "$(flat "$msg")"
 		IFS=$NL
