@@ -16,7 +16,6 @@ console) an input goes through `whole_file.upload`, straight into the run direct
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import posixpath
 import tempfile
@@ -33,8 +32,8 @@ from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error
-from .local_hashes import settled, sha256_and_size
-from .plan import channels_for, pieces
+from .local_hashes import digests, settled
+from .plan import PIECE, channels_for, pieces
 
 CHUNK = 1024 * 1024
 # Uploads side by side on a transport without streams (the console's chunked uploads).
@@ -72,6 +71,8 @@ class _File:
     name: str
     size: int
     sha256: str
+    # Each piece's sha256, from the same read as `sha256`: a file larger than one piece.
+    pieces: tuple[str, ...] = ()
 
 
 Progress = Callable[[int], None]
@@ -300,11 +301,13 @@ async def _send_file(
     whole = len(cut) == 1
     sent = 0
 
+    if not whole and len(f.pieces) != len(cut):
+        raise _changed(f)  # it grew or shrank while it was hashed
+    expected = {offset: f.sha256 if whole else f.pieces[i] for i, (offset, _) in enumerate(cut)}
+
     async def put(offset: int, length: int) -> None:
         nonlocal sent
-        digest = await asyncio.to_thread(_piece_sha256, f.path, offset, length)
-        if whole and digest != f.sha256:
-            raise _changed(f)
+        digest = expected[offset]
         args = [workdir, f.sha256, str(f.size), str(offset), str(length), digest]
         if whole:
             args += [run_dir, f.name]
@@ -415,13 +418,6 @@ def _read_piece(path: Path, offset: int, length: int, advance: Progress) -> Iter
             advance(len(chunk))
 
 
-def _piece_sha256(path: Path, offset: int, length: int) -> str:
-    digest = hashlib.sha256()
-    for chunk in _read_piece(path, offset, length, lambda _count: None):
-        digest.update(chunk)
-    return digest.hexdigest()
-
-
 def hash_ahead(sources: Sequence[Path | bytes]) -> None:
     """Hash the local files among `sources` now (remembered: `ship` then finds each
     digest taken), so that a start hashes while it waits for the host to make the run
@@ -450,8 +446,9 @@ def _hashed(named: list[tuple[Path, str]]) -> list[_File]:
 def _hashed_slice(named: list[tuple[Path, str]]) -> list[_File]:
     files = []
     for path, name in named:
-        sha, size = sha256_and_size(path)
-        files.append(_File(path, name, size, sha))
+        # One pass takes the whole file's sha256 and, for a file sent in pieces, each piece's.
+        found = digests(path, PIECE if path.stat().st_size > PIECE else 0)
+        files.append(_File(path, name, found.size, found.sha256, found.pieces))
     return files
 
 

@@ -1,13 +1,14 @@
 # rtrain-needs: hashing cache
 # put_range.sh WORKDIR SHA256 SIZE OFFSET LENGTH PIECE_SHA256 [RUN_DIR NAME]: LENGTH bytes on
 # stdin are written at OFFSET (a multiple of 1 MiB) of the cache's partial copy of input
-# SHA256, hashed as they are written; kept (`piece OFFSET LENGTH`, and a marker that a
-# resumed upload finds) only if they hash to PIECE_SHA256, else `mismatch`, exit 3. A piece
+# SHA256, hashed as they are written; kept (`piece OFFSET LENGTH`, and a marker holding
+# PIECE_SHA256 that a resumed upload and the seal find) only if they hash to PIECE_SHA256, else `mismatch`, exit 3. A piece
 # that is the whole input (RUN_DIR and NAME given) is sealed at once: into the cache, placed
 # in the run directory (`placed ...`).
 need_args "$#" 6
 # daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
 CACHE_PROGRAM='@cache_inputs.py@'
+RANGE_PROGRAM='@range_mover.py@'
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
 sha=$2 size=$3 offset=$4 length=$5 expected=$6
 { is_sha256 "$sha" && is_sha256 "$expected"; } || fail "$E_USAGE" usage
@@ -25,16 +26,28 @@ if [ "$whole" = 1 ]; then
 	msg=$({ : >"$part"; } 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
 else
 	msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+	# Its bytes are about to be written again: no marker vouches for them until they verify.
+	rm -f -- "$pieces/$offset-$length"
 fi
-{ have tee && fd_by_name; } || fail "$E_USAGE" no_tee
-# dd writes in place (conv=notrunc): pieces of one input arrive side by side, in any order.
-sums=$({
-	{
-		{ tee /dev/fd/4 2>&5; printf 'tee %s\n' "$?" >&5; } |
-			{ dd of="$part" bs=1048576 seek="$((offset / 1048576))" conv=notrunc 2>&5; printf 'cat %s\n' "$?" >&5; }
-	} 4>&1 | sha256_of /dev/stdin
-} 5>&1 2>&1)
-split_sums "$sums"
+# Pieces of one input arrive side by side, in any order: each is written in place.
+if have python3; then
+	# One process reads, hashes and writes each byte (range_mover.py).
+	if sums=$(python3 -c "$RANGE_PROGRAM" put "$part" "$offset" "$length" 2>/dev/null) &&
+		is_digest "$sums"; then
+		TH_DIGEST=$sums TH_OK=2 TH_NOTE=
+	else
+		TH_DIGEST='' TH_OK=0 TH_NOTE=$sums
+	fi
+else
+	{ have tee && fd_by_name; } || fail "$E_USAGE" no_tee
+	sums=$({
+		{
+			{ tee /dev/fd/4 2>&5; printf 'tee %s\n' "$?" >&5; } |
+				{ dd of="$part" bs=1048576 seek="$((offset / 1048576))" conv=notrunc 2>&5; printf 'cat %s\n' "$?" >&5; }
+		} 4>&1 | sha256_of /dev/stdin
+	} 5>&1 2>&1)
+	split_sums "$sums"
+fi
 if [ "$whole" = 1 ] && [ "$TH_DIGEST" = "$expected" ] && [ "$expected" = "$sha" ] &&
 	in_cache "$sha" "$size"; then
 	# Another start sealed the same input meanwhile: the run gets these verified bytes.
@@ -54,7 +67,9 @@ if [ "$TH_DIGEST" != "$expected" ]; then
 	emit mismatch "$TH_DIGEST"
 	exit "$E_MISMATCH"
 fi
-[ "$whole" = 1 ] || : >"$pieces/$offset-$length"
+# The marker holds the piece's sha256: the daemon took it in the same read as the whole
+# file's, so a copy whose every piece has one needs no second hash at the seal.
+[ "$whole" = 1 ] || printf '%s\n' "$expected" >"$pieces/$offset-$length"
 emit piece "$offset" "$length"
 if [ "$whole" = 1 ]; then
 	[ "$expected" = "$sha" ] || {

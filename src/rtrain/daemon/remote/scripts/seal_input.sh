@@ -1,6 +1,6 @@
 # rtrain-needs: hashing cache
 # seal_input.sh WORKDIR SHA256 SIZE RUN_DIR NAME: the partial copy of an input whose pieces all
-# arrived is hashed whole; if it is SHA256 and SIZE bytes it moves into the cache and is placed
+# arrived is checked whole (by its pieces' digests, bound_pieces, or hashed); if it is SHA256 and SIZE bytes it moves into the cache and is placed
 # in the run directory (`placed NAME ...`); else it is dropped: `mismatch DIGEST`, exit 3.
 need_args "$#" 5
 # daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
@@ -16,7 +16,31 @@ if in_cache "$2" "$3" && [ "$(sha256_of "$CACHE_INPUTS/$2")" = "$2" ]; then
 	place_input "$CACHE_INPUTS/$2" "$run_dir" "$5"
 	exit 0
 fi
-digest=$(sha256_of "$part") || fail "$E_IO" unreadable partial
+# bound_pieces: every byte of the copy lies in a piece verified as it was written against a
+# digest the daemon took in the same read as the whole file's SHA256 (put_range.sh writes it
+# into the piece's marker), so together they are that file: no second hash of it here. An
+# empty marker (an older rtrain's) binds nothing: the copy is then hashed whole.
+bound_pieces() {
+	bp_at=0
+	while [ "$bp_at" -lt "$3" ]; do
+		bp_next=
+		for bp_marker in "$part.pieces/$bp_at"-*; do
+			bp_length=${bp_marker##*-}
+			if [ -s "$bp_marker" ] && is_uint "$bp_length" && [ "$bp_length" -gt 0 ]; then
+				bp_next=$((bp_at + bp_length))
+				break
+			fi
+		done
+		[ -n "$bp_next" ] || return 1
+		bp_at=$bp_next
+	done
+	[ "$bp_at" = "$3" ]
+}
+if [ "$(size_of "$part")" = "$3" ] && bound_pieces "$@"; then
+	digest=$2
+else
+	digest=$(sha256_of "$part") || fail "$E_IO" unreadable partial
+fi
 if [ "$digest" != "$2" ] || [ "$(size_of "$part")" != "$3" ]; then
 	rm -rf -- "$part" "$part.pieces"
 	emit mismatch "$digest"

@@ -30,7 +30,11 @@ place_input() {
 	else
 		[ "${PI_REFLINK-}" = no ] || rm -f -- "$pi_tmp"
 		PI_REFLINK=no
-		if ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
+		# cp copies inside the kernel where it can (copy_file_range): a large input is not
+		# carried through a pipe and back, as cat would.
+		if cp -- "$1" "$pi_tmp" 2>/dev/null && chmod u+w -- "$pi_tmp" 2>/dev/null; then
+			:
+		elif rm -f -- "$pi_tmp"; ! cat -- "$1" >"$pi_tmp" 2>/dev/null; then
 			# A new file, so it is writable (and private: umask 077).
 			pi_msg=$(cat -- "$1" 2>&1 >"$pi_tmp")
 			rm -f -- "$pi_tmp"
