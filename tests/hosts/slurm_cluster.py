@@ -288,7 +288,20 @@ class SlurmCluster:
         _write_lines(self.conf_dir / "slurmdbd.conf", dbd_conf, 0o600)
 
     def _start_slurmdbd(self) -> None:
-        self._spawn("slurmdbd", [_required("slurmdbd"), "-D"])
+        # On a loaded machine slurmdbd's first queries of a MariaDB that has only just come up
+        # can come back empty ("We should have gotten a result"), and slurmdbd exits at once:
+        # started again, it finds its database ready. Any other failure, or a third, is raised.
+        for attempt in range(3):
+            self._spawn("slurmdbd", [_required("slurmdbd"), "-D"])
+            try:
+                self._wait_slurmdbd()
+                return
+            except SlurmStartError as error:
+                if attempt == 2 or "Plugin init() callback failed" not in str(error):
+                    raise
+                self._processes.pop("slurmdbd").wait()
+
+    def _wait_slurmdbd(self) -> None:
         self._wait(lambda: self._port_open(self._ports["dbd"]), "slurmdbd")
         # Listening is not answering: on a busy machine slurmdbd still sets up its tables,
         # and an `add cluster` sent then fails.

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rtrain.daemon.launchers import registry as launchers
-from rtrain.daemon.launchers.far_loopback import far_loopback_problem
 from rtrain.daemon.operations.context import DaemonState
 from rtrain.daemon.ssh.control_master import ControlMaster
 from rtrain.daemon.ssh.exec_transport import ExecTransport
@@ -102,13 +101,9 @@ class ReverseForwards:
                     "its own would end at once. Leave out --run for one of the host's.",
                 )
             launcher = launchers.for_run(run.launcher, self.ops.hosts.config.host(p.host))
-            if launcher.scheduler is not None or len(run.nodes) > 1:
-                elsewhere = (
-                    f"it runs across {len(run.nodes)} hosts"
-                    if len(run.nodes) > 1
-                    else f"a {launcher.scheduler} host: its runs are batch jobs on other nodes"
-                )
-                raise app_error(Kind.INVALID_COMMAND, far_loopback_problem(p.host, elsewhere))
+            problem = launcher.reverse_forward_problem(p.host, len(run.nodes))
+            if problem:
+                raise app_error(Kind.INVALID_COMMAND, problem)
         if p.host == LOCAL_ALIAS:
             raise app_error(
                 Kind.INVALID_HOST,

@@ -120,6 +120,23 @@ class Launcher(ABC):
         None where runs live on the host itself (its own GPUs and python are the verdict)."""
         return None
 
+    @classmethod
+    def reverse_forward_problem(cls, host: str, nodes: int) -> str | None:
+        """Why a reverse forward would not reach this launcher's run of `nodes` nodes: it
+        listens on 127.0.0.1 of `host` itself, and a batch job's compute node and the other
+        nodes of a run across hosts have loopbacks of their own. None where it would."""
+        if cls.scheduler is not None:
+            elsewhere = f"a {cls.scheduler} host: its runs are batch jobs on other nodes"
+        elif nodes > 1:
+            elsewhere = f"it runs across {nodes} hosts"
+        else:
+            return None
+        return (
+            f"--reverse listens on 127.0.0.1 of {host} itself, and this run does not run only "
+            f"there ({elsewhere}): its processes could not reach it. Leave out --reverse and "
+            "point the trainer at an address its nodes reach."
+        )
+
     def options_problem(self, p: StartParams) -> str | None:
         """Why the start's own options for this launcher cannot be honoured, in one
         sentence; None when they can."""

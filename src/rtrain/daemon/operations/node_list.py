@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from rtrain.daemon.launchers import registry as launchers
-from rtrain.daemon.launchers.far_loopback import far_loopback_problem
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.launcher_options import NodesOptions
@@ -57,8 +56,9 @@ def node_hosts(ops: DaemonState, p: StartParams) -> tuple[str, ...]:
             "a run across hosts runs torchrun on each node: put {torchrun} where torchrun "
             "goes in the command (e.g. -- '{torchrun}' train.py)."
         )
-    if p.reverse:
-        raise _refused(far_loopback_problem(p.host, f"it runs across {len(hosts)} hosts"))
+    reverse_problem = launchers.across_hosts().reverse_forward_problem(p.host, len(hosts))
+    if p.reverse and reverse_problem:
+        raise _refused(reverse_problem)
     if o.master_addr is not None and not _ADDRESS.fullmatch(o.master_addr):
         raise _refused(f"--master-addr {o.master_addr!r} is not a host name or an address.")
     return hosts

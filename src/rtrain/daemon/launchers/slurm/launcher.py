@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import msgspec
 
-from rtrain.daemon.launchers.far_loopback import far_loopback_problem
 from rtrain.daemon.launchers.launcher import SchedulerVerdict
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
@@ -89,9 +88,7 @@ class SlurmLauncher(OverTransport):
 
     def options_problem(self, p: StartParams) -> str | None:
         if p.reverse:
-            return far_loopback_problem(
-                p.host, "a slurm host: its runs are batch jobs on other nodes"
-            )
+            return self.reverse_forward_problem(p.host, 1)
         # Values Slurm would misread.
         return check_request(self.request(p))
 
