@@ -181,24 +181,32 @@ class _PieceFetch:
         rel, transport, partial = self.rel, self.transport, self.partial
         digest = hashlib.sha256()
         got = noted = 0
+        # `take` runs on the stream's own thread (byte_pump.py): it writes and hashes there,
+        # and hands the loop only counts (the progress, how far the piece landed).
+        loop = asyncio.get_running_loop()
 
-        def take(chunk: bytes) -> None:
+        def take(block: memoryview) -> None:
             nonlocal got, noted
-            if got + len(chunk) > length:
+            if got + len(block) > length:
                 raise fetch_unverified(rel)
-            os.pwrite(sink, chunk, offset + got)
-            got += len(chunk)
-            digest.update(chunk)
-            self.progress(len(chunk))
+            written = 0
+            while written < len(block):
+                written += os.pwrite(sink, block[written:], offset + got + written)
+            got += len(block)
+            digest.update(block)
+            loop.call_soon_threadsafe(self.progress, len(block))
             if got - noted >= LANDED_STEP:
                 # A killed daemon leaves this note: the next fetch checks these bytes.
-                partial.note_landed(offset, got)
+                loop.call_soon_threadsafe(partial.note_landed, offset, got)
                 noted = got
 
         args = [self.run_dir, rel, str(offset), str(length), partial.state]
         try:
-            done = await self.lanes.run(lambda: transport.stream_out("send_range", args, take))
+            done = await self.lanes.run(
+                lambda: transport.stream_out_on_thread("send_range", args, take)
+            )
         except BaseException as error:
+            # The thread has ended (the transport waits for it): `got` is final.
             if got != noted and not isinstance(error, OSError):
                 # Cut or cancelled: as far as it came (a local disk error discards it all).
                 with contextlib.suppress(OSError):

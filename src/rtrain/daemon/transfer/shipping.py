@@ -20,7 +20,7 @@ import os
 import posixpath
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from pathlib import Path
 from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, says_disk_full
 from rtrain.daemon.transfer import tree_ship, whole_file
+from rtrain.daemon.transports.byte_pump import FileRange
 from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
@@ -313,10 +314,11 @@ async def _send_file(
             args += [run_dir, f.name]
         done = file_scripts.stored(
             await lanes.run(
-                lambda: transport.stream_in(
+                lambda: transport.stream_file_in(
                     "put_range",
                     args,
-                    lambda: _read_piece(f.path, offset, length, advance),
+                    FileRange(f.path, offset, length),
+                    advance,
                     answer_within=STALL_TIMEOUT + length / HASH_RATE,
                 )
             )
@@ -403,19 +405,6 @@ def _failure(transport: Transport, error: FarError | None, text: str, what: str)
     if word == ErrorWord.PATH_OUTSIDE_RUN:
         return app_error(Kind.PATH_OUTSIDE_RUN, f"{transport.alias}: {what}: {words}")
     return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: {what} failed: {words}")
-
-
-def _read_piece(path: Path, offset: int, length: int, advance: Progress) -> Iterator[bytes]:
-    with open(path, "rb") as source:
-        source.seek(offset)
-        left = length
-        while left > 0:
-            chunk = source.read(min(CHUNK, left))
-            if not chunk:
-                return  # the file shrank: the far side's hash of the piece tells
-            left -= len(chunk)
-            yield chunk
-            advance(len(chunk))
 
 
 def hash_ahead(sources: Sequence[Path | bytes]) -> None:
