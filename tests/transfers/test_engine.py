@@ -309,8 +309,9 @@ def test_a_fetch_killed_with_the_daemon_resumes(campaign: Campaign) -> None:
     assert partial_records(dest) == []
 
 
-# Four pieces and two MiB: its half lies early in the third piece, which is in flight then.
-HALF_IN_A_PIECE = 4 * 16 * MIB + 2 * MIB
+# Four pieces and two notes' worth: its half lies early in the third piece, which is in
+# flight then, one note (LANDED_STEP) into it.
+HALF_IN_A_PIECE = 4 * 16 * MIB + 2 * LANDED_STEP
 
 
 def cut_fetch(campaign: Campaign, run_id: str, dest: Path, at: int, how: str) -> int:
