@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from rtrain.daemon.remote import script
+from rtrain.daemon.remote.cache_inputs import FILL_LOCK
 
 PYTHON = sys.executable
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -177,6 +179,15 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 15, what: str = "co
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def wait_for_fills(cache_dir: Path) -> None:
+    """Until no process fills the cache (each holds `fill.lock` shared while it copies)."""
+    lock = cache_dir / FILL_LOCK
+    if not lock.exists():
+        return
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
 
 
 def wait_file(path: Path, timeout: float = 15, empty_ok: bool = False) -> str:

@@ -19,7 +19,7 @@ from rtrain.daemon.remote import script
 from rtrain.daemon.remote.cache_inputs import FILL_LOCK
 from rtrain.daemon.transfer.tree_ship import stream
 
-from .conftest import Remote, wait_for
+from .conftest import Remote, wait_for, wait_for_fills
 
 FILES = {
     "a b.txt": b"spaces\n",
@@ -57,15 +57,6 @@ def env(
     if request.param == "python3":
         return remote.env
     return {**remote.env, "PATH": stripped_path({"python3"})}
-
-
-def wait_for_fills(cache_dir: Path) -> None:
-    """Until no process fills the cache (each holds `fill.lock` shared while it copies)."""
-    lock = cache_dir / FILL_LOCK
-    if not lock.exists():
-        return
-    with open(lock) as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
 
 
 def receiving(run_dir: Path) -> list[Path]:

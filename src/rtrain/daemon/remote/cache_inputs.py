@@ -11,6 +11,9 @@
 #                             `placed<TAB>NAME<TAB>copied`. Every other one: `missing<TAB>NAME`
 #                             and `piece<TAB>NAME<TAB>OFFSET<TAB>LENGTH` for each piece a cut
 #                             upload left verified.
+#   fill CACHE_DIR RUN_DIR    stdin: `SHA256<TAB>NAME` lines, inputs just verified and placed
+#                             as RUN_DIR/NAME (seal_input.sh): after the answer, as for
+#                             `receive`, each gets a private copy in the cache.
 #   seal CACHE_DIR            stdin: `SHA256` lines, entries just verified and moved into the
 #                             cache: their identity is written down.
 #   receive CACHE_DIR RUN_DIR STAGE
@@ -440,41 +443,48 @@ class Receiver:
                 pass
         self.identities.write_down(entries, self.inputs_dir)
 
-    def fill_from(self, run_dir: str) -> None:
-        """Each verified content, a private copy in the cache made from the file of the run (a
-        reflink, or a copy inside the kernel), hashed again before it enters: the run may
-        have started and changed its file since."""
-        entries: dict[str, os.stat_result] = {}
-        for sha in self.good:
-            temporary = os.path.join(self.inputs_dir, f".filling-{sha}-{os.getpid()}")
-            target = os.path.join(self.inputs_dir, sha)
+    def files(self, run_dir: str) -> list[tuple[str, str]]:
+        """(SHA, the file of the run that holds it) of each verified content."""
+        return [(sha, os.path.join(run_dir, self.first[sha])) for sha in self.good]
+
+
+def fill_from(cache_dir: str, files: list[tuple[str, str]]) -> None:
+    """Each (SHA, FILE): a private copy of the file of a run in the cache as entry SHA (a
+    reflink, or a copy inside the kernel), hashed again before it enters: the run may have
+    started and changed its file since."""
+    inputs_dir = os.path.join(cache_dir, "inputs")
+    entries: dict[str, os.stat_result] = {}
+    for sha, source in files:
+        temporary = os.path.join(inputs_dir, f".filling-{sha}-{os.getpid()}")
+        target = os.path.join(inputs_dir, sha)
+        try:
+            COPIER.copy(source, temporary)
+            if sha256_of(temporary) != sha:
+                os.remove(temporary)
+                continue
+            os.chmod(temporary, 0o444)
+            os.replace(temporary, target)
+            entries[sha] = os.stat(target)
+        except OSError:
             try:
-                COPIER.copy(os.path.join(run_dir, self.first[sha]), temporary)
-                if sha256_of(temporary) != sha:
-                    os.remove(temporary)
-                    continue
-                os.chmod(temporary, 0o444)
-                os.replace(temporary, target)
-                entries[sha] = os.stat(target)
+                os.remove(temporary)
             except OSError:
-                try:
-                    os.remove(temporary)
-                except OSError:
-                    pass  # no entry only means the next start sends this input again
-        self.identities.write_down(entries, self.inputs_dir)
+                pass  # no entry only means the next start sends this input again
+    Identities(cache_dir).write_down(entries, inputs_dir)
 
 
-def fill_after_answer(receiver: Receiver, cache_dir: str, run_dir: str) -> None:
-    """Fill the cache from the files of the run in a process of its own, after the answer: the
-    run need not wait for the second copy of its inputs. The fill holds FILL_LOCK shared until
-    it ends, and `place` waits for it where an input is missing, so a start right after this
-    one finds every entry."""
+def fill_after_answer(cache_dir: str, files: list[tuple[str, str]]) -> None:
+    """`fill_from` in a process of its own, after the answer: the run need not wait for the
+    second copy of its inputs. The fill holds FILL_LOCK shared until it ends, and `place`
+    waits for it where an input is missing, so a start right after this one finds every
+    entry."""
+    sys.stdout.flush()
     try:
         lock = os.open(os.path.join(cache_dir, FILL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(lock, fcntl.LOCK_SH)
         child = os.fork()
     except OSError:
-        receiver.fill_from(run_dir)
+        fill_from(cache_dir, files)
         return
     if child:
         os.close(lock)  # the copy in the child holds the lock
@@ -484,9 +494,21 @@ def fill_after_answer(receiver: Receiver, cache_dir: str, run_dir: str) -> None:
         quiet = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(quiet, fd)  # the channel ends when every writer of the answer does
-        receiver.fill_from(run_dir)
+        fill_from(cache_dir, files)
     finally:
         os._exit(0)
+
+
+def fill(cache_dir: str, run_dir: str) -> None:
+    """stdin: `SHA<TAB>NAME` lines, inputs just verified and placed as RUN_DIR/NAME: each
+    enters the cache after the answer."""
+    files = []
+    for line in sys.stdin:
+        sha, tab, name = line.rstrip("\n").partition("\t")
+        if not tab or not is_sha(sha) or bad_name(name):
+            fail(E_USAGE, "usage")
+        files.append((sha, os.path.join(run_dir, name)))
+    fill_after_answer(cache_dir, files)
 
 
 def waited_for_fills(cache_dir: str) -> bool:
@@ -579,8 +601,7 @@ def receive(cache_dir: str, run_dir: str, stage: str) -> None:
         receiver.keep_landed()
         fail(E_WRITE, "write", str(error.strerror or error))
     emit("received", str(len(names)))
-    sys.stdout.flush()
-    fill_after_answer(receiver, cache_dir, run_dir)
+    fill_after_answer(cache_dir, receiver.files(run_dir))
 
 
 def copy_duplicates(names: list[tuple[str, str]], receiver: Receiver) -> None:
@@ -623,6 +644,8 @@ def merge_tree(tree: str, run_dir: str) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) == 4 and argv[1] == "place":
         place(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "fill":
+        fill(argv[2], argv[3])
     elif len(argv) == 3 and argv[1] == "seal":
         seal(argv[2])
     elif len(argv) == 5 and argv[1] == "receive":

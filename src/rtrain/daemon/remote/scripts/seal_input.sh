@@ -1,7 +1,9 @@
 # rtrain-needs: hashing cache
 # seal_input.sh WORKDIR SHA256 SIZE RUN_DIR NAME: the partial copy of an input whose pieces all
-# arrived is checked whole (by its pieces' digests, bound_pieces, or hashed); if it is SHA256 and SIZE bytes it moves into the cache and is placed
-# in the run directory (`placed NAME ...`); else it is dropped: `mismatch DIGEST`, exit 3.
+# arrived is checked whole (by its pieces' digests, bound_pieces, or hashed); if it is SHA256
+# and SIZE bytes it is placed in the run directory (`placed NAME ...`): with python3 it moves
+# there and the cache gets a copy after the answer, else it moves into the cache and the run
+# gets a copy; if not, it is dropped: `mismatch DIGEST`, exit 3.
 need_args "$#" 5
 # daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
 CACHE_PROGRAM='@cache_inputs.py@'
@@ -45,6 +47,15 @@ if [ "$digest" != "$2" ] || [ "$(size_of "$part")" != "$3" ]; then
 	rm -rf -- "$part" "$part.pieces"
 	emit mismatch "$digest"
 	exit "$E_MISMATCH"
+fi
+if have python3; then
+	# The verified copy becomes the run's own file by a rename (no second copy written while
+	# the start waits); the cache gets its own copy after the answer, hashed again
+	# (cache_inputs.py fill), and a placement that finds it missing meanwhile waits for it.
+	move_input "$part" "$run_dir" "$5"
+	rm -rf -- "$part.pieces"
+	printf '%s\t%s\n' "$2" "$5" | python3 -c "$CACHE_PROGRAM" fill "$CACHE_DIR" "$run_dir"
+	exit 0
 fi
 chmod a-w -- "$part"
 msg=$(mv -f -- "$part" "$CACHE_INPUTS/$2" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"

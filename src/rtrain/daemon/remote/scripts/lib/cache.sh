@@ -48,6 +48,21 @@ place_input() {
 	emit placed "$3" copied
 }
 
+# move_input FILE RUN_DIR NAME: FILE (verified, the caller's own) moves to RUN_DIR/NAME, the
+# run's own to rewrite. `placed NAME copied`, as place_input says it.
+move_input() {
+	case /$3/ in
+	*/../* | */./* | //*) fail "$E_OUTSIDE" path_outside_run "$(flat "$3")" ;;
+	esac
+	mi_dest=$2/$3
+	case $3 in
+	*/*) mkdir -p -- "${mi_dest%/*}" 2>/dev/null ;;
+	esac
+	chmod u+w -- "$1" 2>/dev/null
+	mi_msg=$(mv -f -- "$1" "$mi_dest" 2>&1) || fail "$E_WRITE" write "$(flat "$mi_msg")"
+	emit placed "$3" copied
+}
+
 # seal_entries: stdin names (a sha256 a line) entries just verified and moved into the cache,
 # read-only; their identity is written down (cache_inputs.py, whose text the calling script
 # holds in CACHE_PROGRAM), so that the next start places them without hashing them again.
