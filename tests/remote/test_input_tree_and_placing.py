@@ -97,3 +97,40 @@ def test_a_cache_entry_changed_in_place_with_the_same_size_is_dropped_not_placed
     assert done.values("placed_all") == []
     assert not entry.exists() and not (second / "data.bin").exists()
     assert (first / "data.bin").read_bytes() == data
+
+
+@pytest.mark.parametrize("python", ["python3", "no python"])
+def test_prepare_claims_then_places_what_the_cache_holds_in_one_call(
+    remote: Remote, tmp_path: Path, python: str
+) -> None:
+    """A warm start's claim and placement are one far call (prepare.sh `place`): the run
+    directory is made, then each cached input placed in it as the run's own copy; an input
+    the cache lacks is `missing`. A run id that exists is refused before anything is placed."""
+    data = b"cached bytes\n" * 50
+    digest = hashlib.sha256(data).hexdigest()
+    absent = hashlib.sha256(b"never shipped").hexdigest()
+    workdir = remote.home / ".rtrain"
+    env = remote.env if python == "python3" else _without_python(remote, tmp_path)
+    entry = workdir / ".cache" / "inputs" / digest
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes(data)
+    entry.chmod(0o400)
+    listing = f"{digest}\t{len(data)}\tsub/data.bin\n{absent}\t13\tother.bin\n".encode()
+    run_id = remote.new_run_id()
+    done = remote.run("prepare", "~/.rtrain", run_id, "place", stdin=listing, env=env)
+    assert done.returncode == 0, done
+    run_dir = workdir / run_id
+    assert done.value("run_dir") == str(run_dir)
+    assert done.values("placed") == [["sub/data.bin", "copied"]], done
+    assert done.values("missing") == [["other.bin"]], done
+    assert (run_dir / "sub" / "data.bin").read_bytes() == data
+    assert not (run_dir / "sub" / "data.bin").samefile(entry)
+    assert not (run_dir / "other.bin").exists()
+
+    (run_dir / "train.log").write_text("the first run's\n")
+    again = remote.run("prepare", "~/.rtrain", run_id, "place", stdin=listing, env=env)
+    assert again.returncode == 17 and again.lines == [["error", "run_exists"]], again
+    assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == [
+        "sub",
+        "train.log",
+    ]

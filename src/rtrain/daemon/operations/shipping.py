@@ -11,7 +11,7 @@ import posixpath
 from collections.abc import Callable
 
 from rtrain.daemon.remote.contract import file_scripts
-from rtrain.daemon.transfer.shipping import Input, ship
+from rtrain.daemon.transfer.shipping import Answered, Input, ship
 from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import CodeReport, LeftHomePath, ShippedFile, ShippedLink
@@ -42,6 +42,11 @@ class ShipProgress:
         self._changed(self)
 
 
+def shipped_inputs(inputs: Inputs) -> list[Input]:
+    """`inputs` as the transfer engine ships them (and the host's cache is asked for them)."""
+    return [Input(f.source, f.rel) for f in inputs.files]
+
+
 async def ship_files(
     transport: Transport,
     run_dir: str,
@@ -50,9 +55,11 @@ async def ship_files(
     progress: ShipProgress,
     *,
     channels: int | None = None,
+    answered: Answered | None = None,
 ) -> list[ShippedFile]:
     """Put every file of `inputs` at its place under `run_dir`; what landed, in input order.
-    Raises the first failure (the others are stopped)."""
+    Raises the first failure (the others are stopped). `answered`: the host's cache placed
+    what it holds already (in the claim's far call)."""
     dirs = _empty_dirs(inputs) if transport.streams else inputs.dirs
     if dirs:
         await _tree(transport, run_dir, run_id, dirs, [], [])
@@ -61,10 +68,11 @@ async def ship_files(
         transport,
         posixpath.dirname(run_dir),
         run_dir,
-        [Input(f.source, f.rel) for f in inputs.files],
+        shipped_inputs(inputs),
         progress.bytes_moved,
         channels=channels,
         landed=lambda _file: progress.file_landed(),
+        answered=answered,
     )
     runnable = [f.rel for f in inputs.files if f.executable]
     # Links come last, so that no file is ever placed through one.

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import posixpath
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -30,7 +31,7 @@ from rtrain.daemon.remote.contract import launch_scripts
 from rtrain.daemon.remote.contract.launch_scripts import Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
-from rtrain.daemon.transfer.shipping import hash_ahead
+from rtrain.daemon.transfer.shipping import Answered, Entry, cache_entries
 from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -65,7 +66,7 @@ from .run_limits import (
     launch_line,
     watcher_files,
 )
-from .shipping import ShipProgress, code_report, ship_files
+from .shipping import ShipProgress, code_report, ship_files, shipped_inputs
 from .start_plan import DEMO_TRAINER, StartPlan, plan_start
 from .status import refresh
 
@@ -139,12 +140,20 @@ async def start(
 
 @dataclass(frozen=True)
 class Claim:
-    """One node's run directory, made (prepare.sh), and how the run gets GPUs there."""
+    """One node's run directory, made (prepare.sh), and how the run gets GPUs there.
+    `answered`: the host's cache placed what it holds of the listed inputs in the same far
+    call (a transport with streams)."""
 
     host: str
     transport: Transport
     run_dir: str
     gpus: GpuPlan
+    answered: Answered | None = None
+
+
+# The inputs a node's claim lists for the host's cache to place, once its GPU plan says
+# whether the gate is one of them; None: the claim lists none.
+Listing = Callable[[GpuPlan], list[Entry] | None]
 
 
 @dataclass(frozen=True)
@@ -163,11 +172,13 @@ class Placed:
         return next((c.gpus.queued_reason for c in self.claims if c.gpus.queued_reason), None)
 
 
-async def _claim(ops: DaemonState, plan: StartPlan, transports: list[Transport]) -> list[Claim]:
+async def _claim(
+    ops: DaemonState, plan: StartPlan, transports: list[Transport], listing: Listing
+) -> list[Claim]:
     """Every node's run directory (all or none: one that fails removes the others)."""
     answers = await asyncio.gather(
         *(
-            _claim_node(ops, plan, host, transport)
+            _claim_node(ops, plan, host, transport, listing)
             for host, transport in zip(plan.hosts, transports, strict=True)
         ),
         return_exceptions=True,
@@ -183,7 +194,9 @@ async def _claim(ops: DaemonState, plan: StartPlan, transports: list[Transport])
     raise failure
 
 
-async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: Transport) -> Claim:
+async def _claim_node(
+    ops: DaemonState, plan: StartPlan, host: str, transport: Transport, listing: Listing
+) -> Claim:
     p = msgspec.structs.replace(plan.p, host=host)
     try:
         # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
@@ -191,7 +204,11 @@ async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: T
             gpus = await plan_gpus(transport, p, plan.workdir, plan.run_id)
         else:
             gpus = GpuPlan(gate=False)
-        prepared = await launch_scripts.prepare(transport, plan.workdir, plan.run_id)
+        # The claim and the cache's placement in one far call (one round trip fewer).
+        entries = listing(gpus) if transport.streams else None
+        began = time.monotonic()
+        prepared = await launch_scripts.prepare(transport, plan.workdir, plan.run_id, entries)
+        round_trip = time.monotonic() - began
     except RpcError as error:
         raise _nothing_started(error, host) from None
     if prepared.exists:
@@ -206,22 +223,34 @@ async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: T
             f"{host}: could not create the run directory: {prepared.error_text}; "
             "nothing was started.",
         )
-    return Claim(host, transport, prepared.run_dir, gpus)
+    answered = None
+    if entries is not None and prepared.placement is not None:
+        answered = Answered(entries, prepared.placement, round_trip)
+    return Claim(host, transport, prepared.run_dir, gpus, answered)
 
 
 async def _claim_ship_launch(
     ops: DaemonState, plan: StartPlan, transports: list[Transport], ctx: Notifier
 ) -> StartResult:
     p, run_id = plan.p, plan.run_id
-    # The local hashing (all of it on a first start; a stat a file on the same code again)
-    # overlaps the claim's round trip; an orphan of a failed claim only fills the memory.
-    hashing = asyncio.ensure_future(
-        asyncio.to_thread(hash_ahead, [f.source for f in plan.inputs.files])
-    )
-    claims = await _claim(ops, plan, transports)
-    await hashing
-    run_dir = claims[0].run_dir
     on_host = ops.launcher(p.host).runs_on_host
+    # The local hashing (all of it on a first start; a stat a file on the same code again)
+    # comes first: the claim lists every input for the host's cache to place.
+    users = await asyncio.to_thread(cache_entries, shipped_inputs(plan.inputs))
+
+    def listing(gpus: GpuPlan) -> list[Entry] | None:
+        if users is None or plan.across_hosts:
+            # Nodes may differ in their own files (the gate): each ships them itself.
+            return users
+        # rtrain's own files depend on the run directory's name only through the relay's
+        # path, which is there or not whatever that name is.
+        provisional = _commands(plan, posixpath.join(plan.workdir, run_id), on_host)[0]
+        own = _own_files(plan, provisional, gpus.gate, on_host)
+        listed = cache_entries(shipped_inputs(own))
+        return None if listed is None else users + listed
+
+    claims = await _claim(ops, plan, transports, listing)
+    run_dir = claims[0].run_dir
     command, setup_command = _commands(plan, run_dir, on_host)
     nodes = _run_nodes(ops, plan, claims)
     o = p.launcher
@@ -395,13 +424,13 @@ async def _ship_everywhere(
             *(
                 _ship_side_by_side(
                     _ship(
-                        _Destination(c.transport, c.run_dir, run_id, _channels(ops, c.host)),
+                        _Destination(c, run_id, _channels(ops, c.host)),
                         plan.inputs,
                         p,
                         ctx,
                         report_progress=index == 0,
                     ),
-                    _ship_own(c.transport, c.run_dir, run_id, placed.own, _channels(ops, c.host)),
+                    _ship_own(_Destination(c, run_id, _channels(ops, c.host)), placed.own),
                 )
                 for index, c in enumerate(placed.claims)
             )
@@ -629,21 +658,21 @@ async def _ship_side_by_side(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _ship_own(
-    transport: Transport, run_dir: str, run_id: str, own: Inputs, channels: int | None
-) -> list[ShippedFile]:
+async def _ship_own(to: _Destination, own: Inputs) -> list[ShippedFile]:
     if not own.files:
         return []
     progress = ShipProgress(own, lambda _done: None)
-    return await ship_files(transport, run_dir, run_id, own, progress, channels=channels)
+    c = to.claim
+    return await ship_files(
+        c.transport, c.run_dir, to.run_id, own, progress, channels=to.channels, answered=c.answered
+    )
 
 
 @dataclass(frozen=True)
 class _Destination:
-    """One node's run directory, and the channels its transfers may open."""
+    """One node's claimed run directory, and the channels its transfers may open."""
 
-    transport: Transport
-    run_dir: str
+    claim: Claim
     run_id: str
     channels: int | None
 
@@ -680,8 +709,15 @@ async def _ship(
 
     progress = ShipProgress(inputs, changed)
     report("begin", progress)
+    c = to.claim
     shipped = await ship_files(
-        to.transport, to.run_dir, to.run_id, inputs, progress, channels=to.channels
+        c.transport,
+        c.run_dir,
+        to.run_id,
+        inputs,
+        progress,
+        channels=to.channels,
+        answered=c.answered,
     )
     report("end", progress, f"{len(shipped)} files, {progress.total_bytes} bytes verified")
     return shipped

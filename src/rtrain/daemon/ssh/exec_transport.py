@@ -40,7 +40,7 @@ FRESH_LOGIN = frozenset({"preflight", "launch"})
 # Scripts whose stdin is lines of names (never a secret) may take it through a shell, as a
 # here-document. Any other stdin takes a channel of its own: a far bash may keep a
 # here-document in a temporary file, and a secret must never touch the host's disk.
-LINES_ON_STDIN = frozenset({"cache_place", "input_tree"})
+LINES_ON_STDIN = frozenset({"cache_place", "input_tree", "prepare"})
 # Scripts that are safe to run twice: when a shell is lost under one, it runs again on a
 # channel of its own instead of failing.
 REPEATABLE = frozenset({"status", "read_log", "list_files", "hash_file", "stop"})

@@ -161,10 +161,19 @@ async def cache_place(
 ) -> Placed:
     """Place every input (sha256, size, name) the host's cache holds into `run_dir`; the list
     travels on stdin, a line each."""
-    listing = "".join(f"{sha}\t{size}\t{name}\n" for sha, size, name in inputs)
     done = await transport.run(
-        "cache_place", [workdir, run_dir], stdin=listing.encode(), timeout=120
+        "cache_place", [workdir, run_dir], stdin=cache_listing(inputs), timeout=120
     )
+    return placed_answer(done, inputs)
+
+
+def cache_listing(inputs: Sequence[tuple[str, int, str]]) -> bytes:
+    """cache_place.sh's stdin (prepare.sh's with `place`): a line per (sha256, size, name)."""
+    return "".join(f"{sha}\t{size}\t{name}\n" for sha, size, name in inputs).encode()
+
+
+def placed_answer(done: Completed, inputs: Sequence[tuple[str, int, str]]) -> Placed:
+    """cache_place.sh's lines (also what prepare.sh prints after `run_dir` with `place`)."""
     lines = Lines(done.stdout)
     pieces: dict[str, set[int]] = {}
     for row in lines.rows("piece"):

@@ -20,6 +20,7 @@ from .answers import (
     as_int,
     said,
 )
+from .file_scripts import Placed, cache_listing, placed_answer
 
 log = logging.getLogger(__name__)
 
@@ -115,18 +116,35 @@ async def release_gpus(transport: Runner, workdir: str, run_id: str) -> int:
 
 
 class Prepared(Answer, frozen=True, kw_only=True):
-    """The run dir claimed (`run_dir`), or why not: `exists` when the run id is taken."""
+    """The run dir claimed (`run_dir`), or why not: `exists` when the run id is taken. With
+    inputs listed, `placement` is the cache's placement of them into the new run dir."""
 
     run_dir: str | None
     exists: bool
+    placement: Placed | None = None
 
 
-async def prepare(transport: Runner, workdir: str, run_id: str) -> Prepared:
-    done = await transport.run("prepare", [workdir, run_id], timeout=60)
+async def prepare(
+    transport: Runner,
+    workdir: str,
+    run_id: str,
+    inputs: Sequence[tuple[str, int, str]] | None = None,
+) -> Prepared:
+    """prepare.sh; with `inputs` (sha256, size, name), the ones the host's cache holds are
+    placed in the run dir in the same far call (cache_place.sh's work)."""
+    if inputs is None:
+        done = await transport.run("prepare", [workdir, run_id], timeout=60)
+    else:
+        args = [workdir, run_id, "place"]
+        done = await transport.run("prepare", args, stdin=cache_listing(inputs), timeout=120)
     lines = Lines(done.stdout)
+    # With `place` the claim stands once `run_dir` is said, whatever the placement did.
+    claimed = done.returncode == Exit.OK or (inputs is not None and "run_dir" in lines)
+    run_dir = (lines.value("run_dir") or None) if claimed else None
     return Prepared(
-        run_dir=(lines.value("run_dir") or None) if done.returncode == Exit.OK else None,
+        run_dir=run_dir,
         exists=done.returncode == Exit.RUN_EXISTS or said(lines, ErrorWord.RUN_EXISTS),
+        placement=placed_answer(done, inputs) if inputs is not None and run_dir else None,
         exit=done.returncode,
         error_text=done.error_text,
     )
