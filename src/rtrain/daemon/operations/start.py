@@ -28,7 +28,7 @@ from rtrain.daemon.launchers.torchrun.launcher import (
     uses_relay,
 )
 from rtrain.daemon.remote.contract import launch_scripts
-from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
 from rtrain.daemon.transfer.shipping import Answered, Entry, cache_entries
@@ -166,6 +166,7 @@ class Placed:
     argv: list[str]  # launch.sh's arguments, for node 0
     wrapper_words: int  # the command's leading words of rtrain's own (the GPU gate)
     launcher: Launcher
+    ahead: LaunchAhead | None = None  # launch.sh opened beside the claim, waiting for its go
 
     @property
     def queued_reason(self) -> str | None:
@@ -232,6 +233,31 @@ async def _claim_node(
 async def _claim_ship_launch(
     ops: DaemonState, plan: StartPlan, transports: list[Transport], ctx: Notifier
 ) -> StartResult:
+    # The launch's channel opens now, beside the claim, so that its set-up overlaps the
+    # claim and the shipping; a start that launches nothing ends it unused.
+    ahead = _launch_ahead(ops, plan, transports[0])
+    try:
+        return await _claim_ship_launch_with(ops, plan, transports, ctx, ahead)
+    finally:
+        if ahead is not None:
+            await asyncio.shield(ahead.stand_down())
+
+
+def _launch_ahead(ops: DaemonState, plan: StartPlan, transport: Transport) -> LaunchAhead | None:
+    """launch.sh, opened ahead on the run's host: for a run on one host whose launcher
+    launches with it, over a transport with channels of its own."""
+    if plan.across_hosts or not transport.streams:
+        return None
+    return LaunchAhead(transport, plan.run_id) if ops.launcher(plan.p.host).launches_ahead else None
+
+
+async def _claim_ship_launch_with(
+    ops: DaemonState,
+    plan: StartPlan,
+    transports: list[Transport],
+    ctx: Notifier,
+    ahead: LaunchAhead | None,
+) -> StartResult:
     p, run_id = plan.p, plan.run_id
     on_host = ops.launcher(p.host).runs_on_host
     # The local hashing (all of it on a first start; a stat a file on the same code again)
@@ -288,7 +314,7 @@ async def _claim_ship_launch(
     own = _own_files(plan, command, gated, on_host)
     wrapper = _wrapper(plan, run_dir, gated)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
-    placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
+    placed = Placed(claims, pending, own, argv, len(wrapper), launcher, ahead)
     try:
         return await _ship_and_launch(ops, plan, ctx, placed)
     finally:
@@ -396,7 +422,7 @@ async def _ship_and_launch(
 
     async def launch() -> StartResult:
         try:
-            launched = await _launch(launcher, p, placed.argv, secret_lines)
+            launched = await _launch(placed, p, secret_lines)
         except RpcError as error:
             if not answer_may_be_lost(error) or plan.across_hosts:
                 ops.registry.delete(p.host, run_id)
@@ -511,11 +537,11 @@ async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -
         log.warning("start %s/%s: its run directory stays: %s", host, run_id, done.error_text)
 
 
-async def _launch(
-    launcher: Launcher, p: StartParams, argv: list[str], secret_lines: bytes
-) -> Launched:
-    run_dir, run_id, python, *command = argv
-    return await launcher.launch(run_dir, run_id, python, command, secret_lines, p)
+async def _launch(placed: Placed, p: StartParams, secret_lines: bytes) -> Launched:
+    run_dir, run_id, python, *command = placed.argv
+    return await placed.launcher.launch(
+        run_dir, run_id, python, command, secret_lines, p, ahead=placed.ahead
+    )
 
 
 def _launched(
@@ -583,7 +609,7 @@ async def _launch_again(
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
     pending = placed.pending
     try:
-        launched = await _launch(placed.launcher, p, placed.argv, secret_lines)
+        launched = await _launch(placed, p, secret_lines)
         if not launched.already_launched:
             return _launched(ops, p, placed, launched, shipped)
         # The first launch got there. Its trainer may still be on its way up: ask until the

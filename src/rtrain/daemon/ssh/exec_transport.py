@@ -62,6 +62,9 @@ class ExecTransport(ProcessTransport):
         # Channels of its own open now, and an event set each time one ends.
         self._open_channels = 0
         self._channel_ended = asyncio.Event()
+        # The feeds of scripts that hold a channel while they wait for their input (run_fed):
+        # they give it up when the host refuses a session to other work.
+        self._waiting: set[asyncio.Future[bytes]] = set()
 
     async def connect(self) -> None:
         await self.master.ensure()
@@ -121,6 +124,17 @@ class ExecTransport(ProcessTransport):
             lambda: ProcessTransport.stream_out(self, name, args, sink, stdin=stdin)
         )
 
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed:
+        self._waiting.add(feed)
+        try:
+            return await self._on_channel(
+                lambda: ProcessTransport.run_fed(self, name, args, feed, timeout=timeout)
+            )
+        finally:
+            self._waiting.discard(feed)
+
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt` on a channel of its own. A host that allows few sessions per connection
         (MaxSessions) refuses it while the shells hold theirs: then the host gets no shells
@@ -145,6 +159,9 @@ class ExecTransport(ProcessTransport):
             finally:
                 self._open_channels -= 1
                 self._channel_ended.set()
+            # A script waiting for its input gives its session to work that moves now.
+            for feed in self._waiting:
+                feed.cancel()
             if others == 0:
                 await asyncio.sleep(0.1 * (tries - 1))
                 continue

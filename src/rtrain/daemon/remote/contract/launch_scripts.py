@@ -3,9 +3,12 @@ answer (discard.sh undoes a start that never launched)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import msgspec
 
@@ -13,6 +16,7 @@ from rtrain.daemon.remote.error_words import ErrorWord, FarError
 
 from .answers import (
     Answer,
+    Completed,
     Exit,
     Lines,
     Runner,
@@ -274,6 +278,11 @@ async def launch(
     done = await transport.run(
         "launch", [run_dir, run_id, python, *command], stdin=secrets, timeout=60
     )
+    return launched(done)
+
+
+def launched(done: Completed) -> Launched:
+    """launch.sh's answer."""
     lines = Lines(done.stdout)
     pid = as_int(lines.value("pid")) if done.returncode == Exit.OK else None
     return Launched(
@@ -286,3 +295,70 @@ async def launch(
         exit=done.returncode,
         error_text=done.error_text,
     )
+
+
+class FedRunner(Protocol):
+    """A transport that runs a script now and gives it its stdin later (Transport.run_fed)."""
+
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed: ...
+
+
+# How long a launch ahead that stands down may take to say so before its channel is closed
+# (which ends it all the same).
+STAND_DOWN_WAIT = 5.0
+
+
+class LaunchAhead:
+    """launch.sh opened before its run directory is claimed (`--ahead`), on a channel of its
+    own beside the claim, waiting on its stdin: the two round trips that open a channel
+    overlap the claim and the shipping. `go` hands it the launch; without the go (its
+    `stand_down`, a daemon gone, which closes the channel) it ends and launches nothing."""
+
+    def __init__(self, transport: FedRunner, run_id: str) -> None:
+        self.transport = transport
+        self._feed: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        # The run id shows in `ps` which start's launch waits there; the go must be its.
+        self._answer = asyncio.ensure_future(
+            transport.run_fed("launch", ["--ahead", run_id], self._feed, timeout=60)
+        )
+
+    @property
+    def waiting(self) -> bool:
+        """Whether it still waits for the go (it may have ended, or given its channel up)."""
+        return not self._feed.done() and not self._answer.done()
+
+    async def go(
+        self, run_dir: str, run_id: str, python: str, command: Sequence[str], secrets: bytes
+    ) -> Launched:
+        """launch.sh's work, as `launch` does it; only while `waiting`."""
+        self._feed.set_result(ahead_stdin([run_dir, run_id, python, *command], secrets))
+        return launched(await self._answer)
+
+    async def stand_down(self) -> None:
+        """End it without a launch, unless it had its go (then its answer is in)."""
+        if not self._feed.done():
+            self._feed.set_result(b"")
+        try:
+            async with asyncio.timeout(STAND_DOWN_WAIT):
+                await asyncio.shield(self._answer)
+        except TimeoutError:
+            self._answer.cancel()
+        except Exception as error:  # the host went away: its channel, and the script, with it
+            log.info("launch ahead: %s", error)
+        with contextlib.suppress(BaseException):
+            await self._answer
+
+
+def ahead_stdin(argv: Sequence[str], launch_input: bytes) -> bytes:
+    """launch.sh --ahead's stdin: its arguments, then launch_stdin's lines, then the go."""
+
+    def line(word: str) -> str:
+        # A word as it is (no process to decode it there), unless a line break is in it.
+        if "\n" not in word:
+            return f"={word}\n"
+        return f"b{base64.b64encode(word.encode()).decode()}\n"
+
+    head = f"+args\t{len(argv)}\n" + "".join(line(word) for word in argv)
+    return head.encode() + launch_input + b"+go\n"
