@@ -250,9 +250,10 @@ def _files(results: Results) -> str:
         "machine's ext4) that copy writes the whole tree again, as `tar x` does; with "
         "reflinks (btrfs, XFS) it writes no data. The rest is the start's own round trips "
         "(the run directory, the input list, the launch on a fresh login). A cold ship "
-        "writes every byte twice on the far side (the stream's unpacked contents, which go "
-        "into the cache, and the run's own copies) and hashes it once; `tar x` writes it "
-        "once and checks nothing. A fetch hashes each file on both sides."
+        "writes every byte once before its answer, as the run's own file, hashed as it "
+        "comes, as `tar x` writes it (checking nothing); the far side then copies each "
+        "file into its input cache and hashes the copy, after the answer (the bench waits "
+        "for that before it times anything else). A fetch hashes each file on both sides."
     )
 
 

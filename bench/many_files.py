@@ -18,6 +18,7 @@ Seconds are wall time from the request to the answer (a start's includes its lau
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shlex
@@ -34,6 +35,7 @@ from bench.per_command_ssh import PerCommandSsh
 from bench.processes import run_checked
 from bench.sample import Sample
 from bench.world import BenchWorld, Link
+from rtrain.daemon.remote.cache_inputs import FILL_LOCK
 
 # One in this many files goes through `scp -r` on a delayed link (a short mode: minutes else).
 SCP_SHARE_DELAYED = 10
@@ -118,6 +120,9 @@ class ManyFilesBench:
                 sample.add(time.perf_counter() - began)
                 if sample is figures.ship:
                     far_tree = done
+                    # The host fills its cache after the answer; the next figure must not
+                    # share the cores with that (nor find the cache half full).
+                    self._wait_for_fill(workdir)
             began = time.perf_counter()
             placed = self._start(client, link, workdir)
             figures.again.add(time.perf_counter() - began)
@@ -150,6 +155,13 @@ class ManyFilesBench:
             "workdir": workdir, "command": ["true"], "code": str(self.code),
         })  # fmt: skip
         return f"{self.world.workdir_abs}/{workdir.rsplit('/', 1)[1]}/{run_id}"
+
+    def _wait_for_fill(self, workdir: str) -> None:
+        """Until no process fills the far input cache (each holds its lock while it does)."""
+        lock = Path(self.world.workdir_abs) / workdir.rsplit("/", 1)[1] / ".cache" / FILL_LOCK
+        if lock.exists():
+            with open(lock) as held:
+                fcntl.flock(held, fcntl.LOCK_EX)
 
     def _far_copies(self, figures: ManyFiles, far_run: str) -> None:
         """`cp -r` and `tar c | tar x` of a placed run directory on the far side, each into

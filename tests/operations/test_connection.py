@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rtrain.client.daemon_client import DaemonClient
+from rtrain.daemon.ssh.cipher_order import AES_GCM, local_cpu_has_aes
 from tests.hosts import TcpProxy
 from tests.operations import trainers
 from tests.operations.harness import Ops, daemon_ssh_pids, master_pids
@@ -45,6 +46,13 @@ def test_one_master_per_alias_with_the_safe_options(ops: Ops) -> None:
         assert option(argv, "ConnectTimeout") == "10"
         assert option(argv, "ServerAliveInterval") and option(argv, "ServerAliveCountMax")
         assert option(argv, "ControlMaster") == "yes"
+        # The suite's config leaves ssh's cipher list alone, so on a CPU with AES
+        # instructions every byte of the run went through AES-GCM (cipher_order.py).
+        ciphers = option(argv, "Ciphers")
+        if local_cpu_has_aes():
+            assert ciphers is not None and tuple(ciphers.split(",")[:2]) == AES_GCM
+        else:
+            assert ciphers is None
         control = Path(option(argv, "ControlPath") or "")
         assert control.is_socket()
         assert stat.S_IMODE(control.parent.stat().st_mode) == 0o700

@@ -5,6 +5,7 @@ without it (the shell and tar do)."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rtrain.daemon.remote.cache_inputs import FILL_LOCK
 from rtrain.daemon.transfer.tree_ship import stream
 
 from .conftest import Remote
@@ -54,6 +56,15 @@ def env(
     return {**remote.env, "PATH": stripped_path({"python3"})}
 
 
+def wait_for_fills(cache_dir: Path) -> None:
+    """Until no process fills the cache (each holds `fill.lock` shared while it copies)."""
+    lock = cache_dir / FILL_LOCK
+    if not lock.exists():
+        return
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+
+
 def receiving(run_dir: Path) -> list[Path]:
     return [p for p in run_dir.iterdir() if p.name.startswith(".rtrain-receiving")]
 
@@ -72,6 +83,9 @@ def test_every_file_lands_under_its_name_and_each_content_in_the_cache(
     for name, data in FILES.items():
         assert (run_dir / name).read_bytes() == data
     assert not receiving(run_dir) and not (run_dir / "pwned").exists()
+    # With python3 the cache is filled after the answer, by a process that holds the fill
+    # lock until it is done (the next start's placement waits for it too).
+    wait_for_fills(remote.home / ".rtrain" / ".cache")
     cache = remote.home / ".rtrain" / ".cache" / "inputs"
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         {hashlib.sha256(d).hexdigest() for d in FILES.values()}

@@ -7,6 +7,7 @@ import logging
 import time
 from pathlib import Path
 
+from rtrain.daemon.ssh.cipher_order import master_cipher_options
 from rtrain.daemon.ssh.console_transport import ConsoleTransport
 from rtrain.daemon.ssh.control_master import ControlMaster
 from rtrain.daemon.ssh.exec_transport import ExecTransport
@@ -145,7 +146,8 @@ class HostPool:
                 raise
             master = self.master(alias)
             await master.use_login()  # clears a dead login's socket for the new one
-            return LoginResult(argv=login_argv(master))
+            ciphers = await master_cipher_options(alias, master.config)
+            return LoginResult(argv=login_argv(master, ciphers))
         master = self.master(alias)
         if master.login_since is not None:
             return LoginResult(since=master.login_since)

@@ -15,12 +15,15 @@
 #                             cache: their identity is written down.
 #   receive CACHE_DIR RUN_DIR STAGE
 #                             stdin: the stream of receive_tree.sh (its listing, then the tar).
-#                             Each content is hashed as it is written, enters the cache at once
-#                             when it is its sha256 (so a cut upload keeps what landed), and
-#                             the own copy of the run waits in STAGE; once every content has
-#                             come and is good, each copy is renamed under its name in RUN_DIR:
-#                             `received COUNT`. Else `mismatch NAME` per name whose bytes did
-#                             not come as hashed, exit 3, and nothing lands in RUN_DIR.
+#                             Each content is written once, hashed as it is written, under its
+#                             first name in the tree in STAGE. Once every content has come and is
+#                             good, the tree moves into RUN_DIR (a folder it lacks, by one
+#                             rename): `received COUNT`; a process of its own then gives each
+#                             content a private copy in the cache, from the file of the run, hashed
+#                             again (`place` waits for it: FILL_LOCK). Else `mismatch NAME` per
+#                             name whose bytes did not come as hashed, exit 3, nothing lands
+#                             in RUN_DIR, and what was verified enters the cache (so a cut
+#                             upload keeps what landed).
 #
 # Trust: an entry is placed without reading it only while its identity (device, inode, size,
 # mtime and ctime to the nanosecond, no write bit) is the one written down when it was last
@@ -30,10 +33,12 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import os
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
@@ -53,6 +58,9 @@ BLOCK = 512
 SLACK = 1000
 # Files copied into place side by side.
 PLACE_SIDE_BY_SIDE = 4
+# Held (shared) by each fill of the cache after the answer to a stream; `place` waits for it.
+FILL_LOCK = "fill.lock"
+FILL_WAIT_S = 60
 
 
 def emit(*fields: str) -> None:
@@ -197,12 +205,8 @@ class Copier:
     def _bytes(self, src: int, dst: int, size: int) -> None:
         if self.clones:
             try:
-                import fcntl
-
                 fcntl.ioctl(dst, FICLONE, src)
                 return
-            except ImportError:
-                self.clones = False
             except OSError as error:
                 if error.errno in (errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL):
                     self.clones = False  # this filesystem makes no reflinks: stop asking
@@ -277,6 +281,7 @@ def say_missing(partial_dir: str, sha: str, name: str) -> None:
 
 
 def place(cache_dir: str, run_dir: str) -> None:
+    wait_for_fills(cache_dir)
     inputs_dir = os.path.join(cache_dir, "inputs")
     partial_dir = os.path.join(cache_dir, "partial")
     identities = Identities(cache_dir)
@@ -371,22 +376,33 @@ def listing(source: BinaryIO) -> list[tuple[str, str]]:
 
 
 class Receiver:
-    """The contents of one stream: each written twice as it comes (the entry of the cache and
-    the own copy of the run: no run shares a file with the cache) and hashed on the way."""
+    """The contents of one stream, each written once as it comes (hashed on the way), under
+    the first name the run has for it, in a tree in STAGE that mirrors the run directory. A verified
+    content whose run does not come (a cut stream, a mismatch elsewhere) enters the cache
+    by a rename; one whose run does gets the cache entry as a private copy (no run shares a
+    file with the cache) before the tree moves into the run."""
 
-    def __init__(self, cache_dir: str, stage: str) -> None:
+    def __init__(self, cache_dir: str, stage: str, names: list[tuple[str, str]]) -> None:
         self.inputs_dir = os.path.join(cache_dir, "inputs")
         self.identities = Identities(cache_dir)
         self.stage = stage
-        self.sealed: dict[str, os.stat_result] = {}
-        self.good: set[str] = set()
+        self.tree = os.path.join(stage, "t")
+        self.first: dict[str, str] = {}
+        for sha, name in names:
+            self.first.setdefault(sha, name)
+        self.made: set[str] = set()
+        # Each verified content: its file in that tree.
+        self.good: dict[str, str] = {}
 
     def content(self, sha: str, source: BinaryIO, size: int) -> None:
         read = source.read
-        entry = os.path.join(self.stage, f"c-{sha}")
-        own = os.path.join(self.stage, f"r-{sha}")
+        own = os.path.join(self.tree, self.first[sha])
+        folder = os.path.dirname(own)
+        if folder not in self.made:
+            os.makedirs(folder, exist_ok=True)
+            self.made.add(folder)
         digest = hashlib.sha256()
-        with open(entry, "wb") as cached, open(own, "wb") as copy:
+        with open(own, "wb") as copy:
             left = size
             while left > 0:
                 block = read(min(CHUNK, left))
@@ -394,22 +410,94 @@ class Receiver:
                     raise EarlyEnd()
                 left -= len(block)
                 digest.update(block)
-                cached.write(block)
                 copy.write(block)
             skip(source, -size % BLOCK)
         if digest.hexdigest() != sha:
-            os.remove(entry)
             os.remove(own)
             return
-        os.chmod(entry, 0o444)
-        target = os.path.join(self.inputs_dir, sha)
-        os.replace(entry, target)
-        self.sealed[sha] = os.stat(target)
-        self.good.add(sha)
+        self.good[sha] = own
 
-    def seal(self) -> None:
-        self.identities.write_down(self.sealed, self.inputs_dir)
-        self.sealed = {}
+    def keep_landed(self) -> None:
+        """The run does not come: what was verified enters the cache (renamed, not copied),
+        so the next upload sends only the rest."""
+        entries: dict[str, os.stat_result] = {}
+        for sha, own in self.good.items():
+            target = os.path.join(self.inputs_dir, sha)
+            try:
+                os.chmod(own, 0o444)
+                os.replace(own, target)
+                entries[sha] = os.stat(target)
+            except OSError:
+                pass
+        self.identities.write_down(entries, self.inputs_dir)
+
+    def fill_from(self, run_dir: str) -> None:
+        """Each verified content, a private copy in the cache made from the file of the run (a
+        reflink, or a copy inside the kernel), hashed again before it enters: the run may
+        have started and changed its file since."""
+        entries: dict[str, os.stat_result] = {}
+        for sha in self.good:
+            temporary = os.path.join(self.inputs_dir, f".filling-{sha}-{os.getpid()}")
+            target = os.path.join(self.inputs_dir, sha)
+            try:
+                COPIER.copy(os.path.join(run_dir, self.first[sha]), temporary)
+                if sha256_of(temporary) != sha:
+                    os.remove(temporary)
+                    continue
+                os.chmod(temporary, 0o444)
+                os.replace(temporary, target)
+                entries[sha] = os.stat(target)
+            except OSError:
+                try:
+                    os.remove(temporary)
+                except OSError:
+                    pass  # no entry only means the next start sends this input again
+        self.identities.write_down(entries, self.inputs_dir)
+
+
+def fill_after_answer(receiver: Receiver, cache_dir: str, run_dir: str) -> None:
+    """Fill the cache from the files of the run in a process of its own, after the answer: the
+    run need not wait for the second copy of its inputs. The fill holds FILL_LOCK shared until
+    it ends, and `place` waits for it, so a start right after this one finds every entry."""
+    try:
+        lock = os.open(os.path.join(cache_dir, FILL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        child = os.fork()
+    except OSError:
+        receiver.fill_from(run_dir)
+        return
+    if child:
+        os.close(lock)  # the copy in the child holds the lock
+        return
+    try:
+        os.setsid()
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(quiet, fd)  # the channel ends when every writer of the answer does
+        receiver.fill_from(run_dir)
+    finally:
+        os._exit(0)
+
+
+def wait_for_fills(cache_dir: str) -> None:
+    """Until no fill of the cache runs (at most FILL_WAIT_S): what one is copying in is
+    placed, not sent again."""
+    try:
+        lock = os.open(os.path.join(cache_dir, FILL_LOCK), os.O_RDONLY)
+    except OSError:
+        return  # no fill ever ran here
+    deadline = time.monotonic() + FILL_WAIT_S
+    try:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return  # a stuck fill costs a resend, never a start
+                time.sleep(0.01)
+    finally:
+        os.close(lock)
 
 
 class EarlyEnd(Exception):
@@ -450,50 +538,74 @@ def members(source: BinaryIO) -> Iterator[tuple[bytes, str, int]]:
 def receive(cache_dir: str, run_dir: str, stage: str) -> None:
     source = sys.stdin.buffer
     names = listing(source)
-    wanted = {sha for sha, _ in names}
-    receiver = Receiver(cache_dir, stage)
+    receiver = Receiver(cache_dir, stage, names)
     try:
         for kind, name, size in members(source):
             if kind == b"1" and name.startswith("t/"):
                 continue  # names come from the listing; the links are for tar
             sha = name[2:]
-            if kind not in (b"0", b"\0") or not name.startswith("c/") or sha not in wanted:
+            if kind not in (b"0", b"\0") or not name.startswith("c/") or sha not in receiver.first:
                 fail(E_USAGE, "usage", name)
             receiver.content(sha, source, size)
     except OSError as error:
+        receiver.keep_landed()
         fail(E_WRITE, "write", str(error.strerror or error))
     except EarlyEnd:
+        receiver.keep_landed()
         fail(E_USAGE, "usage", "the stream ended early")
-    finally:
-        receiver.seal()
     bad = [name for sha, name in names if sha not in receiver.good]
     if bad:
+        receiver.keep_landed()
         for name in bad:
             emit("mismatch", name)
         sys.stdout.flush()
         sys.exit(E_MISMATCH)
-    place_received(names, receiver, run_dir)
+    try:
+        copy_duplicates(names, receiver)
+        merge_tree(receiver.tree, run_dir)
+    except OSError as error:
+        receiver.keep_landed()
+        fail(E_WRITE, "write", str(error.strerror or error))
     emit("received", str(len(names)))
+    sys.stdout.flush()
+    fill_after_answer(receiver, cache_dir, run_dir)
 
 
-def place_received(names: list[tuple[str, str]], receiver: Receiver, run_dir: str) -> None:
-    """Each name, a file of its own in RUN_DIR: the first of a content is its staged copy
-    (renamed), each further one a copy of the entry in the cache."""
-    made: set[str] = set()
+def copy_duplicates(names: list[tuple[str, str]], receiver: Receiver) -> None:
+    """Each further name of a content: a copy of its first one, in the tree in STAGE."""
     for sha, name in names:
-        own = os.path.join(receiver.stage, f"r-{sha}")
-        target = os.path.join(run_dir, name)
-        try:
-            folder = os.path.dirname(target)
-            if folder not in made:
-                os.makedirs(folder, exist_ok=True)
-                made.add(folder)
+        first = receiver.first[sha]
+        if name != first:
             try:
-                os.replace(own, target)
-            except FileNotFoundError:
-                place_copy(os.path.join(receiver.inputs_dir, sha), target, made)
+                place_copy(
+                    os.path.join(receiver.tree, first),
+                    os.path.join(receiver.tree, name),
+                    receiver.made,
+                )
+            except OSError as error:
+                raise OSError(error.errno, f"{name}: {error.strerror or error}") from None
+
+
+def merge_tree(tree: str, run_dir: str) -> None:
+    """Every file of `tree` under the same name in `run_dir`: a folder the run dir does not
+    have yet moves whole (one rename for a whole code tree), else its entries one by one.
+    Two streams of one start merge side by side: a folder the other one just moved in is
+    merged into."""
+    if not os.path.isdir(tree):
+        return  # a stream of no contents
+    with os.scandir(tree) as entries:
+        found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    for name, is_dir in found:
+        source, target = os.path.join(tree, name), os.path.join(run_dir, name)
+        if not is_dir:
+            os.replace(source, target)
+            continue
+        try:
+            os.rename(source, target)
         except OSError as error:
-            fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
+            if error.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR):
+                raise
+            merge_tree(source, target)
 
 
 def main(argv: list[str]) -> None:

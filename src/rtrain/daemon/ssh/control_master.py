@@ -25,6 +25,7 @@ from rtrain.daemon.private_dir import ensure_private_dir
 from rtrain.protocol.errors import Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
 
+from .cipher_order import master_cipher_options
 from .failures import classify
 from .options import CONNECT_TIMEOUT, base_args
 
@@ -205,6 +206,7 @@ class ControlMaster:
             "ControlMaster=yes",
             "-o",
             "ControlPersist=no",
+            *await master_cipher_options(self.alias, self.config),
             "-N",
             self.alias,
         ]

@@ -18,9 +18,9 @@ from .control_master import HELLO_TIMEOUT, ControlMaster, ask_master_to_exit, gr
 from .options import ALIVE_COUNT, ALIVE_INTERVAL, CONNECT_TIMEOUT
 
 
-def login_argv(master: ControlMaster) -> list[str]:
+def login_argv(master: ControlMaster, cipher_options: list[str]) -> list[str]:
     """The ssh to run on the user's terminal: it asks what the host asks, then goes to the
-    background as the host's login master."""
+    background as the host's login master (`cipher_options` from cipher_order.py)."""
     return [
         "ssh",
         *(["-F", str(master.config)] if master.config else []),
@@ -39,6 +39,7 @@ def login_argv(master: ControlMaster) -> list[str]:
         "ControlMaster=yes",
         "-o",
         "ControlPersist=yes",
+        *cipher_options,
         "-f",
         "-N",
         master.alias,

@@ -26,6 +26,8 @@ MOST_BYTES = 1024 * 1024
 FEWEST = 8
 # The most one stream carries: a host without python3 reads its list line by line in sh.
 BATCH_FILES = 2000
+# From this many files a tree goes in two streams side by side.
+SPLIT_FROM = 400
 # The far side hashes the whole batch once more before it keeps it; allow it this many bytes/s.
 HASH_RATE = 20e6
 # The block and record of tar.
@@ -138,4 +140,12 @@ F = TypeVar("F", bound=SmallFile)
 
 
 def batches(files: list[F]) -> list[list[F]]:
-    return [files[i : i + BATCH_FILES] for i in range(0, len(files), BATCH_FILES)]
+    """Streams of equal length, in the files' order: the far side of a stream is one
+    process, so a tree of SPLIT_FROM files or more goes in two streams side by side (a far
+    host with two cores receives on both), and a folder that only one of them holds moves
+    into the run directory by one rename."""
+    if not files:
+        return []
+    count = max(-(-len(files) // BATCH_FILES), 2 if len(files) >= SPLIT_FROM else 1)
+    size = -(-len(files) // count)
+    return [files[i : i + size] for i in range(0, len(files), size)]

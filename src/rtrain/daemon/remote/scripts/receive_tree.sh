@@ -10,10 +10,12 @@
 # cache (read-only, so the next start places them instead of receiving them again), and
 # `received COUNT`. Else nothing moves and the folder goes: `mismatch NAME` for each file
 # whose bytes are not its SHA256, exit 3. No tar: `error no_tar`, exit 2, before any byte.
-# With python3, one python3 does all of it as the stream comes (cache_inputs.py, `receive`):
-# each content is hashed as it is written and enters the cache at once when it is its
-# SHA256 (a cut upload keeps every content that landed whole), no tar is needed, and the
-# run dir gets nothing unless every file came as hashed, as above.
+# With python3, one python3 does all of it as the stream comes (cache_inputs.py, `receive`),
+# no tar needed: each content is written once, under its first name in a tree beside the
+# run's, and hashed as it is written; when every one came as hashed, each gets a private
+# copy in the cache and the tree moves into the run dir (a folder the run dir lacks by one
+# rename). A cut or a mismatch moves what was verified into the cache instead (the next
+# upload sends only the rest), and the run dir gets nothing, as above.
 need_args "$#" 3
 # daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
 CACHE_PROGRAM='@cache_inputs.py@'
