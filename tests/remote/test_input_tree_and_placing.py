@@ -4,6 +4,7 @@ the run's own writable copy while the cache entry stays read-only and unchanged.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import stat
@@ -134,3 +135,42 @@ def test_prepare_claims_then_places_what_the_cache_holds_in_one_call(
         "sub",
         "train.log",
     ]
+
+
+@pytest.mark.parametrize("python", ["python3", "no python"])
+def test_put_small_caches_and_places_only_bytes_that_are_their_sha256(
+    remote: Remote, tmp_path: Path, python: str
+) -> None:
+    """A few small inputs as text (put_small.sh, through a long-lived shell): each whose bytes
+    are its sha256 enters the cache read-only and is placed as the run's own copy; bytes that
+    are not are refused, nothing lands under their name. A host without python3 says so."""
+    good = b"changed file\n\x00\xff" * 40
+    bad = b"what was sent"
+    good_sha = hashlib.sha256(good).hexdigest()
+    claimed_sha = hashlib.sha256(b"what was hashed").hexdigest()
+    workdir = remote.home / ".rtrain"
+    env = remote.env if python == "python3" else _without_python(remote, tmp_path)
+    _, run_dir = remote.prepare()
+    text = (
+        f"{good_sha}\t{len(good)}\tpkg/mod.bin\n{base64.b64encode(good).decode()}\n"
+        f"{claimed_sha}\t{len(bad)}\tother.txt\n{base64.b64encode(bad).decode()}\n"
+    )
+    done = remote.run("put_small", str(workdir), str(run_dir), stdin=text.encode(), env=env)
+    if python == "no python":
+        assert done.returncode == 2 and done.lines == [["error", "no_python"]], done
+        assert not (run_dir / "pkg").exists()
+        return
+    assert done.returncode == 3, done
+    assert done.values("placed") == [["pkg/mod.bin", "copied"]], done
+    assert done.values("mismatch") == [["other.txt"]], done
+    entry = workdir / ".cache" / "inputs" / good_sha
+    assert entry.read_bytes() == good and stat.S_IMODE(entry.stat().st_mode) == 0o400
+    placed = run_dir / "pkg" / "mod.bin"
+    assert placed.read_bytes() == good and not placed.samefile(entry)
+    assert not (run_dir / "other.txt").exists()
+    assert not (workdir / ".cache" / "inputs" / claimed_sha).exists()
+    # The next start places it from the cache without reading it again.
+    _, second = remote.prepare()
+    listing = f"{good_sha}\t{len(good)}\tmod.bin\n".encode()
+    again = remote.run("cache_place", str(workdir), str(second), stdin=listing, env=env)
+    assert again.values("placed_all") == [["1"]], again

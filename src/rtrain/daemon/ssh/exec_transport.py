@@ -37,10 +37,11 @@ SESSION_WAIT = 30.0
 # fresh login on a channel of their own, never a shell's older one. The trainer inherits
 # launch's environment.
 FRESH_LOGIN = frozenset({"preflight", "launch"})
-# Scripts whose stdin is lines of names (never a secret) may take it through a shell, as a
+# Scripts whose stdin is lines of names (never a secret), or a few small inputs in base64
+# (bytes that land on the host's disk anyway), may take it through a shell, as a
 # here-document. Any other stdin takes a channel of its own: a far bash may keep a
 # here-document in a temporary file, and a secret must never touch the host's disk.
-LINES_ON_STDIN = frozenset({"cache_place", "input_tree", "prepare"})
+LINES_ON_STDIN = frozenset({"cache_place", "input_tree", "prepare", "put_small"})
 # Scripts that are safe to run twice: when a shell is lost under one, it runs again on a
 # channel of its own instead of failing.
 REPEATABLE = frozenset({"status", "read_log", "list_files", "hash_file", "stop"})

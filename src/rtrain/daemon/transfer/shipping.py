@@ -43,6 +43,10 @@ PLAIN_SIDE_BY_SIDE = 4
 HASH_SIDE_BY_SIDE = 4
 # The far side hashes a whole input again before it enters the cache; allow this many bytes/s.
 HASH_RATE = 20e6
+# Missing files this small go as text through a long-lived shell (put_small), as long as
+# they are at most SMALL_TOTAL bytes in all: a few changed files of a code tree.
+SMALL_FILE = 256 * 1024
+SMALL_TOTAL = 1024 * 1024
 # The largest file that changed just now which a start hashes before its claim anyway (it is
 # hashed again when shipped: a digest taken within RACY seconds of a change is not kept).
 HASH_TWICE_AT_MOST = 16 * 1024 * 1024
@@ -245,12 +249,17 @@ class _CacheShipment:
         streams = tree_ship.batches(streamed)
         lanes = max(channels_for(largest, round_trip, channels), min(len(missing), 4), len(streams))
         self.lanes = Lanes(lanes)
+        small = _small(missing, self.verified)
+        in_small = {f.name for f in small}
         try:
             async with asyncio.TaskGroup() as group:
                 for batch in streams:
                     group.create_task(self.stream(batch))
+                if small:
+                    group.create_task(self.put_small(small))
                 for f in missing:
-                    group.create_task(self.send(f))
+                    if f.name not in in_small:
+                        group.create_task(self.send(f))
         except BaseExceptionGroup as failed:
             raise first_error(failed) from None
         if copies:
@@ -277,6 +286,32 @@ class _CacheShipment:
         )
         self.landed(self.shipped[f.name])
 
+    async def put_small(self, small: list[_File]) -> None:
+        """A few small files in one far call through a long-lived shell (one round trip
+        where each sent on a channel of its own takes two); as any other where the host
+        cannot (no python3)."""
+        files = []
+        for f in small:
+            try:
+                data = await asyncio.to_thread(f.path.read_bytes)
+            except OSError:
+                raise _changed(f) from None  # gone or unreadable since it was hashed
+            if len(data) != f.size or hashlib.sha256(data).hexdigest() != f.sha256:
+                raise _changed(f)
+            files.append((f.sha256, f.name, data))
+        done = await file_scripts.put_small(self.transport, self.workdir, self.run_dir, files)
+        if done.no_python:
+            await asyncio.gather(*(self.send(f) for f in small))
+            return
+        if done.mismatched:
+            raise _changed(next(f for f in small if f.name == done.mismatched[0]))
+        if not done.ok or any(f.name not in done.placed for f in small):
+            raise _failure(self.transport, done.error, done.error_text, "shipping small files")
+        for f in small:
+            self.shipped[f.name] = Shipped(f.name, f.size, f.sha256, f.size, "sent")
+            self.advance(f.size)
+            self.landed(self.shipped[f.name])
+
     async def stream(self, batch: list[_File]) -> None:
         shipped_now = await self.lanes.run(
             lambda: _stream_batch(self.transport, self.workdir, self.run_dir, batch, self.advance)
@@ -289,6 +324,13 @@ class _CacheShipment:
         for one in shipped_now:
             self.shipped[one.name] = one
             self.landed(one)
+
+
+def _small(missing: list[_File], verified: Mapping[str, set[int]]) -> list[_File]:
+    """The missing files that go in one far call as text (put_small): small ones with no
+    verified piece to resume from, as long as they are few bytes in all."""
+    small = [f for f in missing if f.size <= SMALL_FILE and not verified.get(f.name)]
+    return small if sum(f.size for f in small) <= SMALL_TOTAL else []
 
 
 def _answers(answered: Answered, files: list[_File]) -> bool:
