@@ -241,3 +241,26 @@ def test_a_launch_opened_ahead_refuses_another_runs_go(remote: Remote) -> None:
     result = remote.run("launch", "--ahead", other, stdin=given, timeout=20)
     assert result.returncode == 2, result
     assert not (run_dir / "meta.json").exists()
+
+
+def test_a_long_meta_value_after_the_go_is_written_and_a_cut_one_launches_nothing(
+    remote: Remote,
+) -> None:
+    """A code tree's inputs (a long `+meta` value) come after the go, ended by `+end`: they
+    land in meta.json whole; cut anywhere before `+end`, nothing is launched."""
+    inputs = {f"pkg/m{n:04d}.py": hashlib.sha256(str(n).encode()).hexdigest() for n in range(300)}
+    run_id, run_dir = remote.prepare()
+    argv = [str(run_dir), run_id, PYTHON, PYTHON, "-c", "print('trained')"]
+    value = base64.b64encode(json.dumps(inputs).encode()).decode()
+    whole = ahead_stdin(argv, f"+meta\tgpus\tMA==\n+meta\tinputs\t{value}\n".encode())
+    go = whole.index(b"+go\n") + len(b"+go\n")
+    assert whole.endswith(b"+end\n") and b"inputs" in whole[go:]
+    for cut in (go + 3, len(whole) - len(b"+end\n"), len(whole) - 2):
+        result = remote.run("launch", "--ahead", run_id, stdin=whole[:cut], timeout=20)
+        assert result.lines == [["stood_down"]], (cut, result)
+        assert not (run_dir / "meta.json").exists()
+    result = remote.run("launch", "--ahead", run_id, stdin=whole, timeout=20)
+    assert result.returncode == 0, result
+    meta = json.loads((run_dir / ".rtrain" / "meta.json").read_text())
+    assert meta["inputs"] == inputs and meta["gpus"] == 0
+    assert_run_ends(run_id)

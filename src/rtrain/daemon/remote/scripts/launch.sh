@@ -16,8 +16,11 @@
 # launch.sh --ahead RUN_ID: opened on a channel of its own beside the start's claim, before the
 # run directory exists, so that the channel's set-up overlaps the claim and the shipping. It looks
 # up its tools, then waits on stdin for `+args<TAB>N` and N lines (the arguments above, each
-# `=WORD`, or `bBASE64` for a word with a line break; RUN_ID must be the run's), then the launch input above, ended by a `+go` line. A stdin that ends before
-# `+go` (a start that failed while shipping, a daemon gone) launches nothing: `stood_down`.
+# `=WORD`, or `bBASE64` for a word with a line break; RUN_ID must be the run's), then the
+# launch input above, ended by a `+go` line, then at most one long `+meta` value as
+# `KEY<TAB>BASE64` and an `+end` line. A stdin that ends before `+go`, or has a value after it
+# but no `+end` (a start that failed while shipping, a daemon gone), launches nothing:
+# `stood_down`.
 
 # Absolute tool paths, looked up before any secret can change PATH (and, with --ahead, while
 # the start is still claiming and shipping).
@@ -207,7 +210,21 @@ except OSError as error:
 # Secrets: validated and decoded now, exported only in the subshell that starts the run;
 # the `+` lines set the rest of the launch (lib/launch_input.sh's read_launch_input).
 read_launch_input options
-[ -z "$ahead" ] || [ -n "$launch_go" ] || stand_down
+if [ -n "$ahead" ]; then
+	[ -n "$launch_go" ] || stand_down
+	# After the go, at most one long `+meta` value (a code tree's inputs) as `KEY<TAB>BASE64`,
+	# then `+end`: taken by one cat, where `read` takes a byte per system call.
+	ahead_tail=$(cat)
+	if [ -n "$ahead_tail" ]; then
+		case $ahead_tail in
+		*"$NL+end") ahead_tail=${ahead_tail%"$NL+end"} ;;
+		*) stand_down ;;
+		esac
+		line_no='after +go'
+		launch_option "+meta$TAB$ahead_tail"
+		ahead_tail=
+	fi
+fi
 
 case $python_arg in
 '~'*) python_cmd=$(expand_workdir "$python_arg") || python_cmd=$python_arg ;;
