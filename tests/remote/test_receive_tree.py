@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from rtrain.daemon.remote import script
 from rtrain.daemon.remote.cache_inputs import FILL_LOCK
 from rtrain.daemon.transfer.tree_ship import stream
 
-from .conftest import Remote
+from .conftest import Remote, wait_for
 
 FILES = {
     "a b.txt": b"spaces\n",
@@ -127,3 +130,49 @@ def test_a_name_leaving_the_run_is_refused(
 
     assert result.returncode == 7, result
     assert not (run_dir.parent / "outside").exists()
+
+
+def test_a_placement_waits_for_the_fill_that_brings_its_missing_inputs(remote: Remote) -> None:
+    """A start right after a cold one finds the cache still filling: its placement waits
+    for the fill (it holds the fill lock) and places what the fill brought, instead of
+    answering `missing` and having every file sent again."""
+    data = b"a file the fill is copying in\n"
+    digest = hashlib.sha256(data).hexdigest()
+    cache = remote.home / ".rtrain" / ".cache"
+    (cache / "inputs").mkdir(parents=True)
+    _, run_dir = remote.prepare()
+    with open(cache / FILL_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # as a fill does while it copies
+        placing = subprocess.Popen(
+            [remote.shell, "-c", script("cache_place"), "rtrain", "~/.rtrain", str(run_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=remote.home,
+            env=remote.env,
+        )
+        assert placing.stdin is not None
+        placing.stdin.write(f"{digest}\t{len(data)}\tconf.txt\n".encode())
+        placing.stdin.close()
+        # It found the entry missing and waits on the lock (it holds the lock file open).
+        wait_for(lambda: holds_open(placing.pid, cache / FILL_LOCK), what="a wait on the fill")
+        entry = cache / "inputs" / digest
+        entry.write_bytes(data)
+        entry.chmod(0o444)  # the fill's entry, as it leaves it
+    assert placing.stdout is not None
+    with placing.stdout:
+        out = placing.stdout.read()
+    assert placing.wait(timeout=30) == 0, out
+    assert b"missing" not in out and b"placed_all\t1" in out, out
+    assert (run_dir / "conf.txt").read_bytes() == data
+
+
+def holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` or one of its children has `path` open."""
+    pids = [pid] + [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    for one in pids:
+        try:
+            if any(os.path.realpath(fd) == str(path) for fd in Path(f"/proc/{one}/fd").iterdir()):
+                return True
+        except OSError:
+            continue
+    return False

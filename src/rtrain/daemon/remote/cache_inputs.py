@@ -20,15 +20,16 @@
 #                             cache: their identity is written down.
 #   receive CACHE_DIR RUN_DIR STAGE
 #                             stdin: the stream of receive_tree.sh (its listing, then the tar).
-#                             Each content is written once, hashed as it is written, under its
-#                             first name in the tree in STAGE. Once every content has come and is
-#                             good, the tree moves into RUN_DIR (a folder it lacks, by one
-#                             rename): `received COUNT`; a process of its own then gives each
-#                             content a private copy in the cache, from the file of the run, hashed
-#                             again (`place` waits for it: FILL_LOCK). Else `mismatch NAME` per
-#                             name whose bytes did not come as hashed, exit 3, nothing lands
-#                             in RUN_DIR, and what was verified enters the cache (so a cut
-#                             upload keeps what landed).
+#                             Each content is written once, hashed as it is written, under
+#                             its first name in the tree in STAGE. Once every content has come
+#                             and is good, the tree moves into RUN_DIR (a folder it lacks, by
+#                             one rename): `received COUNT`. A process of its own then gives
+#                             each content a private copy in the cache, from the file of the
+#                             run, hashed again (`place` waits for it where an input is
+#                             missing: FILL_LOCK). Else `mismatch NAME` per name whose bytes
+#                             did not come as hashed, exit 3, nothing lands in RUN_DIR, and
+#                             what was verified enters the cache (a cut upload keeps what
+#                             landed).
 #
 # Trust: an entry is placed without reading it only while its identity (device, inode, size,
 # mtime and ctime to the nanosecond, no write bit) is the one written down when it was last
@@ -64,7 +65,8 @@ BLOCK = 512
 SLACK = 1000
 # Files copied into place side by side.
 PLACE_SIDE_BY_SIDE = 4
-# Held (shared) by each fill of the cache after the answer to a stream; `place` waits for it.
+# Held (shared) by each fill of the cache after the answer to a stream; `place` waits for it
+# where an input is missing.
 FILL_LOCK = "fill.lock"
 FILL_WAIT_S = 60
 
@@ -287,24 +289,31 @@ def say_missing(partial_dir: str, sha: str, name: str) -> None:
 
 
 def place(cache_dir: str, run_dir: str) -> None:
-    wait_for_fills(cache_dir)
     inputs_dir = os.path.join(cache_dir, "inputs")
     partial_dir = os.path.join(cache_dir, "partial")
+    wanted = [parsed(line) for line in sys.stdin]
     identities = Identities(cache_dir)
     fresh: dict[str, os.stat_result] = {}
     good: dict[str, bool] = {}
-    todo: list[tuple[str, str, str]] = []
-    missing = 0
-    for line in sys.stdin:
-        sha, size, name = parsed(line)
+
+    def held(sha: str, size: int) -> bool:
         if sha not in good:
             good[sha] = checked(inputs_dir, sha, identities, fresh)
-        entry = os.path.join(inputs_dir, sha)
-        if not (good[sha] and os.path.getsize(entry) == size):
+        return good[sha] and os.path.getsize(os.path.join(inputs_dir, sha)) == size
+
+    if not all(held(sha, size) for sha, size, _ in wanted) and waited_for_fills(cache_dir):
+        # A fill of the cache was running (a start just before this one): look again at
+        # what was missing, with the identities it wrote down.
+        identities = Identities(cache_dir)
+        good = {sha: True for sha, ok in good.items() if ok}
+    todo: list[tuple[str, str, str]] = []
+    missing = 0
+    for sha, size, name in wanted:
+        if not held(sha, size):
             say_missing(partial_dir, sha, name)
             missing += 1
             continue
-        todo.append((entry, os.path.join(run_dir, name), name))
+        todo.append((os.path.join(inputs_dir, sha), os.path.join(run_dir, name), name))
     identities.write_down(fresh, inputs_dir)
     placed, failure = place_all(todo)
     if failure is None and not missing:
@@ -509,7 +518,8 @@ class Receiver:
 def fill_after_answer(receiver: Receiver, cache_dir: str, run_dir: str) -> None:
     """Fill the cache from the files of the run in a process of its own, after the answer: the
     run need not wait for the second copy of its inputs. The fill holds FILL_LOCK shared until
-    it ends, and `place` waits for it, so a start right after this one finds every entry."""
+    it ends, and `place` waits for it where an input is missing, so a start right after this
+    one finds every entry."""
     try:
         lock = os.open(os.path.join(cache_dir, FILL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(lock, fcntl.LOCK_SH)
@@ -530,22 +540,24 @@ def fill_after_answer(receiver: Receiver, cache_dir: str, run_dir: str) -> None:
         os._exit(0)
 
 
-def wait_for_fills(cache_dir: str) -> None:
-    """Until no fill of the cache runs (at most FILL_WAIT_S): what one is copying in is
-    placed, not sent again."""
+def waited_for_fills(cache_dir: str) -> bool:
+    """Whether a fill of the cache was running; if so, until none is (at most FILL_WAIT_S),
+    so that what it is copying in is placed, not sent again."""
     try:
         lock = os.open(os.path.join(cache_dir, FILL_LOCK), os.O_RDONLY)
     except OSError:
-        return  # no fill ever ran here
+        return False  # no fill ever ran here
     deadline = time.monotonic() + FILL_WAIT_S
+    waited = False
     try:
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                return waited
             except OSError:
                 if time.monotonic() > deadline:
-                    return  # a stuck fill costs a resend, never a start
+                    return waited  # a stuck fill costs a resend, never a start
+                waited = True
                 time.sleep(0.01)
     finally:
         os.close(lock)
