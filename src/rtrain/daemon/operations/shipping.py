@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.transfer.shipping import Answered, Input, ship
@@ -47,19 +48,23 @@ def shipped_inputs(inputs: Inputs) -> list[Input]:
     return [Input(f.source, f.rel) for f in inputs.files]
 
 
-async def ship_files(
-    transport: Transport,
-    run_dir: str,
-    run_id: str,
-    inputs: Inputs,
-    progress: ShipProgress,
-    *,
-    channels: int | None = None,
-    answered: Answered | None = None,
-) -> list[ShippedFile]:
-    """Put every file of `inputs` at its place under `run_dir`; what landed, in input order.
-    Raises the first failure (the others are stopped). `answered`: the host's cache placed
-    what it holds already (in the claim's far call)."""
+@dataclass(frozen=True)
+class Destination:
+    """A run directory on a host, as a shipment reaches it: the channels its transfers may
+    open (config.toml), and the host's cache placement of the inputs where the claim's far
+    call asked it already."""
+
+    transport: Transport
+    run_dir: str
+    run_id: str
+    channels: int | None = None
+    answered: Answered | None = None
+
+
+async def ship_files(to: Destination, inputs: Inputs, progress: ShipProgress) -> list[ShippedFile]:
+    """Put every file of `inputs` at its place under the run directory; what landed, in input
+    order. Raises the first failure (the others are stopped)."""
+    transport, run_dir, run_id = to.transport, to.run_dir, to.run_id
     dirs = _empty_dirs(inputs) if transport.streams else inputs.dirs
     if dirs:
         await _tree(transport, run_dir, run_id, dirs, [], [])
@@ -70,9 +75,9 @@ async def ship_files(
         run_dir,
         shipped_inputs(inputs),
         progress.bytes_moved,
-        channels=channels,
+        channels=to.channels,
         landed=lambda _file: progress.file_landed(),
-        answered=answered,
+        answered=to.answered,
     )
     runnable = [f.rel for f in inputs.files if f.executable]
     # Links come last, so that no file is ever placed through one.

@@ -66,7 +66,7 @@ from .run_limits import (
     launch_line,
     watcher_files,
 )
-from .shipping import ShipProgress, code_report, ship_files, shipped_inputs
+from .shipping import Destination, ShipProgress, code_report, ship_files, shipped_inputs
 from .start_plan import DEMO_TRAINER, StartPlan, plan_start
 from .status import refresh
 
@@ -260,22 +260,7 @@ async def _claim_ship_launch_with(
 ) -> StartResult:
     p, run_id = plan.p, plan.run_id
     on_host = ops.launcher(p.host).runs_on_host
-    # The local hashing (all of it on a first start; a stat a file on the same code again)
-    # comes first: the claim lists every input for the host's cache to place.
-    users = await asyncio.to_thread(cache_entries, shipped_inputs(plan.inputs))
-
-    def listing(gpus: GpuPlan) -> list[Entry] | None:
-        if users is None or plan.across_hosts:
-            # Nodes may differ in their own files (the gate): each ships them itself.
-            return users
-        # rtrain's own files depend on the run directory's name only through the relay's
-        # path, which is there or not whatever that name is.
-        provisional = _commands(plan, posixpath.join(plan.workdir, run_id), on_host)[0]
-        own = _own_files(plan, provisional, gpus.gate, on_host)
-        listed = cache_entries(shipped_inputs(own))
-        return None if listed is None else users + listed
-
-    claims = await _claim(ops, plan, transports, listing)
+    claims = await _claim(ops, plan, transports, await _listing(plan, on_host))
     run_dir = claims[0].run_dir
     command, setup_command = _commands(plan, run_dir, on_host)
     nodes = _run_nodes(ops, plan, claims)
@@ -319,6 +304,25 @@ async def _claim_ship_launch_with(
         return await _ship_and_launch(ops, plan, ctx, placed)
     finally:
         ops.starting.discard((p.host, run_id))
+
+
+async def _listing(plan: StartPlan, on_host: bool) -> Listing:
+    """What each node's claim lists for the host's cache to place. The local hashing (all of
+    it on a first start; a stat a file on the same code again) comes first."""
+    users = await asyncio.to_thread(cache_entries, shipped_inputs(plan.inputs))
+
+    def listing(gpus: GpuPlan) -> list[Entry] | None:
+        if users is None or plan.across_hosts:
+            # Nodes may differ in their own files (the gate): each ships them itself.
+            return users
+        # rtrain's own files depend on the run directory's name only through the relay's
+        # path, which is there or not whatever that name is.
+        provisional = _commands(plan, posixpath.join(plan.workdir, plan.run_id), on_host)[0]
+        own = _own_files(plan, provisional, gpus.gate, on_host)
+        listed = cache_entries(shipped_inputs(own))
+        return None if listed is None else users + listed
+
+    return listing
 
 
 def _run_nodes(ops: DaemonState, plan: StartPlan, claims: list[Claim]) -> list[RunNode]:
@@ -450,13 +454,13 @@ async def _ship_everywhere(
             *(
                 _ship_side_by_side(
                     _ship(
-                        _Destination(c, run_id, _channels(ops, c.host)),
+                        _destination(ops, c, run_id),
                         plan.inputs,
                         p,
                         ctx,
                         report_progress=index == 0,
                     ),
-                    _ship_own(_Destination(c, run_id, _channels(ops, c.host)), placed.own),
+                    _ship_own(_destination(ops, c, run_id), placed.own),
                 )
                 for index, c in enumerate(placed.claims)
             )
@@ -684,27 +688,20 @@ async def _ship_side_by_side(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _ship_own(to: _Destination, own: Inputs) -> list[ShippedFile]:
+async def _ship_own(to: Destination, own: Inputs) -> list[ShippedFile]:
     if not own.files:
         return []
-    progress = ShipProgress(own, lambda _done: None)
-    c = to.claim
-    return await ship_files(
-        c.transport, c.run_dir, to.run_id, own, progress, channels=to.channels, answered=c.answered
-    )
+    return await ship_files(to, own, ShipProgress(own, lambda _done: None))
 
 
-@dataclass(frozen=True)
-class _Destination:
-    """One node's claimed run directory, and the channels its transfers may open."""
-
-    claim: Claim
-    run_id: str
-    channels: int | None
+def _destination(ops: DaemonState, claim: Claim, run_id: str) -> Destination:
+    """One node's claimed run directory, as its shipments reach it."""
+    channels = _channels(ops, claim.host)
+    return Destination(claim.transport, claim.run_dir, run_id, channels, claim.answered)
 
 
 async def _ship(
-    to: _Destination,
+    to: Destination,
     inputs: Inputs,
     p: StartParams,
     ctx: Notifier,
@@ -735,15 +732,6 @@ async def _ship(
 
     progress = ShipProgress(inputs, changed)
     report("begin", progress)
-    c = to.claim
-    shipped = await ship_files(
-        c.transport,
-        c.run_dir,
-        to.run_id,
-        inputs,
-        progress,
-        channels=to.channels,
-        answered=c.answered,
-    )
+    shipped = await ship_files(to, inputs, progress)
     report("end", progress, f"{len(shipped)} files, {progress.total_bytes} bytes verified")
     return shipped
