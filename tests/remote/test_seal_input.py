@@ -114,3 +114,54 @@ def test_a_piece_is_sent_with_its_digest_after_it(far: Remote) -> None:
     assert sent.returncode == 0, sent
     assert sent.stdout == DATA[offset : offset + length]
     assert f"sent\t{sha256(DATA[offset : offset + length])}" in sent.stderr
+
+
+def put_run(far: Remote, data: bytes = DATA) -> tuple[int, str]:
+    """Every piece of DATA in one stream (one far process for them all), `data` on stdin."""
+    args = [WORKDIR, SHA, str(len(DATA))]
+    for offset, length in PIECES:
+        args += [str(offset), str(length), sha256(DATA[offset : offset + length])]
+    result = far.run("put_range", *args, stdin=data)
+    return result.returncode, result.stdout.decode()
+
+
+def test_several_pieces_in_one_stream_are_each_kept_and_sealed(remote: Remote) -> None:
+    _, run_dir = remote.prepare()
+    code, said = put_run(remote)
+    assert code == 0, said
+    assert said.splitlines() == [f"piece\t{offset}\t{length}" for offset, length in PIECES]
+    code, said = seal(remote, run_dir)
+    assert code == 0, said
+    assert (run_dir / "data.bin").read_bytes() == DATA
+
+
+def test_without_python3_a_run_of_pieces_is_refused_before_any_byte_is_read(
+    remote: Remote, stripped_path: Callable[[set[str]], str]
+) -> None:
+    # The daemon then sends each piece in a stream of its own.
+    remote.env = {**remote.env, "PATH": stripped_path({"python3"})}
+    _, run_dir = remote.prepare()
+    code, said = put_run(remote)
+    assert code == 2 and said.startswith("error\tone_piece"), said
+    assert names(cache(remote) / "partial") == []
+    assert [put(remote, offset, length) for offset, length in PIECES] == [0, 0, 0]
+    code, said = seal(remote, run_dir)
+    assert code == 0, said
+    assert (run_dir / "data.bin").read_bytes() == DATA
+
+
+def test_a_run_of_pieces_keeps_those_that_verified_before_one_that_did_not(
+    remote: Remote,
+) -> None:
+    # The second piece's bytes are not the file's: the first stays verified (a resumed
+    # upload sends only the others), the second and third are not kept.
+    _, run_dir = remote.prepare()
+    damaged = bytearray(DATA)
+    damaged[MIB + 7] ^= 1
+    code, said = put_run(remote, bytes(damaged))
+    assert code == 3 and "mismatch" in said, said
+    markers = names(cache(remote) / "partial" / f"{SHA}.pieces")
+    assert markers == [f"0-{MIB}"]
+    # A stream one byte longer than its pieces: the last piece does not verify.
+    code, said = put_run(remote, DATA + b"!")
+    assert code == 3 and f"piece\t0\t{MIB}" in said and f"piece\t{MIB}\t{MIB}" in said, said

@@ -214,6 +214,52 @@ def one_channel(ops: Ops, host: str) -> None:
     config.write_text(f"[hosts.{host}]\nchannels = 1\n")
 
 
+def test_a_cut_upload_of_a_run_of_pieces_says_so_and_the_next_start_sends_only_the_rest(
+    campaign: Campaign,
+) -> None:
+    # One channel: the first four pieces go in one stream to one far process, which keeps
+    # each piece as it verifies; the link is cut once two of them are kept.
+    one_channel(campaign, "viaproxy")
+    dataset = campaign.tmp / "cut-up.bin"
+    data = patterned(STRIPED, salt=41)
+    dataset.write_bytes(data)
+    run_id = campaign.new_run_id()
+    markers = campaign.far_run_dir(run_id).parent / ".cache" / "partial" / f"{sha256(data)}.pieces"
+    cut = threading.Event()
+
+    def cut_once_two_pieces_are_kept(method: str, params: Any) -> None:
+        if cut.is_set() or method != "$/progress" or not markers.is_dir():
+            return
+        if len(list(markers.iterdir())) >= 2:
+            cut.set()
+            campaign.link.stall()
+            campaign.cut("a run of pieces going up")
+            campaign.link.resume()
+
+    campaign.link.delay_s = 0.1
+    with pytest.raises(RemoteError) as caught:
+        campaign.client().request(
+            "run/start",
+            {
+                "host": "viaproxy", "runId": run_id, "workdir": campaign.workdir, "gpus": 0,
+                "config": str(campaign.file("config.yaml", "epochs: 1\n")),
+                "dataset": str(dataset), "command": ["true"], "progressToken": 1,
+            },
+            on_notification=cut_once_two_pieces_are_kept,
+        )  # fmt: skip
+    assert cut.is_set()
+    assert caught.value.kind == "host_unreachable", caught.value.message
+    assert "nothing was started" in caught.value.message
+    kept = len(list(markers.iterdir()))
+    assert kept >= 2
+    campaign.link.delay_s = 0.0
+    again = campaign.start("print('again')", dataset=str(dataset), host="viaproxy")
+    far = campaign.far_run_dir(again.run.run_id) / dataset.name
+    assert far.read_bytes() == data
+    shipped = {f.path: f.sent_bytes for f in again.shipped}
+    assert shipped[dataset.name] <= STRIPED - kept * 16 * MIB
+
+
 def test_a_cut_striped_fetch_resumes_from_its_verified_pieces(campaign: Campaign) -> None:
     one_channel(campaign, "viaproxy")
     run_id = finished_run(campaign, host="viaproxy")
@@ -309,8 +355,9 @@ def test_a_fetch_killed_with_the_daemon_resumes(campaign: Campaign) -> None:
     assert partial_records(dest) == []
 
 
-# Four pieces and two MiB: its half lies early in the third piece, which is in flight then.
-HALF_IN_A_PIECE = 4 * 16 * MIB + 2 * MIB
+# Four pieces and two notes' worth: its half lies early in the third piece, which is in
+# flight then, one note (LANDED_STEP) into it.
+HALF_IN_A_PIECE = 4 * 16 * MIB + 2 * LANDED_STEP
 
 
 def cut_fetch(campaign: Campaign, run_id: str, dest: Path, at: int, how: str) -> int:

@@ -78,6 +78,7 @@ class ErrorWord(StrEnum):
     NO_SCANCEL = "no_scancel"
     NO_TAR = "no_tar"
     NO_PYTHON = "no_python"
+    ONE_PIECE = "one_piece"  # put_range.sh: several pieces in one stream need python3
     # A free port could not be read on the host (a multi-node run's rendezvous).
     NO_PORT = "no_port"
     # Slurm.

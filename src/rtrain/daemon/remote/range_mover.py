@@ -5,6 +5,11 @@
 #                                               their sha256 on fd 3 after the last one
 #   python3 -c PROGRAM put PATH OFFSET LENGTH   stdin, to its end, written at OFFSET of PATH
 #                                               (no larger than LENGTH); its sha256 on stdout
+#   python3 -c PROGRAM puts PATH MARKS OFFSET LENGTH SHA256 [OFFSET LENGTH SHA256]...
+#       consecutive pieces on stdin, back to back (the last one to the end of stdin), each
+#       written at its offset and hashed; a piece that hashes to its SHA256 gets its marker
+#       (MARKS/OFFSET-LENGTH, holding that digest) and a line `piece OFFSET LENGTH`; the first
+#       that does not ends it: `mismatch DIGEST`, exit 3
 # A read or write that fails prints the words of the system (on fd 3 for send, where the bytes
 # go to stdout; else on stdout) and exits 1. The daemon
 # sends it inside those scripts as one single-quoted sh word (daemon/remote/__init__.py), so
@@ -60,7 +65,56 @@ def put(path: str, offset: int, length: int) -> str:
     return digest.hexdigest()
 
 
+def puts(path: str, marks: str, triples: list[str]) -> int:
+    """Several pieces in one stream: each read exactly (the last one to the end), so a piece
+    never takes bytes of the next one; each marked as soon as it verified."""
+    sink = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    pieces = [triples[i : i + 3] for i in range(0, len(triples), 3)]
+    for index, (offset_word, length_word, expected) in enumerate(pieces):
+        offset, length = int(offset_word), int(length_word)
+        marker = f"{marks}/{offset}-{length}"
+        # Its bytes are about to be written again: no marker vouches for them until they verify.
+        if os.path.exists(marker):
+            os.unlink(marker)
+        last = index == len(pieces) - 1
+        digest = hashlib.sha256()
+        at, end = offset, offset + length
+        while True:
+            want = min(CHUNK, end - at) if at < end else (CHUNK if last else 0)
+            if want == 0:
+                break
+            count = os.readv(0, [view[:want]])
+            if not count:
+                break
+            digest.update(view[:count])
+            if at + count > end:
+                at = end + 1  # more than the piece: hashed, never written, so the digest tells
+                continue
+            written = 0
+            while written < count:
+                written += os.pwrite(sink, view[written:count], at + written)
+            at += count
+        found = digest.hexdigest()
+        if found != expected:
+            os.close(sink)
+            os.write(1, f"mismatch\t{found}\n".encode())
+            return 3
+        with open(marker, "w") as note:
+            note.write(expected + "\n")
+        os.write(1, f"piece\t{offset}\t{length}\n".encode())
+    os.close(sink)
+    return 0
+
+
 def main(argv: list[str]) -> None:
+    if argv[1] == "puts":
+        try:
+            sys.exit(puts(argv[2], argv[3], argv[4:]))
+        except OSError as error:
+            os.write(1, f"{error.strerror or error} ({error.filename or argv[2]})\n".encode())
+            sys.exit(1)
     what, path, offset, length = argv[1], argv[2], int(argv[3]), int(argv[4])
     said = 3 if what == "send" else 1
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from rtrain.daemon.remote import script
+from rtrain.daemon.transports.byte_pump import FileRange
 from rtrain.daemon.transports.transport import STALL_TIMEOUT, Completed, ProcessTransport
 from rtrain.protocol.errors import APPLICATION_ERROR, Kind, RpcError, app_error
 from rtrain.protocol.messages import ConnectionState
@@ -135,6 +136,28 @@ class ExecTransport(ProcessTransport):
             )
         finally:
             self._waiting.discard(feed)
+
+    async def stream_file_in(
+        self,
+        name: str,
+        args: Sequence[str],
+        source: FileRange,
+        progress: Callable[[int], None],
+        *,
+        answer_within: float = STALL_TIMEOUT,
+    ) -> Completed:
+        return await self._on_channel(
+            lambda: ProcessTransport.stream_file_in(
+                self, name, args, source, progress, answer_within=answer_within
+            )
+        )
+
+    async def stream_out_on_thread(
+        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
+    ) -> Completed:
+        return await self._on_channel(
+            lambda: ProcessTransport.stream_out_on_thread(self, name, args, sink)
+        )
 
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt` on a channel of its own. A host that allows few sessions per connection

@@ -179,50 +179,76 @@ class _PieceFetch:
 
     async def get(self, sink: int, offset: int, length: int, whole: _InOrderHash) -> None:
         rel, transport, partial = self.rel, self.transport, self.partial
-        digest = hashlib.sha256()
-        got = noted = 0
-
-        def take(chunk: bytes) -> None:
-            nonlocal got, noted
-            if got + len(chunk) > length:
-                raise fetch_unverified(rel)
-            os.pwrite(sink, chunk, offset + got)
-            got += len(chunk)
-            digest.update(chunk)
-            self.progress(len(chunk))
-            if got - noted >= LANDED_STEP:
-                # A killed daemon leaves this note: the next fetch checks these bytes.
-                partial.note_landed(offset, got)
-                noted = got
-
+        piece = _PieceSink(sink, offset, length, rel, partial, self.progress)
         args = [self.run_dir, rel, str(offset), str(length), partial.state]
         try:
-            done = await self.lanes.run(lambda: transport.stream_out("send_range", args, take))
+            done = await self.lanes.run(
+                lambda: transport.stream_out_on_thread("send_range", args, piece.take)
+            )
         except BaseException as error:
-            if got != noted and not isinstance(error, OSError):
+            # The thread has ended (the transport waits for it): `got` is final.
+            if piece.got != piece.noted and not isinstance(error, OSError):
                 # Cut or cancelled: as far as it came (a local disk error discards it all).
                 with contextlib.suppress(OSError):
-                    partial.note_landed(offset, got)
+                    partial.note_landed(offset, piece.got)
             raise
         said = file_scripts.range_sent(done)
         if said.changed:
             raise fetch_unverified(rel)
         if done.returncode != answers.Exit.OK:
             raise _failed(transport, rel, file_scripts.failed_read(done), done.error_text)
-        if said.sha256 is None or got != length:
+        if said.sha256 is None or piece.got != length:
             # The stream broke off before the far side's verdict: a cut, not damage; what
             # landed stays for the next fetch, which checks it with the far side.
-            partial.note_landed(offset, got)
+            partial.note_landed(offset, piece.got)
             raise app_error(
                 Kind.TRANSFER_FAILED,
                 f"{transport.alias}: reading {rel} broke off ({done.error_text}); "
                 "fetch again to resume from what arrived.",
             )
-        if said.sha256 != digest.hexdigest():
+        if said.sha256 != piece.digest.hexdigest():
             raise fetch_unverified(rel)
         self.sent += length
         partial.done(offset, length)
         whole.advance(_joined(partial.verified))
+
+
+class _PieceSink:
+    """Where one piece's bytes land. `take` runs on the stream's own thread (byte_pump.py):
+    it writes and hashes there, and hands the loop only counts (the progress, and every
+    LANDED_STEP how far the piece landed, which a killed daemon leaves behind)."""
+
+    def __init__(
+        self, sink: int, offset: int, length: int, rel: str, partial: Partial, progress: Progress
+    ) -> None:
+        self.sink = sink
+        self.offset = offset
+        self.length = length
+        self.rel = rel
+        self.partial = partial
+        self.progress = progress
+        self.digest = hashlib.sha256()
+        self.got = self.noted = 0
+        self.loop = asyncio.get_running_loop()
+
+    def take(self, block: memoryview) -> None:
+        if self.got + len(block) > self.length:
+            raise fetch_unverified(self.rel)
+        written = 0
+        while written < len(block):
+            written += os.pwrite(self.sink, block[written:], self.offset + self.got + written)
+        self.got += len(block)
+        self.digest.update(block)
+        note = self.got - self.noted >= LANDED_STEP
+        self.loop.call_soon_threadsafe(self.told, len(block), self.got if note else 0)
+        if note:
+            self.noted = self.got
+
+    def told(self, count: int, landed: int) -> None:
+        # Noted before it is told: a client that sees the bytes may kill the daemon at once.
+        if landed:
+            self.partial.note_landed(self.offset, landed)
+        self.progress(count)
 
 
 def _joined(verified: dict[int, int]) -> int:

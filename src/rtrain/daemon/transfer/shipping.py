@@ -21,7 +21,7 @@ import os
 import posixpath
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +29,13 @@ from pathlib import Path
 from rtrain.daemon.remote.contract import file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError, far_error, says_disk_full
 from rtrain.daemon.transfer import tree_ship, whole_file
+from rtrain.daemon.transports.byte_pump import FileRange
 from rtrain.daemon.transports.transport import STALL_TIMEOUT, Transport
 from rtrain.protocol.errors import Kind, app_error
 
 from .lanes import Lanes, first_error
 from .local_hashes import digests, settled
-from .plan import PIECE, channels_for, pieces
+from .plan import PIECE, channels_for, pieces, runs
 
 CHUNK = 1024 * 1024
 # Uploads side by side on a transport without streams (the console's chunked uploads).
@@ -385,48 +386,102 @@ async def _send_file(
     advance: Progress,
 ) -> Shipped:
     cut = pieces(f.size)
-    whole = len(cut) == 1
-    sent = 0
-
-    if not whole and len(f.pieces) != len(cut):
+    if len(cut) > 1 and len(f.pieces) != len(cut):
         raise _changed(f)  # it grew or shrank while it was hashed
-    expected = {offset: f.sha256 if whole else f.pieces[i] for i, (offset, _) in enumerate(cut)}
-
-    async def put(offset: int, length: int) -> None:
-        nonlocal sent
-        digest = expected[offset]
-        args = [workdir, f.sha256, str(f.size), str(offset), str(length), digest]
-        if whole:
-            args += [run_dir, f.name]
-        done = file_scripts.stored(
-            await lanes.run(
-                lambda: transport.stream_in(
-                    "put_range",
-                    args,
-                    lambda: _read_piece(f.path, offset, length, advance),
-                    answer_within=STALL_TIMEOUT + length / HASH_RATE,
-                )
-            )
-        )
-        if done.mismatch:
-            raise _changed(f)
-        if not done.ok:
-            raise _failure(transport, done.error, done.error_text, f"shipping {f.name}")
-        sent += length
-
+    sending = _FileSend(transport, lanes, workdir, run_dir, f, advance)
+    whole = len(cut) == 1
     for offset, length in cut:
         if offset in verified and not whole:
             advance(length)
     todo = [(o, n) for o, n in cut if whole or o not in verified]
     try:
         async with asyncio.TaskGroup() as group:
-            for offset, length in todo:
-                group.create_task(put(offset, length))
+            for run in runs(todo, lanes.limit):
+                group.create_task(sending.put_run(run))
     except BaseExceptionGroup as failed:
         raise first_error(failed) from None
     if not whole:
         await _seal(transport, workdir, run_dir, f)
-    return Shipped(f.name, f.size, f.sha256, sent, "sent")
+    return Shipped(f.name, f.size, f.sha256, sending.sent, "sent")
+
+
+class _FileSend:
+    """The pieces of one file going out, a run of consecutive ones per stream."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        lanes: Lanes,
+        workdir: str,
+        run_dir: str,
+        f: _File,
+        advance: Progress,
+    ) -> None:
+        self.transport = transport
+        self.lanes = lanes
+        self.workdir = workdir
+        self.run_dir = run_dir
+        self.f = f
+        self.advance = advance
+        cut = pieces(f.size)
+        self.whole = len(cut) == 1
+        self.expected = {
+            offset: f.sha256 if self.whole else f.pieces[i] for i, (offset, _) in enumerate(cut)
+        }
+        self.sent = 0
+        # Set once the host says it takes one piece per stream (no python3 there).
+        self.one_piece_only = False
+
+    async def put_run(self, run: list[tuple[int, int]]) -> None:
+        """Consecutive pieces in one stream, each verified and kept on its own there."""
+        if len(run) == 1 or self.one_piece_only:
+            for offset, length in run:
+                await self.put(offset, length)
+            return
+        f = self.f
+        start, total = run[0][0], sum(length for _offset, length in run)
+        args = [self.workdir, f.sha256, str(f.size)]
+        for offset, length in run:
+            args += [str(offset), str(length), self.expected[offset]]
+        done = await self.stream(args, start, total)
+        if done.error is not None and done.error.word == ErrorWord.ONE_PIECE:
+            # No python3 there: a piece per stream (nothing of this one was kept).
+            self.one_piece_only = True
+            for offset, length in run:
+                await self.put(offset, length)
+            return
+        if done.mismatch:
+            raise _changed(f)
+        if not done.ok or any(offset not in done.offsets for offset, _length in run):
+            raise _failure(self.transport, done.error, done.error_text, f"shipping {f.name}")
+        self.sent += total
+
+    async def put(self, offset: int, length: int) -> None:
+        f = self.f
+        args = [self.workdir, f.sha256, str(f.size), str(offset), str(length)]
+        args.append(self.expected[offset])
+        if self.whole:
+            args += [self.run_dir, f.name]
+        done = await self.stream(args, offset, length)
+        if done.mismatch:
+            raise _changed(f)
+        if not done.ok:
+            raise _failure(self.transport, done.error, done.error_text, f"shipping {f.name}")
+        self.sent += length
+
+    async def stream(self, args: list[str], offset: int, length: int) -> file_scripts.Stored:
+        source = FileRange(self.f.path, offset, length)
+        return file_scripts.stored(
+            await self.lanes.run(
+                lambda: self.transport.stream_file_in(
+                    "put_range",
+                    args,
+                    source,
+                    self.advance,
+                    answer_within=STALL_TIMEOUT + length / HASH_RATE,
+                )
+            )
+        )
 
 
 async def _seal(transport: Transport, workdir: str, run_dir: str, f: _File) -> None:
@@ -490,19 +545,6 @@ def _failure(transport: Transport, error: FarError | None, text: str, what: str)
     if word == ErrorWord.PATH_OUTSIDE_RUN:
         return app_error(Kind.PATH_OUTSIDE_RUN, f"{transport.alias}: {what}: {words}")
     return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: {what} failed: {words}")
-
-
-def _read_piece(path: Path, offset: int, length: int, advance: Progress) -> Iterator[bytes]:
-    with open(path, "rb") as source:
-        source.seek(offset)
-        left = length
-        while left > 0:
-            chunk = source.read(min(CHUNK, left))
-            if not chunk:
-                return  # the file shrank: the far side's hash of the piece tells
-            left -= len(chunk)
-            yield chunk
-            advance(len(chunk))
 
 
 def _hashed(named: list[tuple[Path, str]]) -> list[_File]:

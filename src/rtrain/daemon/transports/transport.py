@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.contract.answers import Completed as Completed  # every transport's answer
+from rtrain.daemon.transports.byte_pump import FileRange, Pump, drain, receive, send_range, widen
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ConnectionState
 from rtrain.protocol.messages import Transport as TransportKind
@@ -73,6 +76,19 @@ class Transport(ABC):
         has ended. `chunks` is called again when the attempt has to be made again."""
         raise NotImplementedError
 
+    async def stream_file_in(
+        self,
+        name: str,
+        args: Sequence[str],
+        source: FileRange,
+        progress: Callable[[int], None],
+        *,
+        answer_within: float = STALL_TIMEOUT,
+    ) -> Completed:
+        """`stream_in` of a byte range of a local file, moved by a thread of its own
+        (byte_pump.py) and never through Python; `progress` hears of the bytes on the loop."""
+        raise NotImplementedError
+
     async def stream_out(
         self,
         name: str,
@@ -95,6 +111,15 @@ class Transport(ABC):
         its input, then ends: launch.sh --ahead launches nothing), and so does a transport
         that needs the channel for other work (the host allows few sessions). Where
         `streams` is true."""
+        raise NotImplementedError
+
+    async def stream_out_on_thread(
+        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
+    ) -> Completed:
+        """`stream_out` whose stdout a thread of its own reads (byte_pump.py), in blocks of
+        up to 1 MiB, calling `sink` there with a view valid only during the call: `sink`
+        must touch nothing the event loop uses (`loop.call_soon_threadsafe` carries news
+        back). An exception from `sink` stops the script and is raised here."""
         raise NotImplementedError
 
 
@@ -292,6 +317,125 @@ class ProcessTransport(Transport):
         assert proc.returncode is not None
         done = self._answer(proc.returncode, b"", err, marker)
         return Completed(done.returncode, b"", done.stderr, noise + done.noise)
+
+    async def stream_file_in(
+        self,
+        name: str,
+        args: Sequence[str],
+        source: FileRange,
+        progress: Callable[[int], None],
+        *,
+        answer_within: float = STALL_TIMEOUT,
+    ) -> Completed:
+        into, write = os.pipe()
+        widen(write)
+        try:
+            proc, marker = await self._spawn(
+                name,
+                args,
+                stdin=into,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except BaseException:
+            os.close(into)
+            os.close(write)
+            raise
+        # `into` stays open here too: a halt drains it, so a thread blocked on a far side
+        # that stopped reading goes on and ends (byte_pump.py).
+        assert proc.stdout is not None and proc.stderr is not None
+        reading = asyncio.ensure_future(asyncio.gather(proc.stdout.read(), proc.stderr.read()))
+        pump = Pump(f"{self.alias} {name}")
+        pump.start(send_range(source, write, pump.tell(progress)))
+        try:
+            try:
+                # The far side answers once its stdin ends; an answer before that means it quit
+                # early, and its output says why.
+                await pump.watch(asyncio.ensure_future(_first(pump.done, reading)), STALL_TIMEOUT)
+                if pump.done.done():
+                    pump.done.result()
+                    os.close(write)
+                    write = -1
+                else:
+                    await pump.halt(lambda: drain(into))
+            except TimeoutError:
+                raise self._stalled(f"{name} {' '.join(args[-2:])}") from None
+            async with asyncio.timeout(answer_within):
+                out, err = await reading
+                await proc.wait()
+        except BaseException as error:
+            reading.cancel()
+            await pump.halt(lambda: drain(into))
+            await _reap(proc)
+            if isinstance(error, TimeoutError):
+                raise self._stalled(f"{name} {' '.join(args[-2:])}") from None
+            raise
+        finally:
+            os.close(into)
+            if write >= 0:
+                os.close(write)
+        assert proc.returncode is not None
+        return self._answer(proc.returncode, out, err, marker)
+
+    async def stream_out_on_thread(
+        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
+    ) -> Completed:
+        out, write = os.pipe()
+        widen(out)
+        try:
+            proc, marker = await self._spawn(
+                name,
+                args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except BaseException:
+            os.close(out)
+            os.close(write)
+            raise
+        # `write` stays open here until the script has ended (its stdout then ends with it):
+        # a byte written into it wakes a thread told to stop while it waits for bytes.
+        assert proc.stderr is not None
+        errors = asyncio.ensure_future(proc.stderr.read())
+        noise = bytearray()
+        pump = Pump(f"{self.alias} {name}")
+        pump.start(receive(out, marker, sink, noise, NOISE_KEPT))
+
+        def wake() -> None:
+            if write >= 0:
+                os.write(write, b"\0")
+
+        try:
+            try:
+                await pump.watch(asyncio.ensure_future(_first(pump.done, errors)), STALL_TIMEOUT)
+                if pump.done.done():
+                    pump.done.result()  # the sink failed, or the stream ended early
+                async with asyncio.timeout(STALL_TIMEOUT):
+                    err = await errors
+                    await proc.wait()
+                os.close(write)
+                write = -1
+                await pump.finished(STALL_TIMEOUT)
+            except TimeoutError:
+                raise self._stalled(f"reading {args[-1] if args else name}") from None
+        except BaseException:
+            errors.cancel()
+            await pump.halt(wake)
+            await _reap(proc)
+            raise
+        finally:
+            if write >= 0:
+                os.close(write)
+            os.close(out)
+        assert proc.returncode is not None
+        done = self._answer(proc.returncode, b"", err, marker)
+        return Completed(done.returncode, b"", done.stderr, bytes(noise) + done.noise)
+
+
+async def _first(*waited: asyncio.Future[Any]) -> None:
+    """Return once any of `waited` is done."""
+    await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
 
 
 async def skip_noise(

@@ -239,6 +239,8 @@ class Stored(msgspec.Struct, frozen=True, kw_only=True):
     `copied`), the bytes not the expected ones (`mismatch`), or why not (`error`)."""
 
     piece: bool
+    # The offset of each piece kept (several when one stream carried several pieces).
+    offsets: frozenset[int] = frozenset()
     placed: str | None
     mismatch: bool
     error: FarError | None
@@ -257,6 +259,9 @@ def stored(done: Completed) -> Stored:
     said_mismatch = error is not None and error.word == ErrorWord.MISMATCH
     return Stored(
         piece="piece" in lines,
+        offsets=frozenset(
+            offset for row in lines.rows("piece") if (offset := as_int(row[0])) is not None
+        ),
         placed=placed[1] if placed and len(placed) >= 2 else None,
         mismatch="mismatch" in lines or said_mismatch,
         error=None if said_mismatch else error,

@@ -5,6 +5,10 @@
 # PIECE_SHA256 that a resumed upload and the seal find) only if they hash to PIECE_SHA256, else `mismatch`, exit 3. A piece
 # that is the whole input (RUN_DIR and NAME given) is sealed at once: into the cache, placed
 # in the run directory (`placed ...`).
+# put_range.sh WORKDIR SHA256 SIZE OFFSET LENGTH PIECE_SHA256 OFFSET LENGTH PIECE_SHA256...:
+# consecutive pieces back to back on stdin, each kept as above as soon as it verifies (one
+# channel and one far process for several pieces); needs python3, else `one_piece`, exit 2,
+# before any byte is read.
 need_args "$#" 6
 # daemon/remote/cache_inputs.py (seal_entries): the daemon puts its text in place of the word.
 CACHE_PROGRAM='@cache_inputs.py@'
@@ -15,6 +19,46 @@ sha=$2 size=$3 offset=$4 length=$5 expected=$6
 { is_uint "$size" && is_uint "$offset" && is_uint "$length"; } || fail "$E_USAGE" usage
 [ "$((offset % 1048576))" = 0 ] || fail "$E_USAGE" usage
 cache_dirs "$workdir"
+if [ "$#" -gt 8 ]; then
+	have python3 || fail "$E_USAGE" one_piece
+	shift 3
+	at=$1
+	for piece_arg in "$@"; do
+		case $piece_arg in
+		*[!0-9]*) is_sha256 "$piece_arg" || fail "$E_USAGE" usage ;;
+		esac
+	done
+	[ "$(($# % 3))" = 0 ] || fail "$E_USAGE" usage
+	set -- "$@" end
+	while [ "$1" != end ]; do
+		{ [ "$1" = "$at" ] && is_uint "$2" && [ "$(($1 % 1048576))" = 0 ] && is_sha256 "$3"; } ||
+			fail "$E_USAGE" usage
+		at=$(($1 + $2))
+		set -- "$@" "$1" "$2" "$3"
+		shift 3
+	done
+	shift
+	[ "$at" -le "$size" ] || fail "$E_USAGE" usage
+	pieces=$CACHE_PARTIAL/$sha.pieces
+	msg=$(mkdir -p -- "$pieces" 2>&1) || fail "$E_WRITE" write "$(flat "$msg")"
+	# One process reads, hashes, writes and marks each piece (range_mover.py).
+	said=$(python3 -c "$RANGE_PROGRAM" puts "$CACHE_PARTIAL/$sha" "$pieces" "$@" 2>/dev/null)
+	code=$?
+	set -f
+	IFS=$NL
+	for line in $said; do
+		case $line in
+		piece"$TAB"* | mismatch"$TAB"*) printf '%s\n' "$line" ;;
+		*) note=$line ;;
+		esac
+	done
+	unset IFS
+	set +f
+	[ "$code" = 0 ] && exit 0
+	[ "$code" = 3 ] && exit "$E_MISMATCH"
+	say "${note:-writing $CACHE_PARTIAL/$sha failed}"
+	fail "$E_WRITE" write "$(flat "${note:-writing the partial copy failed}")"
+fi
 whole=0
 [ "$#" -ge 8 ] && [ "$offset" = 0 ] && [ "$length" = "$size" ] && whole=1
 part=$CACHE_PARTIAL/$sha
