@@ -19,7 +19,7 @@ from rtrain.daemon.launchers import registry
 from rtrain.daemon.launchers.launcher import Launcher
 from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.launchers.process.launcher import ProcessLauncher
-from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched
 from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.daemon.user_config import HostSettings
 from rtrain.protocol.launcher_options import SlurmOptions
@@ -61,6 +61,7 @@ class QueueLauncher(Launcher):
         command: Sequence[str],
         secrets: bytes,
         params: StartParams | None = None,
+        ahead: LaunchAhead | None = None,
     ) -> Launched:
         raise NotImplementedError
 

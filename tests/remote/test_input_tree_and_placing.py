@@ -4,6 +4,7 @@ the run's own writable copy while the cache entry stays read-only and unchanged.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import stat
@@ -97,3 +98,79 @@ def test_a_cache_entry_changed_in_place_with_the_same_size_is_dropped_not_placed
     assert done.values("placed_all") == []
     assert not entry.exists() and not (second / "data.bin").exists()
     assert (first / "data.bin").read_bytes() == data
+
+
+@pytest.mark.parametrize("python", ["python3", "no python"])
+def test_prepare_claims_then_places_what_the_cache_holds_in_one_call(
+    remote: Remote, tmp_path: Path, python: str
+) -> None:
+    """A warm start's claim and placement are one far call (prepare.sh `place`): the run
+    directory is made, then each cached input placed in it as the run's own copy; an input
+    the cache lacks is `missing`. A run id that exists is refused before anything is placed."""
+    data = b"cached bytes\n" * 50
+    digest = hashlib.sha256(data).hexdigest()
+    absent = hashlib.sha256(b"never shipped").hexdigest()
+    workdir = remote.home / ".rtrain"
+    env = remote.env if python == "python3" else _without_python(remote, tmp_path)
+    entry = workdir / ".cache" / "inputs" / digest
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes(data)
+    entry.chmod(0o400)
+    listing = f"{digest}\t{len(data)}\tsub/data.bin\n{absent}\t13\tother.bin\n".encode()
+    run_id = remote.new_run_id()
+    done = remote.run("prepare", "~/.rtrain", run_id, "place", stdin=listing, env=env)
+    assert done.returncode == 0, done
+    run_dir = workdir / run_id
+    assert done.value("run_dir") == str(run_dir)
+    assert done.values("placed") == [["sub/data.bin", "copied"]], done
+    assert done.values("missing") == [["other.bin"]], done
+    assert (run_dir / "sub" / "data.bin").read_bytes() == data
+    assert not (run_dir / "sub" / "data.bin").samefile(entry)
+    assert not (run_dir / "other.bin").exists()
+
+    (run_dir / "train.log").write_text("the first run's\n")
+    again = remote.run("prepare", "~/.rtrain", run_id, "place", stdin=listing, env=env)
+    assert again.returncode == 17 and again.lines == [["error", "run_exists"]], again
+    assert sorted(p.name for p in run_dir.iterdir() if not p.name.startswith(".")) == [
+        "sub",
+        "train.log",
+    ]
+
+
+@pytest.mark.parametrize("python", ["python3", "no python"])
+def test_put_small_caches_and_places_only_bytes_that_are_their_sha256(
+    remote: Remote, tmp_path: Path, python: str
+) -> None:
+    """A few small inputs as text (put_small.sh, through a long-lived shell): each whose bytes
+    are its sha256 enters the cache read-only and is placed as the run's own copy; bytes that
+    are not are refused, nothing lands under their name. A host without python3 says so."""
+    good = b"changed file\n\x00\xff" * 40
+    bad = b"what was sent"
+    good_sha = hashlib.sha256(good).hexdigest()
+    claimed_sha = hashlib.sha256(b"what was hashed").hexdigest()
+    workdir = remote.home / ".rtrain"
+    env = remote.env if python == "python3" else _without_python(remote, tmp_path)
+    _, run_dir = remote.prepare()
+    text = (
+        f"{good_sha}\t{len(good)}\tpkg/mod.bin\n{base64.b64encode(good).decode()}\n"
+        f"{claimed_sha}\t{len(bad)}\tother.txt\n{base64.b64encode(bad).decode()}\n"
+    )
+    done = remote.run("put_small", str(workdir), str(run_dir), stdin=text.encode(), env=env)
+    if python == "no python":
+        assert done.returncode == 2 and done.lines == [["error", "no_python"]], done
+        assert not (run_dir / "pkg").exists()
+        return
+    assert done.returncode == 3, done
+    assert done.values("placed") == [["pkg/mod.bin", "copied"]], done
+    assert done.values("mismatch") == [["other.txt"]], done
+    entry = workdir / ".cache" / "inputs" / good_sha
+    assert entry.read_bytes() == good and stat.S_IMODE(entry.stat().st_mode) == 0o400
+    placed = run_dir / "pkg" / "mod.bin"
+    assert placed.read_bytes() == good and not placed.samefile(entry)
+    assert not (run_dir / "other.txt").exists()
+    assert not (workdir / ".cache" / "inputs" / claimed_sha).exists()
+    # The next start places it from the cache without reading it again.
+    _, second = remote.prepare()
+    listing = f"{good_sha}\t{len(good)}\tmod.bin\n".encode()
+    again = remote.run("cache_place", str(workdir), str(second), stdin=listing, env=env)
+    assert again.values("placed_all") == [["1"]], again

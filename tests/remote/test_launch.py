@@ -11,10 +11,13 @@ import socket
 import uuid
 from pathlib import Path
 
+from rtrain.daemon.remote.contract.launch_scripts import ahead_stdin
+from tests.operations.processes import marked_pids
 from tests.run_mark import entries
 
 from .conftest import (
     PYTHON,
+    Launched,
     Remote,
     alive,
     all_cmdlines,
@@ -193,3 +196,71 @@ def test_trainer_gets_the_callers_umask_while_run_files_stay_private(remote: Rem
     assert (run_dir / "umask").read_text() == "0o22"
     for name in ("train.log", "meta.json", ".rtrain", ".rtrain/train.pid", ".rtrain/status"):
         assert (run_dir / name).stat().st_mode & 0o077 == 0, name
+
+
+def test_a_launch_opened_ahead_runs_on_its_go(remote: Remote) -> None:
+    """launch.sh --ahead waits on stdin for its arguments and the launch input; with the go
+    at their end it launches as launch.sh with arguments does."""
+    run_id, run_dir = remote.prepare()
+    argv = [str(run_dir), run_id, PYTHON, PYTHON, "-c", FACTS_THEN_SLEEP, "an arg\nwith a line"]
+    given = ahead_stdin(argv, secret_line("API_TOKEN", "s3cret"))
+    result = remote.run("launch", "--ahead", run_id, stdin=given, timeout=20)
+
+    assert result.returncode == 0, result
+    leader = int(result.value("pid"))
+    facts = json.loads(wait_file(run_dir / "facts.json"))
+    assert facts["ppid"] == leader
+    assert facts["argv"] == ["an arg\nwith a line"]
+    assert facts["token_sha"] == hashlib.sha256(b"s3cret").hexdigest()
+    stopped = remote.stop(Launched(run_id, run_dir, leader, 0), force="1")
+    assert stopped.returncode == 0, stopped
+    assert_run_ends(run_id)
+
+
+def test_a_launch_opened_ahead_without_its_go_launches_nothing(remote: Remote) -> None:
+    """A start that failed while shipping, or a daemon that died, ends the input before the
+    go (anywhere in it): the script says `stood_down` and touches nothing."""
+    run_id, run_dir = remote.prepare()
+    whole = ahead_stdin(
+        [str(run_dir), run_id, PYTHON, PYTHON, "-c", FACTS_THEN_SLEEP],
+        secret_line("API_TOKEN", "s3cret") + b"+meta\tgpus\tMA==\n",
+    )
+    assert whole.endswith(b"+go\n")
+    for cut in (0, 5, whole.index(b"\n") + 1, len(whole) // 2, len(whole) - len(b"+go\n")):
+        result = remote.run("launch", "--ahead", run_id, stdin=whole[:cut], timeout=20)
+        assert result.returncode == 0, (cut, result)
+        assert result.lines == [["stood_down"]], (cut, result)
+        assert not (run_dir / "meta.json").exists() and not (run_dir / ".rtrain").exists()
+        assert marked_pids(lambda marker: marker == run_id) == []
+
+
+def test_a_launch_opened_ahead_refuses_another_runs_go(remote: Remote) -> None:
+    run_id, run_dir = remote.prepare()
+    other, _ = remote.prepare()
+    given = ahead_stdin([str(run_dir), run_id, PYTHON, PYTHON, "-c", "print(1)"], b"")
+    result = remote.run("launch", "--ahead", other, stdin=given, timeout=20)
+    assert result.returncode == 2, result
+    assert not (run_dir / "meta.json").exists()
+
+
+def test_a_long_meta_value_after_the_go_is_written_and_a_cut_one_launches_nothing(
+    remote: Remote,
+) -> None:
+    """A code tree's inputs (a long `+meta` value) come after the go, ended by `+end`: they
+    land in meta.json whole; cut anywhere before `+end`, nothing is launched."""
+    inputs = {f"pkg/m{n:04d}.py": hashlib.sha256(str(n).encode()).hexdigest() for n in range(300)}
+    run_id, run_dir = remote.prepare()
+    argv = [str(run_dir), run_id, PYTHON, PYTHON, "-c", "print('trained')"]
+    value = base64.b64encode(json.dumps(inputs).encode()).decode()
+    whole = ahead_stdin(argv, f"+meta\tgpus\tMA==\n+meta\tinputs\t{value}\n".encode())
+    go = whole.index(b"+go\n") + len(b"+go\n")
+    assert whole.endswith(b"+end\n") and b"inputs" in whole[go:]
+    for cut in (go + 3, len(whole) - len(b"+end\n"), len(whole) - 2):
+        result = remote.run("launch", "--ahead", run_id, stdin=whole[:cut], timeout=20)
+        assert result.lines == [["stood_down"]], (cut, result)
+        assert not (run_dir / "meta.json").exists()
+    result = remote.run("launch", "--ahead", run_id, stdin=whole, timeout=20)
+    assert result.returncode == 0, result
+    meta = json.loads((run_dir / ".rtrain" / "meta.json").read_text())
+    assert meta["inputs"] == inputs and meta["gpus"] == 0
+    assert_run_ends(run_id)

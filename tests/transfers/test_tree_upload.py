@@ -76,3 +76,28 @@ def test_a_code_directory_of_many_small_files_ships_in_one_stream_byte_exact(ops
     for rel in files:
         st = (again_dir / rel).stat()
         assert (st.st_dev, st.st_ino) not in entries and st.st_nlink == 1, rel
+
+
+def test_the_same_code_with_one_file_changed_sends_that_file_alone(ops: Ops) -> None:
+    """The same code again, one file rewritten: every other file is placed from the host's
+    cache, the changed one is sent (in one far call with the others that changed, as text
+    through a long-lived shell) and lands verified, in the run and in the cache."""
+    code = ops.tmp / "code"
+    files = code_tree(code, 60)
+    (code / "train.py").write_text("print('trained')\n")
+    start_with_code(ops, code)
+    changed = next(rel for rel in files if rel.startswith("pkg"))
+    new = patterned(5000, salt=99)
+    (code / changed).write_bytes(new)
+
+    again = start_with_code(ops, code)
+
+    run_dir = ops.far_run_dir(again.run.run_id)
+    assert (run_dir / changed).read_bytes() == new
+    for rel, data in files.items():
+        if rel != changed:
+            assert (run_dir / rel).read_bytes() == data, rel
+    shipped = {f.path: f for f in again.shipped}
+    assert (shipped[changed].how, shipped[changed].sent_bytes) == ("sent", len(new))
+    assert {f.how for path, f in shipped.items() if path != changed} == {"copied"}
+    assert again.uploaded_bytes == len(new)

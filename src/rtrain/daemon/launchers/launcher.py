@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched
 from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.protocol.messages import (
     Finding,
@@ -67,6 +67,9 @@ class Launcher(ABC):
     runs_torchrun: ClassVar[bool | None] = None
     # The launcher of a run whose nodes are several hosts.
     across_hosts: ClassVar[bool] = False
+    # Whether its launch is launch.sh on the run's own host, which a start opens ahead
+    # (LaunchAhead: beside the claim, waiting for its go) and hands to `launch`.
+    launches_ahead: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod
@@ -100,11 +103,14 @@ class Launcher(ABC):
         command: Sequence[str],
         secrets: bytes,
         params: StartParams | None = None,
+        ahead: LaunchAhead | None = None,
     ) -> Launched:
         """Start `command` in the prepared `run_dir`, detached from the connection, with
         `secrets` (`NAME<TAB>base64` lines) in its environment; `params` are the start's own
         options (GPUs, a scheduler's time limit...). Safe to ask twice: a second
-        launch of the same run is `already_launched`, never a second trainer."""
+        launch of the same run is `already_launched`, never a second trainer. `ahead`: a
+        launch.sh a start opened on the run's host (`launches_ahead`), used while it still
+        waits for its go; a launcher that does not use it leaves it to the start to end."""
 
     @abstractmethod
     async def status(self, workdir: str, run_ids: Sequence[str]) -> StatusReport:

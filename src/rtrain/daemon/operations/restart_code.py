@@ -17,7 +17,7 @@ from rtrain.protocol.messages import ShippedFile
 
 from .command_template import CONFIG_NAME
 from .run_inputs import Inputs, InputSources, gather
-from .shipping import ShipProgress, ship_files
+from .shipping import Destination, ShipProgress, ship_files
 from .start_plan import code_directory
 
 
@@ -48,7 +48,7 @@ async def ship_changed(
     if not changed.files:
         return []
     progress = ShipProgress(changed, lambda _done: None)
-    return await ship_files(transport, run_dir, run_id, changed, progress, channels=channels)
+    return await ship_files(Destination(transport, run_dir, run_id, channels), changed, progress)
 
 
 def _sha256(source: Path | bytes) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rtrain.daemon.remote.contract import file_scripts
-from rtrain.daemon.transfer.shipping import Input, ship
+from rtrain.daemon.transfer.shipping import Answered, Input, ship
 from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import CodeReport, LeftHomePath, ShippedFile, ShippedLink
@@ -42,17 +43,28 @@ class ShipProgress:
         self._changed(self)
 
 
-async def ship_files(
-    transport: Transport,
-    run_dir: str,
-    run_id: str,
-    inputs: Inputs,
-    progress: ShipProgress,
-    *,
-    channels: int | None = None,
-) -> list[ShippedFile]:
-    """Put every file of `inputs` at its place under `run_dir`; what landed, in input order.
-    Raises the first failure (the others are stopped)."""
+def shipped_inputs(inputs: Inputs) -> list[Input]:
+    """`inputs` as the transfer engine ships them (and the host's cache is asked for them)."""
+    return [Input(f.source, f.rel) for f in inputs.files]
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A run directory on a host, as a shipment reaches it: the channels its transfers may
+    open (config.toml), and the host's cache placement of the inputs where the claim's far
+    call asked it already."""
+
+    transport: Transport
+    run_dir: str
+    run_id: str
+    channels: int | None = None
+    answered: Answered | None = None
+
+
+async def ship_files(to: Destination, inputs: Inputs, progress: ShipProgress) -> list[ShippedFile]:
+    """Put every file of `inputs` at its place under the run directory; what landed, in input
+    order. Raises the first failure (the others are stopped)."""
+    transport, run_dir, run_id = to.transport, to.run_dir, to.run_id
     dirs = _empty_dirs(inputs) if transport.streams else inputs.dirs
     if dirs:
         await _tree(transport, run_dir, run_id, dirs, [], [])
@@ -61,10 +73,11 @@ async def ship_files(
         transport,
         posixpath.dirname(run_dir),
         run_dir,
-        [Input(f.source, f.rel) for f in inputs.files],
+        shipped_inputs(inputs),
         progress.bytes_moved,
-        channels=channels,
+        channels=to.channels,
         landed=lambda _file: progress.file_landed(),
+        answered=to.answered,
     )
     runnable = [f.rel for f in inputs.files if f.executable]
     # Links come last, so that no file is ever placed through one.

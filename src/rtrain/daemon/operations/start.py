@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import posixpath
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -27,10 +28,10 @@ from rtrain.daemon.launchers.torchrun.launcher import (
     uses_relay,
 )
 from rtrain.daemon.remote.contract import launch_scripts
-from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched
 from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.ssh.failures import answer_may_be_lost
-from rtrain.daemon.transfer.shipping import hash_ahead
+from rtrain.daemon.transfer.shipping import Answered, Entry, cache_entries
 from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol import validation
 from rtrain.protocol.errors import Kind, RpcError, app_error
@@ -65,7 +66,7 @@ from .run_limits import (
     launch_line,
     watcher_files,
 )
-from .shipping import ShipProgress, code_report, ship_files
+from .shipping import Destination, ShipProgress, code_report, ship_files, shipped_inputs
 from .start_plan import DEMO_TRAINER, StartPlan, plan_start
 from .status import refresh
 
@@ -139,12 +140,20 @@ async def start(
 
 @dataclass(frozen=True)
 class Claim:
-    """One node's run directory, made (prepare.sh), and how the run gets GPUs there."""
+    """One node's run directory, made (prepare.sh), and how the run gets GPUs there.
+    `answered`: the host's cache placed what it holds of the listed inputs in the same far
+    call (a transport with streams)."""
 
     host: str
     transport: Transport
     run_dir: str
     gpus: GpuPlan
+    answered: Answered | None = None
+
+
+# The inputs a node's claim lists for the host's cache to place, once its GPU plan says
+# whether the gate is one of them; None: the claim lists none.
+Listing = Callable[[GpuPlan], list[Entry] | None]
 
 
 @dataclass(frozen=True)
@@ -157,17 +166,20 @@ class Placed:
     argv: list[str]  # launch.sh's arguments, for node 0
     wrapper_words: int  # the command's leading words of rtrain's own (the GPU gate)
     launcher: Launcher
+    ahead: LaunchAhead | None = None  # launch.sh opened beside the claim, waiting for its go
 
     @property
     def queued_reason(self) -> str | None:
         return next((c.gpus.queued_reason for c in self.claims if c.gpus.queued_reason), None)
 
 
-async def _claim(ops: DaemonState, plan: StartPlan, transports: list[Transport]) -> list[Claim]:
+async def _claim(
+    ops: DaemonState, plan: StartPlan, transports: list[Transport], listing: Listing
+) -> list[Claim]:
     """Every node's run directory (all or none: one that fails removes the others)."""
     answers = await asyncio.gather(
         *(
-            _claim_node(ops, plan, host, transport)
+            _claim_node(ops, plan, host, transport, listing)
             for host, transport in zip(plan.hosts, transports, strict=True)
         ),
         return_exceptions=True,
@@ -183,7 +195,9 @@ async def _claim(ops: DaemonState, plan: StartPlan, transports: list[Transport])
     raise failure
 
 
-async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: Transport) -> Claim:
+async def _claim_node(
+    ops: DaemonState, plan: StartPlan, host: str, transport: Transport, listing: Listing
+) -> Claim:
     p = msgspec.structs.replace(plan.p, host=host)
     try:
         # A scheduler hands out a cluster's GPUs itself; rtrain shares only a host's own.
@@ -191,7 +205,11 @@ async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: T
             gpus = await plan_gpus(transport, p, plan.workdir, plan.run_id)
         else:
             gpus = GpuPlan(gate=False)
-        prepared = await launch_scripts.prepare(transport, plan.workdir, plan.run_id)
+        # The claim and the cache's placement in one far call (one round trip fewer).
+        entries = listing(gpus) if transport.streams else None
+        began = time.monotonic()
+        prepared = await launch_scripts.prepare(transport, plan.workdir, plan.run_id, entries)
+        round_trip = time.monotonic() - began
     except RpcError as error:
         raise _nothing_started(error, host) from None
     if prepared.exists:
@@ -206,22 +224,44 @@ async def _claim_node(ops: DaemonState, plan: StartPlan, host: str, transport: T
             f"{host}: could not create the run directory: {prepared.error_text}; "
             "nothing was started.",
         )
-    return Claim(host, transport, prepared.run_dir, gpus)
+    answered = None
+    if entries is not None and prepared.placement is not None:
+        answered = Answered(entries, prepared.placement, round_trip)
+    return Claim(host, transport, prepared.run_dir, gpus, answered)
 
 
 async def _claim_ship_launch(
     ops: DaemonState, plan: StartPlan, transports: list[Transport], ctx: Notifier
 ) -> StartResult:
+    # The launch's channel opens now, beside the claim, so that its set-up overlaps the
+    # claim and the shipping; a start that launches nothing ends it unused.
+    ahead = _launch_ahead(ops, plan, transports[0])
+    try:
+        return await _claim_ship_launch_with(ops, plan, transports, ctx, ahead)
+    finally:
+        if ahead is not None:
+            await asyncio.shield(ahead.stand_down())
+
+
+def _launch_ahead(ops: DaemonState, plan: StartPlan, transport: Transport) -> LaunchAhead | None:
+    """launch.sh, opened ahead on the run's host: for a run on one host whose launcher
+    launches with it, over a transport with channels of its own."""
+    if plan.across_hosts or not transport.streams:
+        return None
+    return LaunchAhead(transport, plan.run_id) if ops.launcher(plan.p.host).launches_ahead else None
+
+
+async def _claim_ship_launch_with(
+    ops: DaemonState,
+    plan: StartPlan,
+    transports: list[Transport],
+    ctx: Notifier,
+    ahead: LaunchAhead | None,
+) -> StartResult:
     p, run_id = plan.p, plan.run_id
-    # The local hashing (all of it on a first start; a stat a file on the same code again)
-    # overlaps the claim's round trip; an orphan of a failed claim only fills the memory.
-    hashing = asyncio.ensure_future(
-        asyncio.to_thread(hash_ahead, [f.source for f in plan.inputs.files])
-    )
-    claims = await _claim(ops, plan, transports)
-    await hashing
-    run_dir = claims[0].run_dir
     on_host = ops.launcher(p.host).runs_on_host
+    claims = await _claim(ops, plan, transports, await _listing(plan, on_host))
+    run_dir = claims[0].run_dir
     command, setup_command = _commands(plan, run_dir, on_host)
     nodes = _run_nodes(ops, plan, claims)
     o = p.launcher
@@ -259,11 +299,30 @@ async def _claim_ship_launch(
     own = _own_files(plan, command, gated, on_host)
     wrapper = _wrapper(plan, run_dir, gated)
     argv = [run_dir, run_id, plan.python, *wrapper, *command]
-    placed = Placed(claims, pending, own, argv, len(wrapper), launcher)
+    placed = Placed(claims, pending, own, argv, len(wrapper), launcher, ahead)
     try:
         return await _ship_and_launch(ops, plan, ctx, placed)
     finally:
         ops.starting.discard((p.host, run_id))
+
+
+async def _listing(plan: StartPlan, on_host: bool) -> Listing:
+    """What each node's claim lists for the host's cache to place. The local hashing (all of
+    it on a first start; a stat a file on the same code again) comes first."""
+    users = await asyncio.to_thread(cache_entries, shipped_inputs(plan.inputs))
+
+    def listing(gpus: GpuPlan) -> list[Entry] | None:
+        if users is None or plan.across_hosts:
+            # Nodes may differ in their own files (the gate): each ships them itself.
+            return users
+        # rtrain's own files depend on the run directory's name only through the relay's
+        # path, which is there or not whatever that name is.
+        provisional = _commands(plan, posixpath.join(plan.workdir, plan.run_id), on_host)[0]
+        own = _own_files(plan, provisional, gpus.gate, on_host)
+        listed = cache_entries(shipped_inputs(own))
+        return None if listed is None else users + listed
+
+    return listing
 
 
 def _run_nodes(ops: DaemonState, plan: StartPlan, claims: list[Claim]) -> list[RunNode]:
@@ -367,7 +426,7 @@ async def _ship_and_launch(
 
     async def launch() -> StartResult:
         try:
-            launched = await _launch(launcher, p, placed.argv, secret_lines)
+            launched = await _launch(placed, p, secret_lines)
         except RpcError as error:
             if not answer_may_be_lost(error) or plan.across_hosts:
                 ops.registry.delete(p.host, run_id)
@@ -395,13 +454,13 @@ async def _ship_everywhere(
             *(
                 _ship_side_by_side(
                     _ship(
-                        _Destination(c.transport, c.run_dir, run_id, _channels(ops, c.host)),
+                        _destination(ops, c, run_id),
                         plan.inputs,
                         p,
                         ctx,
                         report_progress=index == 0,
                     ),
-                    _ship_own(c.transport, c.run_dir, run_id, placed.own, _channels(ops, c.host)),
+                    _ship_own(_destination(ops, c, run_id), placed.own),
                 )
                 for index, c in enumerate(placed.claims)
             )
@@ -482,11 +541,11 @@ async def _discard(transport: Transport, host: str, workdir: str, run_id: str) -
         log.warning("start %s/%s: its run directory stays: %s", host, run_id, done.error_text)
 
 
-async def _launch(
-    launcher: Launcher, p: StartParams, argv: list[str], secret_lines: bytes
-) -> Launched:
-    run_dir, run_id, python, *command = argv
-    return await launcher.launch(run_dir, run_id, python, command, secret_lines, p)
+async def _launch(placed: Placed, p: StartParams, secret_lines: bytes) -> Launched:
+    run_dir, run_id, python, *command = placed.argv
+    return await placed.launcher.launch(
+        run_dir, run_id, python, command, secret_lines, p, ahead=placed.ahead
+    )
 
 
 def _launched(
@@ -554,7 +613,7 @@ async def _launch_again(
     (meta.json, O_EXCL) makes it either start the trainer or find the first launch's."""
     pending = placed.pending
     try:
-        launched = await _launch(placed.launcher, p, placed.argv, secret_lines)
+        launched = await _launch(placed, p, secret_lines)
         if not launched.already_launched:
             return _launched(ops, p, placed, launched, shipped)
         # The first launch got there. Its trainer may still be on its way up: ask until the
@@ -629,27 +688,20 @@ async def _ship_side_by_side(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _ship_own(
-    transport: Transport, run_dir: str, run_id: str, own: Inputs, channels: int | None
-) -> list[ShippedFile]:
+async def _ship_own(to: Destination, own: Inputs) -> list[ShippedFile]:
     if not own.files:
         return []
-    progress = ShipProgress(own, lambda _done: None)
-    return await ship_files(transport, run_dir, run_id, own, progress, channels=channels)
+    return await ship_files(to, own, ShipProgress(own, lambda _done: None))
 
 
-@dataclass(frozen=True)
-class _Destination:
-    """One node's run directory, and the channels its transfers may open."""
-
-    transport: Transport
-    run_dir: str
-    run_id: str
-    channels: int | None
+def _destination(ops: DaemonState, claim: Claim, run_id: str) -> Destination:
+    """One node's claimed run directory, as its shipments reach it."""
+    channels = _channels(ops, claim.host)
+    return Destination(claim.transport, claim.run_dir, run_id, channels, claim.answered)
 
 
 async def _ship(
-    to: _Destination,
+    to: Destination,
     inputs: Inputs,
     p: StartParams,
     ctx: Notifier,
@@ -680,8 +732,6 @@ async def _ship(
 
     progress = ShipProgress(inputs, changed)
     report("begin", progress)
-    shipped = await ship_files(
-        to.transport, to.run_dir, to.run_id, inputs, progress, channels=to.channels
-    )
+    shipped = await ship_files(to, inputs, progress)
     report("end", progress, f"{len(shipped)} files, {progress.total_bytes} bytes verified")
     return shipped

@@ -14,6 +14,11 @@
 #   fill CACHE_DIR RUN_DIR    stdin: `SHA256<TAB>NAME` lines, inputs just verified and placed
 #                             as RUN_DIR/NAME (seal_input.sh): after the answer, as for
 #                             `receive`, each gets a private copy in the cache.
+#   small CACHE_DIR RUN_DIR   stdin: for each of a few small inputs, a line `SHA256<TAB>SIZE<TAB>
+#                             NAME` and a line of its bytes in base64. Bytes that are their
+#                             sha256 and size enter the cache and are placed as RUN_DIR/NAME
+#                             (`placed<TAB>NAME<TAB>copied`); others: `mismatch<TAB>NAME`, exit
+#                             3 once every one was looked at, nothing placed under that name.
 #   seal CACHE_DIR            stdin: `SHA256` lines, entries just verified and moved into the
 #                             cache: their identity is written down.
 #   receive CACHE_DIR RUN_DIR STAGE
@@ -36,6 +41,7 @@
 # anew) when it is still its sha256, else removed, and the input is sent again.
 from __future__ import annotations
 
+import base64
 import errno
 import fcntl
 import hashlib
@@ -350,6 +356,51 @@ def place_all(todo: list[tuple[str, str, str]]) -> tuple[list[str], str | None]:
     return placed, next((why for why in failures if why is not None), None)
 
 
+def small(cache_dir: str, run_dir: str) -> None:
+    inputs_dir = os.path.join(cache_dir, "inputs")
+    partial_dir = os.path.join(cache_dir, "partial")
+    identities = Identities(cache_dir)
+    sealed: dict[str, os.stat_result] = {}
+    made: set[str] = set()
+    mismatched = 0
+    lines = iter(sys.stdin)
+    for head in lines:
+        if not head.strip():
+            continue
+        sha, size, name = parsed(head)
+        try:
+            data = base64.b64decode(next(lines).strip(), validate=True)
+        except (StopIteration, ValueError):
+            fail(E_USAGE, "usage")
+        if len(data) != size or hashlib.sha256(data).hexdigest() != sha:
+            emit("mismatch", name)
+            mismatched += 1
+            continue
+        entry = os.path.join(inputs_dir, sha)
+        try:
+            if sha not in sealed:
+                temporary = os.path.join(partial_dir, f"{sha}.small-{os.getpid()}")
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
+                os.chmod(temporary, 0o400)
+                os.replace(temporary, entry)
+                sealed[sha] = os.stat(entry)
+            place_copy(entry, os.path.join(run_dir, name), made)
+        except OSError as error:
+            identities.write_down(sealed, inputs_dir)
+            fail(E_WRITE, "write", f"{name}: {error.strerror or error}")
+        emit("placed", name, "copied")
+    identities.write_down(sealed, inputs_dir)
+    if mismatched:
+        sys.stdout.flush()
+        sys.exit(E_MISMATCH)
+
+
 def seal(cache_dir: str) -> None:
     inputs_dir = os.path.join(cache_dir, "inputs")
     identities = Identities(cache_dir)
@@ -646,6 +697,8 @@ def main(argv: list[str]) -> None:
         place(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "fill":
         fill(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "small":
+        small(argv[2], argv[3])
     elif len(argv) == 3 and argv[1] == "seal":
         seal(argv[2])
     elif len(argv) == 5 and argv[1] == "receive":

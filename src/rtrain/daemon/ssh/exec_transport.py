@@ -38,10 +38,11 @@ SESSION_WAIT = 30.0
 # fresh login on a channel of their own, never a shell's older one. The trainer inherits
 # launch's environment.
 FRESH_LOGIN = frozenset({"preflight", "launch"})
-# Scripts whose stdin is lines of names (never a secret) may take it through a shell, as a
+# Scripts whose stdin is lines of names (never a secret), or a few small inputs in base64
+# (bytes that land on the host's disk anyway), may take it through a shell, as a
 # here-document. Any other stdin takes a channel of its own: a far bash may keep a
 # here-document in a temporary file, and a secret must never touch the host's disk.
-LINES_ON_STDIN = frozenset({"cache_place", "input_tree"})
+LINES_ON_STDIN = frozenset({"cache_place", "input_tree", "prepare", "put_small"})
 # Scripts that are safe to run twice: when a shell is lost under one, it runs again on a
 # channel of its own instead of failing.
 REPEATABLE = frozenset({"status", "read_log", "list_files", "hash_file", "stop"})
@@ -63,6 +64,9 @@ class ExecTransport(ProcessTransport):
         # Channels of its own open now, and an event set each time one ends.
         self._open_channels = 0
         self._channel_ended = asyncio.Event()
+        # The feeds of scripts that hold a channel while they wait for their input (run_fed):
+        # they give it up when the host refuses a session to other work.
+        self._waiting: set[asyncio.Future[bytes]] = set()
 
     async def connect(self) -> None:
         await self.master.ensure()
@@ -122,6 +126,17 @@ class ExecTransport(ProcessTransport):
             lambda: ProcessTransport.stream_out(self, name, args, sink, stdin=stdin)
         )
 
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed:
+        self._waiting.add(feed)
+        try:
+            return await self._on_channel(
+                lambda: ProcessTransport.run_fed(self, name, args, feed, timeout=timeout)
+            )
+        finally:
+            self._waiting.discard(feed)
+
     async def stream_file_in(
         self,
         name: str,
@@ -168,6 +183,9 @@ class ExecTransport(ProcessTransport):
             finally:
                 self._open_channels -= 1
                 self._channel_ended.set()
+            # A script waiting for its input gives its session to work that moves now.
+            for feed in self._waiting:
+                feed.cancel()
             if others == 0:
                 await asyncio.sleep(0.1 * (tries - 1))
                 continue

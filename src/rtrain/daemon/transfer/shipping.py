@@ -16,6 +16,7 @@ console) an input goes through `whole_file.upload`, straight into the run direct
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import posixpath
 import tempfile
@@ -43,6 +44,13 @@ PLAIN_SIDE_BY_SIDE = 4
 HASH_SIDE_BY_SIDE = 4
 # The far side hashes a whole input again before it enters the cache; allow this many bytes/s.
 HASH_RATE = 20e6
+# Missing files this small go as text through a long-lived shell (put_small), as long as
+# they are at most SMALL_TOTAL bytes in all: a few changed files of a code tree.
+SMALL_FILE = 256 * 1024
+SMALL_TOTAL = 1024 * 1024
+# The largest file that changed just now which a start hashes before its claim anyway (it is
+# hashed again when shipped: a digest taken within RACY seconds of a change is not kept).
+HASH_TWICE_AT_MOST = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,41 @@ class _File:
 
 
 Progress = Callable[[int], None]
+# An input as the host's cache is asked for it: (sha256, size, name).
+Entry = tuple[str, int, str]
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The host's cache placement of a shipment's files, asked for already (a start asks it
+    in the far call that claims the run directory, prepare.sh `place`): the entries it
+    listed, the answer, and how long that far call took (a round trip, for the lanes)."""
+
+    listed: list[Entry]
+    placed: file_scripts.Placed
+    round_trip: float
+
+
+def cache_entries(inputs: Sequence[Input]) -> list[Entry] | None:
+    """Each file of `inputs` as the host's cache is asked for it, hashed as `ship` hashes it
+    (a local file's digest is remembered, so `ship` does not read it again). None where
+    `ship` had better ask itself: a file cannot be read (`ship` says so), or a large one
+    changed just now (its digest is not remembered, and a second read would cost more than
+    the round trip saved)."""
+    entries: list[Entry] = []
+    try:
+        for source, name in files_of(inputs):
+            if isinstance(source, bytes):
+                entries.append((hashlib.sha256(source).hexdigest(), len(source), name))
+                continue
+            size = source.stat().st_size
+            if size > HASH_TWICE_AT_MOST and not settled(source):
+                return None
+            found = digests(source, PIECE if size > PIECE else 0)
+            entries.append((found.sha256, found.size, name))
+    except OSError:
+        return None
+    return entries
 
 
 def files_of(inputs: Sequence[Input]) -> list[tuple[Path | bytes, str]]:
@@ -109,9 +152,11 @@ async def ship(
     *,
     channels: int | None = None,
     landed: Callable[[Shipped], None] | None = None,
+    answered: Answered | None = None,
 ) -> list[Shipped]:
     """Make every input appear, verified, under its name in `run_dir`; what each cost, in
-    input order. `progress` hears of bytes as they go, `landed` of each file in place."""
+    input order. `progress` hears of bytes as they go, `landed` of each file in place.
+    `answered`: the host's cache was asked already (its answer may list more files)."""
     temporaries: list[Path] = []
     try:
         named = []
@@ -127,9 +172,8 @@ async def ship(
         told = landed or (lambda _file: None)
         if not transport.streams:
             return await _ship_plainly(transport, run_dir, files, advance, told)
-        return await _ship_through_cache(
-            transport, workdir, run_dir, files, advance, told, channels
-        )
+        shipment = _CacheShipment(transport, workdir, run_dir, advance, told)
+        return await shipment.run(files, channels, answered)
     finally:
         for path in temporaries:
             path.unlink(missing_ok=True)
@@ -160,19 +204,6 @@ async def _ship_plainly(
     return [shipped[f.name] for f in files]
 
 
-async def _ship_through_cache(
-    transport: Transport,
-    workdir: str,
-    run_dir: str,
-    files: list[_File],
-    advance: Progress,
-    landed: Callable[[Shipped], None],
-    channels: int | None,
-) -> list[Shipped]:
-    shipment = _CacheShipment(transport, workdir, run_dir, advance, landed)
-    return await shipment.run(files, channels)
-
-
 class _CacheShipment:
     """Inputs shipped through the host's cache: what it holds is placed from there, the
     rest is sent (small files streamed in batches, one of each content), copies of the
@@ -195,13 +226,18 @@ class _CacheShipment:
         self.verified: dict[str, set[int]] = {}
         self.lanes = Lanes(1)
 
-    async def run(self, files: list[_File], channels: int | None) -> list[Shipped]:
+    async def run(
+        self, files: list[_File], channels: int | None, answered: Answered | None
+    ) -> list[Shipped]:
         transport = self.transport
-        began = time.monotonic()
-        placed = await file_scripts.cache_place(
-            transport, self.workdir, self.run_dir, [(f.sha256, f.size, f.name) for f in files]
-        )
-        round_trip = time.monotonic() - began
+        if answered is not None and _answers(answered, files):
+            placed, round_trip = answered.placed, answered.round_trip
+        else:
+            began = time.monotonic()
+            placed = await file_scripts.cache_place(
+                transport, self.workdir, self.run_dir, [(f.sha256, f.size, f.name) for f in files]
+            )
+            round_trip = time.monotonic() - began
         if not placed.ok:
             raise _failure(
                 transport, placed.error, placed.error_text, "looking in the host's cache"
@@ -214,12 +250,17 @@ class _CacheShipment:
         streams = tree_ship.batches(streamed)
         lanes = max(channels_for(largest, round_trip, channels), min(len(missing), 4), len(streams))
         self.lanes = Lanes(lanes)
+        small = _small(missing, self.verified)
+        in_small = {f.name for f in small}
         try:
             async with asyncio.TaskGroup() as group:
                 for batch in streams:
                     group.create_task(self.stream(batch))
+                if small:
+                    group.create_task(self.put_small(small))
                 for f in missing:
-                    group.create_task(self.send(f))
+                    if f.name not in in_small:
+                        group.create_task(self.send(f))
         except BaseExceptionGroup as failed:
             raise first_error(failed) from None
         if copies:
@@ -246,6 +287,32 @@ class _CacheShipment:
         )
         self.landed(self.shipped[f.name])
 
+    async def put_small(self, small: list[_File]) -> None:
+        """A few small files in one far call through a long-lived shell (one round trip
+        where each sent on a channel of its own takes two); as any other where the host
+        cannot (no python3)."""
+        files = []
+        for f in small:
+            try:
+                data = await asyncio.to_thread(f.path.read_bytes)
+            except OSError:
+                raise _changed(f) from None  # gone or unreadable since it was hashed
+            if len(data) != f.size or hashlib.sha256(data).hexdigest() != f.sha256:
+                raise _changed(f)
+            files.append((f.sha256, f.name, data))
+        done = await file_scripts.put_small(self.transport, self.workdir, self.run_dir, files)
+        if done.no_python:
+            await asyncio.gather(*(self.send(f) for f in small))
+            return
+        if done.mismatched:
+            raise _changed(next(f for f in small if f.name == done.mismatched[0]))
+        if not done.ok or any(f.name not in done.placed for f in small):
+            raise _failure(self.transport, done.error, done.error_text, "shipping small files")
+        for f in small:
+            self.shipped[f.name] = Shipped(f.name, f.size, f.sha256, f.size, "sent")
+            self.advance(f.size)
+            self.landed(self.shipped[f.name])
+
     async def stream(self, batch: list[_File]) -> None:
         shipped_now = await self.lanes.run(
             lambda: _stream_batch(self.transport, self.workdir, self.run_dir, batch, self.advance)
@@ -258,6 +325,26 @@ class _CacheShipment:
         for one in shipped_now:
             self.shipped[one.name] = one
             self.landed(one)
+
+
+def _small(missing: list[_File], verified: Mapping[str, set[int]]) -> list[_File]:
+    """The missing files that go in one far call as text (put_small): small ones with no
+    verified piece to resume from, as long as they are few bytes in all."""
+    small = [f for f in missing if f.size <= SMALL_FILE and not verified.get(f.name)]
+    return small if sum(f.size for f in small) <= SMALL_TOTAL else []
+
+
+def _answers(answered: Answered, files: list[_File]) -> bool:
+    """Whether `answered` speaks of every one of `files`. A file placed under another
+    digest than the one taken now changed since it was listed: the run holds its old bytes,
+    so the start fails rather than launch them."""
+    listed = {name: (sha, size) for sha, size, name in answered.listed}
+    if any(f.name not in listed for f in files):
+        return False
+    for f in files:
+        if f.name in answered.placed.placed and listed[f.name] != (f.sha256, f.size):
+            raise _changed(f)
+    return True
 
 
 async def _place_copies(
@@ -458,18 +545,6 @@ def _failure(transport: Transport, error: FarError | None, text: str, what: str)
     if word == ErrorWord.PATH_OUTSIDE_RUN:
         return app_error(Kind.PATH_OUTSIDE_RUN, f"{transport.alias}: {what}: {words}")
     return app_error(Kind.TRANSFER_FAILED, f"{transport.alias}: {what} failed: {words}")
-
-
-def hash_ahead(sources: Sequence[Path | bytes]) -> None:
-    """Hash the local files among `sources` now (remembered: `ship` then finds each
-    digest taken), so that a start hashes while it waits for the host to make the run
-    directory. A file that changed just now is left to `ship` (its digest would not be
-    remembered), and so is one that cannot be read (`ship` says so)."""
-    try:
-        named = [(source, "") for source in sources if isinstance(source, Path) and settled(source)]
-        _hashed(named)
-    except OSError:
-        pass
 
 
 def _hashed(named: list[tuple[Path, str]]) -> list[_File]:

@@ -102,6 +102,17 @@ class Transport(ABC):
         from `sink` stops the script and is raised here."""
         raise NotImplementedError
 
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed:
+        """Run script `name` now, on a channel of its own, and write `feed`'s bytes to its
+        stdin once it has them, then close it; its answer within `timeout` of that. A `feed`
+        that is cancelled closes the stdin with nothing written (the script, waiting for
+        its input, then ends: launch.sh --ahead launches nothing), and so does a transport
+        that needs the channel for other work (the host allows few sessions). Where
+        `streams` is true."""
+        raise NotImplementedError
+
     async def stream_out_on_thread(
         self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
     ) -> Completed:
@@ -222,6 +233,42 @@ class ProcessTransport(Transport):
             await _reap(proc)
             if isinstance(error, TimeoutError):
                 raise self._stalled(f"{name} {' '.join(args[-2:])}") from None
+            raise
+        assert proc.returncode is not None
+        return self._answer(proc.returncode, out, err, marker)
+
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed:
+        proc, marker = await self._spawn(
+            name,
+            args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        reading = asyncio.gather(proc.stdout.read(), proc.stderr.read())
+        try:
+            try:
+                # Shielded: the caller owns `feed`; a cancelled wait must not cancel it.
+                data = await asyncio.shield(feed)
+            except asyncio.CancelledError:
+                if not feed.cancelled():
+                    raise  # this wait itself was cancelled
+                data = b""
+            with contextlib.suppress(ConnectionError, BrokenPipeError):
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+                proc.stdin.close()
+            async with asyncio.timeout(timeout):
+                out, err = await reading
+                await proc.wait()
+        except BaseException as error:
+            reading.cancel()
+            await _reap(proc)
+            if isinstance(error, TimeoutError):
+                raise self._timed_out(name, timeout) from None
             raise
         assert proc.returncode is not None
         return self._answer(proc.returncode, out, err, marker)

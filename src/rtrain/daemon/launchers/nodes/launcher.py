@@ -28,7 +28,7 @@ import msgspec
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.remote.contract import answers, launch_scripts, run_scripts
-from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched
 from rtrain.daemon.remote.contract.port_scripts import free_port
 from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
@@ -78,6 +78,7 @@ class NodesLauncher(OverTransport):
         command: Sequence[str],
         secrets: bytes,
         params: StartParams | None = None,
+        ahead: LaunchAhead | None = None,
     ) -> Launched:
         """`command` is node 0's (in `run_dir`, with `python`); every other node runs it with
         its own run directory and its own python (RunNode.python) in place of node 0's. A

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.remote.contract import launch_scripts, run_scripts
-from rtrain.daemon.remote.contract.launch_scripts import Launched
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched
 from rtrain.daemon.remote.contract.run_scripts import StatusReport, StopReport
 from rtrain.protocol.messages import RunLauncher, StartParams
 
@@ -17,6 +17,7 @@ class ProcessLauncher(OverTransport):
     # Annotated, so that launchers built on this one (torchrun) take names of their own.
     name: ClassVar[RunLauncher] = "process"
     runs_torchrun = False
+    launches_ahead = True
 
     @classmethod
     def claims_command(cls, command: Sequence[str] | None) -> bool:
@@ -30,8 +31,11 @@ class ProcessLauncher(OverTransport):
         command: Sequence[str],
         secrets: bytes,
         params: StartParams | None = None,
+        ahead: LaunchAhead | None = None,
     ) -> Launched:
         transport = await self.transport()
+        if ahead is not None and ahead.waiting and ahead.transport is transport:
+            return await ahead.go(run_dir, run_id, python, command, secrets)
         return await launch_scripts.launch(transport, run_dir, run_id, python, command, secrets)
 
     async def status(self, workdir: str, run_ids: Sequence[str]) -> StatusReport:

@@ -17,7 +17,7 @@ from rtrain.daemon.launchers.launcher import SchedulerVerdict
 from rtrain.daemon.launchers.over_transport import OverTransport
 from rtrain.daemon.launchers.placement import Placement
 from rtrain.daemon.remote.contract.answers import Answer
-from rtrain.daemon.remote.contract.launch_scripts import Launched, split_launch_stdin
+from rtrain.daemon.remote.contract.launch_scripts import LaunchAhead, Launched, split_launch_stdin
 from rtrain.daemon.remote.contract.run_scripts import RunRow, StatusReport, StopReport
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.launcher_options import SlurmOptions, asks_torchrun
@@ -137,6 +137,7 @@ class SlurmLauncher(OverTransport):
         command: Sequence[str],
         secrets: bytes,
         params: StartParams | None = None,
+        ahead: LaunchAhead | None = None,
     ) -> Launched:
         request = self.request(params)
         given = split_launch_stdin(secrets)

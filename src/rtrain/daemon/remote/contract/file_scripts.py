@@ -4,6 +4,7 @@ file_state, hash_ranges, send_tree, receive_tree) and gc_cache.sh, each answer d
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Sequence
 
@@ -161,10 +162,19 @@ async def cache_place(
 ) -> Placed:
     """Place every input (sha256, size, name) the host's cache holds into `run_dir`; the list
     travels on stdin, a line each."""
-    listing = "".join(f"{sha}\t{size}\t{name}\n" for sha, size, name in inputs)
     done = await transport.run(
-        "cache_place", [workdir, run_dir], stdin=listing.encode(), timeout=120
+        "cache_place", [workdir, run_dir], stdin=cache_listing(inputs), timeout=120
     )
+    return placed_answer(done, inputs)
+
+
+def cache_listing(inputs: Sequence[tuple[str, int, str]]) -> bytes:
+    """cache_place.sh's stdin (prepare.sh's with `place`): a line per (sha256, size, name)."""
+    return "".join(f"{sha}\t{size}\t{name}\n" for sha, size, name in inputs).encode()
+
+
+def placed_answer(done: Completed, inputs: Sequence[tuple[str, int, str]]) -> Placed:
+    """cache_place.sh's lines (also what prepare.sh prints after `run_dir` with `place`)."""
     lines = Lines(done.stdout)
     pieces: dict[str, set[int]] = {}
     for row in lines.rows("piece"):
@@ -178,6 +188,46 @@ async def cache_place(
     return Placed(
         placed=placed,
         pieces=pieces,
+        error=lines.error(),
+        exit=done.returncode,
+        error_text=done.error_text,
+    )
+
+
+class SmallPut(msgspec.Struct, frozen=True, kw_only=True):
+    """put_small.sh's answer: the inputs placed (name -> `copied`), those whose bytes were
+    not their sha256 (`mismatched`), or why not (`error`; `no_python`: the host cannot)."""
+
+    placed: dict[str, str]
+    mismatched: list[str]
+    error: FarError | None
+    exit: int
+    error_text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == Exit.OK and self.error is None and not self.mismatched
+
+    @property
+    def no_python(self) -> bool:
+        return self.error is not None and self.error.word == ErrorWord.NO_PYTHON
+
+
+async def put_small(
+    transport: Runner, workdir: str, run_dir: str, files: Sequence[tuple[str, str, bytes]]
+) -> SmallPut:
+    """Each (sha256, name, bytes) into the host's cache and placed in `run_dir`, verified
+    there; as text on stdin (a line each, the bytes in base64), so a long-lived shell carries
+    it in one round trip."""
+    text = "".join(
+        f"{sha}\t{len(data)}\t{name}\n{base64.b64encode(data).decode()}\n"
+        for sha, name, data in files
+    )
+    done = await transport.run("put_small", [workdir, run_dir], stdin=text.encode(), timeout=120)
+    lines = Lines(done.stdout)
+    return SmallPut(
+        placed={row[0]: row[1] for row in lines.rows("placed") if len(row) >= 2},
+        mismatched=[row[0] for row in lines.rows("mismatch") if row],
         error=lines.error(),
         exit=done.returncode,
         error_text=done.error_text,

@@ -3,9 +3,12 @@ answer (discard.sh undoes a start that never launched)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import msgspec
 
@@ -13,6 +16,7 @@ from rtrain.daemon.remote.error_words import ErrorWord, FarError
 
 from .answers import (
     Answer,
+    Completed,
     Exit,
     Lines,
     Runner,
@@ -20,6 +24,7 @@ from .answers import (
     as_int,
     said,
 )
+from .file_scripts import Placed, cache_listing, placed_answer
 
 log = logging.getLogger(__name__)
 
@@ -115,18 +120,35 @@ async def release_gpus(transport: Runner, workdir: str, run_id: str) -> int:
 
 
 class Prepared(Answer, frozen=True, kw_only=True):
-    """The run dir claimed (`run_dir`), or why not: `exists` when the run id is taken."""
+    """The run dir claimed (`run_dir`), or why not: `exists` when the run id is taken. With
+    inputs listed, `placement` is the cache's placement of them into the new run dir."""
 
     run_dir: str | None
     exists: bool
+    placement: Placed | None = None
 
 
-async def prepare(transport: Runner, workdir: str, run_id: str) -> Prepared:
-    done = await transport.run("prepare", [workdir, run_id], timeout=60)
+async def prepare(
+    transport: Runner,
+    workdir: str,
+    run_id: str,
+    inputs: Sequence[tuple[str, int, str]] | None = None,
+) -> Prepared:
+    """prepare.sh; with `inputs` (sha256, size, name), the ones the host's cache holds are
+    placed in the run dir in the same far call (cache_place.sh's work)."""
+    if inputs is None:
+        done = await transport.run("prepare", [workdir, run_id], timeout=60)
+    else:
+        args = [workdir, run_id, "place"]
+        done = await transport.run("prepare", args, stdin=cache_listing(inputs), timeout=120)
     lines = Lines(done.stdout)
+    # With `place` the claim stands once `run_dir` is said, whatever the placement did.
+    claimed = done.returncode == Exit.OK or (inputs is not None and "run_dir" in lines)
+    run_dir = (lines.value("run_dir") or None) if claimed else None
     return Prepared(
-        run_dir=(lines.value("run_dir") or None) if done.returncode == Exit.OK else None,
+        run_dir=run_dir,
         exists=done.returncode == Exit.RUN_EXISTS or said(lines, ErrorWord.RUN_EXISTS),
+        placement=placed_answer(done, inputs) if inputs is not None and run_dir else None,
         exit=done.returncode,
         error_text=done.error_text,
     )
@@ -256,6 +278,11 @@ async def launch(
     done = await transport.run(
         "launch", [run_dir, run_id, python, *command], stdin=secrets, timeout=60
     )
+    return launched(done)
+
+
+def launched(done: Completed) -> Launched:
+    """launch.sh's answer."""
     lines = Lines(done.stdout)
     pid = as_int(lines.value("pid")) if done.returncode == Exit.OK else None
     return Launched(
@@ -268,3 +295,81 @@ async def launch(
         exit=done.returncode,
         error_text=done.error_text,
     )
+
+
+class FedRunner(Protocol):
+    """A transport that runs a script now and gives it its stdin later (Transport.run_fed)."""
+
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed: ...
+
+
+# A `+meta` line at least this long goes after the go (ahead_stdin).
+TAIL_AT = 4096
+# How long a launch ahead that stands down may take to say so before its channel is closed
+# (which ends it all the same).
+STAND_DOWN_WAIT = 5.0
+
+
+class LaunchAhead:
+    """launch.sh opened before its run directory is claimed (`--ahead`), on a channel of its
+    own beside the claim, waiting on its stdin: the two round trips that open a channel
+    overlap the claim and the shipping. `go` hands it the launch; without the go (its
+    `stand_down`, a daemon gone, which closes the channel) it ends and launches nothing."""
+
+    def __init__(self, transport: FedRunner, run_id: str) -> None:
+        self.transport = transport
+        self._feed: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        # The run id shows in `ps` which start's launch waits there; the go must be its.
+        self._answer = asyncio.ensure_future(
+            transport.run_fed("launch", ["--ahead", run_id], self._feed, timeout=60)
+        )
+
+    @property
+    def waiting(self) -> bool:
+        """Whether it still waits for the go (it may have ended, or given its channel up)."""
+        return not self._feed.done() and not self._answer.done()
+
+    async def go(
+        self, run_dir: str, run_id: str, python: str, command: Sequence[str], secrets: bytes
+    ) -> Launched:
+        """launch.sh's work, as `launch` does it; only while `waiting`."""
+        self._feed.set_result(ahead_stdin([run_dir, run_id, python, *command], secrets))
+        return launched(await self._answer)
+
+    async def stand_down(self) -> None:
+        """End it without a launch, unless it had its go (then its answer is in)."""
+        if not self._feed.done():
+            self._feed.set_result(b"")
+        try:
+            async with asyncio.timeout(STAND_DOWN_WAIT):
+                await asyncio.shield(self._answer)
+        except TimeoutError:
+            self._answer.cancel()
+        except Exception as error:  # the host went away: its channel, and the script, with it
+            log.info("launch ahead: %s", error)
+        with contextlib.suppress(BaseException):
+            await self._answer
+
+
+def ahead_stdin(argv: Sequence[str], launch_input: bytes) -> bytes:
+    """launch.sh --ahead's stdin: its arguments, then launch_stdin's lines, then the go."""
+
+    def line(word: str) -> str:
+        # A word as it is (no process to decode it there), unless a line break is in it.
+        if "\n" not in word:
+            return f"={word}\n"
+        return f"b{base64.b64encode(word.encode()).decode()}\n"
+
+    head = f"+args\t{len(argv)}\n" + "".join(line(word) for word in argv)
+    lines = launch_input.splitlines(keepends=True)
+    # The longest `+meta` line (a code tree's inputs: 300 KB for 3,000 files) goes after the
+    # go, where one cat takes it; the far shell's `read` takes a byte per system call.
+    metas = [one for one in lines if one.startswith(b"+meta\t")]
+    longest = max(metas, key=len, default=b"")
+    if len(longest) < TAIL_AT:
+        return head.encode() + launch_input + b"+go\n"
+    lines.remove(longest)
+    tail = longest.removeprefix(b"+meta\t")
+    return head.encode() + b"".join(lines) + b"+go\n" + tail + b"+end\n"

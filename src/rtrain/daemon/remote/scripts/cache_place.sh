@@ -1,4 +1,4 @@
-# rtrain-needs: hashing cache
+# rtrain-needs: cache
 # cache_place.sh WORKDIR RUN_DIR: stdin holds one line `SHA256<TAB>SIZE<TAB>NAME` per input.
 # Each input the work directory's cache holds (same sha256 and size), provably unchanged, is
 # placed in the run directory as NAME, owned by the run (`placed NAME copied`: a reflink
@@ -14,29 +14,4 @@ run_dir=$(expand_workdir "$2") || fail "$E_USAGE" bad_dest
 cache_dirs "$workdir"
 # daemon/remote/cache_inputs.py: the daemon puts its text in place of the word below.
 CACHE_PROGRAM='@cache_inputs.py@'
-if have python3; then
-	exec python3 -c "$CACHE_PROGRAM" place "$CACHE_DIR" "$run_dir"
-fi
-while IFS= read -r line || [ -n "$line" ]; do
-	[ -n "$line" ] || continue
-	sha=${line%%"$TAB"*}
-	rest=${line#*"$TAB"}
-	size=${rest%%"$TAB"*}
-	name=${rest#*"$TAB"}
-	{ [ "$rest" != "$line" ] && [ "$name" != "$rest" ] && is_sha256 "$sha" && is_uint "$size"; } ||
-		fail "$E_USAGE" usage
-	entry=$CACHE_INPUTS/$sha
-	if in_cache "$sha" "$size" && [ "$(sha256_of "$entry")" = "$sha" ]; then
-		place_input "$entry" "$run_dir" "$name"
-	else
-		# Not its sha256 any more: changed in place, never to be placed again.
-		[ ! -f "$entry" ] || rm -f -- "$entry"
-		emit missing "$name"
-		for marker in "$CACHE_PARTIAL/$sha.pieces"/*-*; do
-			[ -e "$marker" ] || continue
-			marker=${marker##*/}
-			emit piece "$name" "${marker%-*}" "${marker#*-}"
-		done
-	fi
-done
-exit 0
+place_listed "$run_dir"

@@ -13,6 +13,60 @@
 #                             the attempt's limits (limits.sh: seconds, 0 for none; flag|stop;
 #                             the stop's grace), watched on the host by `rtrain-limits`, which
 #                             the daemon ships into the run dir with `rtrain-stop`
+# launch.sh --ahead RUN_ID: opened on a channel of its own beside the start's claim, before the
+# run directory exists, so that the channel's set-up overlaps the claim and the shipping. It looks
+# up its tools, then waits on stdin for `+args<TAB>N` and N lines (the arguments above, each
+# `=WORD`, or `bBASE64` for a word with a line break; RUN_ID must be the run's), then the
+# launch input above, ended by a `+go` line, then at most one long `+meta` value as
+# `KEY<TAB>BASE64` and an `+end` line. A stdin that ends before `+go`, or has a value after it
+# but no `+end` (a start that failed while shipping, a daemon gone), launches nothing:
+# `stood_down`.
+
+# Absolute tool paths, looked up before any secret can change PATH (and, with --ahead, while
+# the start is still claiming and shipping).
+mv_bin=$(command -v mv) || fail "$E_NO_DETACH" no_mv
+env_bin=$(command -v env 2>/dev/null) || env_bin=
+env_reset=
+if [ -n "$env_bin" ] && "$env_bin" --default-signal=INT true >/dev/null 2>&1; then
+	env_reset=1
+fi
+setsid_bin=$(command -v setsid 2>/dev/null) || setsid_bin=
+setsid_fork=
+if [ -n "$setsid_bin" ] && "$setsid_bin" --help 2>&1 | grep -q -e --fork; then
+	setsid_fork=1
+fi
+
+# Nothing is launched without the daemon's go (--ahead).
+stand_down() {
+	emit stood_down
+	exit 0
+}
+ahead=
+if [ "$#" = 2 ] && [ "$1" = --ahead ]; then
+	ahead=$2
+	line_no=1
+	IFS= read -r ahead_line || stand_down
+	case $ahead_line in
+	"+args$TAB"*) ahead_count=${ahead_line#+args"$TAB"} ;;
+	*) fail "$E_USAGE" usage "expected +args" ;;
+	esac
+	{ is_uint "$ahead_count" && [ "${#ahead_count}" -le 4 ]; } || fail "$E_USAGE" usage "bad +args"
+	set --
+	while [ "$#" -lt "$ahead_count" ]; do
+		line_no=$((line_no + 1))
+		IFS= read -r ahead_line || stand_down
+		case $ahead_line in
+		=*) set -- "$@" "${ahead_line#=}" ;;
+		b*)
+			decode_b64 "${ahead_line#b}"
+			set -- "$@" "$B64_VALUE"
+			;;
+		*) fail "$E_USAGE" usage "bad argument line" ;;
+		esac
+	done
+	ahead_line=
+	[ "$#" -lt 2 ] || [ "$2" = "$ahead" ] || fail "$E_USAGE" usage "another run's launch"
+fi
 need_args "$#" 4
 take_run_dir "$1" "$2"
 run_id=$2
@@ -156,8 +210,22 @@ except OSError as error:
 # Secrets: validated and decoded now, exported only in the subshell that starts the run;
 # the `+` lines set the rest of the launch (lib/launch_input.sh's read_launch_input).
 read_launch_input options
+if [ -n "$ahead" ]; then
+	[ -n "$launch_go" ] || stand_down
+	# After the go, at most one long `+meta` value (a code tree's inputs) as `KEY<TAB>BASE64`,
+	# then `+end`: taken by one cat, where `read` takes a byte per system call.
+	ahead_tail=$(cat)
+	if [ -n "$ahead_tail" ]; then
+		case $ahead_tail in
+		*"$NL+end") ahead_tail=${ahead_tail%"$NL+end"} ;;
+		*) stand_down ;;
+		esac
+		line_no='after +go'
+		launch_option "+meta$TAB$ahead_tail"
+		ahead_tail=
+	fi
+fi
 
-# Absolute tool paths, looked up before any secret can change PATH.
 case $python_arg in
 '~'*) python_cmd=$(expand_workdir "$python_arg") || python_cmd=$python_arg ;;
 /*) python_cmd=$python_arg ;;
@@ -166,17 +234,6 @@ case $python_arg in
 esac
 python_bin=$(command -v "$python_cmd" 2>/dev/null) || python_bin=
 python_ok=
-mv_bin=$(command -v mv) || fail "$E_NO_DETACH" no_mv
-env_bin=$(command -v env 2>/dev/null) || env_bin=
-env_reset=
-if [ -n "$env_bin" ] && "$env_bin" --default-signal=INT true >/dev/null 2>&1; then
-	env_reset=1
-fi
-setsid_bin=$(command -v setsid 2>/dev/null) || setsid_bin=
-setsid_fork=
-if [ -n "$setsid_bin" ] && "$setsid_bin" --help 2>&1 | grep -q -e --fork; then
-	setsid_fork=1
-fi
 # PYTHON is needed only where the tools above fall short.
 if [ -z "$setsid_fork" ] || [ -z "$env_reset" ]; then
 	if [ -n "$python_bin" ] && "$python_bin" -c 'import os' >/dev/null 2>&1; then

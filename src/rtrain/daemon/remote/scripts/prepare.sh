@@ -1,5 +1,13 @@
-# rtrain-needs: run_dir
-# prepare.sh WORKDIR RUN_ID: create the run directory; an existing one is never reused.
+# rtrain-needs: run_dir cache
+# prepare.sh WORKDIR RUN_ID [place]: create the run directory; an existing one is never
+# reused. With `place`, stdin holds cache_place.sh's list, and once the directory is claimed
+# the inputs the work directory's cache holds are placed in it, as cache_place.sh would
+# (its lines follow `run_dir`): a warm start's claim and placement in one round trip.
+placing=
+if [ "$#" = 3 ] && [ "$3" = place ]; then
+	placing=1
+	set -- "$1" "$2"
+fi
 need_args "$#" 2
 valid_run_id "$2" || fail "$E_USAGE" bad_run_id
 workdir=$(expand_workdir "$1") || fail "$E_USAGE" bad_workdir
@@ -26,4 +34,8 @@ if ! msg=$( (printf '%s\n' "$2" >"$run_dir/$RUN_MARK") 2>&1); then
 	fail "$E_IO" mark "$(flat "$msg")"
 fi
 emit run_dir "$run_dir"
-exit 0
+[ -n "$placing" ] || exit 0
+cache_dirs "$workdir"
+# daemon/remote/cache_inputs.py: the daemon puts its text in place of the word below.
+CACHE_PROGRAM='@cache_inputs.py@'
+place_listed "$run_dir"

@@ -1,3 +1,4 @@
+# rtrain-needs: hashing
 # The work directory's input cache.
 
 # The input cache of a work directory (docs/architecture.md, "Transfers"): whole inputs by
@@ -79,4 +80,36 @@ seal_entries() {
 # others' would be, so the others place it instead of failing on a partial that moved.
 in_cache() {
 	[ -f "$CACHE_INPUTS/$1" ] && [ "$(size_of "$CACHE_INPUTS/$1")" = "$2" ]
+}
+
+# place_listed RUN_DIR: cache_place.sh's work (its header says what), for the list on stdin;
+# the calling script holds cache_inputs.py's text in CACHE_PROGRAM and has run cache_dirs.
+# It ends the script.
+place_listed() {
+	if have python3; then
+		exec python3 -c "$CACHE_PROGRAM" place "$CACHE_DIR" "$1"
+	fi
+	while IFS= read -r line || [ -n "$line" ]; do
+		[ -n "$line" ] || continue
+		sha=${line%%"$TAB"*}
+		rest=${line#*"$TAB"}
+		size=${rest%%"$TAB"*}
+		name=${rest#*"$TAB"}
+		{ [ "$rest" != "$line" ] && [ "$name" != "$rest" ] && is_sha256 "$sha" && is_uint "$size"; } ||
+			fail "$E_USAGE" usage
+		entry=$CACHE_INPUTS/$sha
+		if in_cache "$sha" "$size" && [ "$(sha256_of "$entry")" = "$sha" ]; then
+			place_input "$entry" "$1" "$name"
+		else
+			# Not its sha256 any more: changed in place, never to be placed again.
+			[ ! -f "$entry" ] || rm -f -- "$entry"
+			emit missing "$name"
+			for marker in "$CACHE_PARTIAL/$sha.pieces"/*-*; do
+				[ -e "$marker" ] || continue
+				marker=${marker##*/}
+				emit piece "$name" "${marker%-*}" "${marker#*-}"
+			done
+		fi
+	done
+	exit 0
 }

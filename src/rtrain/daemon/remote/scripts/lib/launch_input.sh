@@ -37,10 +37,12 @@ decode_b64() {
 # Secrets (`NAME<TAB>BASE64VALUE` lines) are validated and decoded now into secret_count
 # pairs, exported only by export_secrets in the subshell that starts the run. With
 # `options`, the `+` lines set env_count pairs, setup, attempt, wrapper, meta_extra and
-# limits; with `secrets`, a `+` line is refused.
+# limits; with `secrets`, a `+` line is refused. A `+go` line ends the input (launch_go=1;
+# launch.sh --ahead launches nothing without it).
 read_launch_input() {
 	secret_count=0
 	line_no=0
+	launch_go=
 	if [ "$1" = options ]; then
 		env_count=0
 		setup=
@@ -55,6 +57,10 @@ read_launch_input() {
 			continue
 		fi
 		case $secret_line in
+		'+go')
+			launch_go=1
+			break
+			;;
 		'+'*)
 			[ "$1" = options ] || fail "$E_BAD_SECRET" bad_secret "$line_no" "unknown option line"
 			launch_option "$secret_line"
