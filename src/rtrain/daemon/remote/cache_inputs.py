@@ -8,7 +8,9 @@
 #   place CACHE_DIR RUN_DIR   stdin: `SHA256<TAB>SIZE<TAB>NAME` lines. Each input the cache
 #                             holds, provably unchanged, becomes RUN_DIR/NAME, owned by the run
 #                             (a reflink where the filesystem makes one, else a copy):
-#                             `placed<TAB>NAME<TAB>copied`. Every other one: `missing<TAB>NAME`
+#                             `placed<TAB>NAME<TAB>copied`, or with no failure one line
+#                             `placed_all<TAB>COUNT` for all of them. Every other one:
+#                             `missing<TAB>NAME`
 #                             and `piece<TAB>NAME<TAB>OFFSET<TAB>LENGTH` for each piece a cut
 #                             upload left verified.
 #   fill CACHE_DIR RUN_DIR    stdin: `SHA256<TAB>NAME` lines, inputs just verified and placed
@@ -319,9 +321,10 @@ def place(cache_dir: str, run_dir: str) -> None:
         todo.append((os.path.join(inputs_dir, sha), os.path.join(run_dir, name), name))
     identities.write_down(fresh, inputs_dir)
     placed, failure = place_all(todo)
-    if failure is None and not missing:
-        # Every input placed (the same code again): one line, not one per file, which on a
-        # slow link is a round trip or more of answer for a few thousand files.
+    if failure is None:
+        # Every input not named `missing` was placed (the same code again, or all but the
+        # files that changed): one line, not one per file, which on a slow link is a round
+        # trip or more of answer for a few thousand files.
         emit("placed_all", str(len(placed)))
     else:
         for name in placed:

@@ -143,7 +143,8 @@ def hashed(done: Completed) -> Hashed | None:
 
 class Placed(msgspec.Struct, frozen=True, kw_only=True):
     """cache_place.sh's answer: each input placed from the cache (name -> `copied`: the
-    run's own copy or reflink; one `placed_all COUNT` line when every input was), and for
+    run's own copy or reflink; one `placed_all COUNT` line for every input not named
+    `missing`, where none failed), and for
     each other one the offsets of the pieces a cut upload left verified."""
 
     placed: dict[str, str]
@@ -183,8 +184,10 @@ def placed_answer(done: Completed, inputs: Sequence[tuple[str, int, str]]) -> Pl
             pieces.setdefault(row[0], set()).add(offset)
     placed = {row[0]: row[1] for row in lines.rows("placed") if len(row) >= 2}
     every = lines.last("placed_all")
-    if every and as_int(every[0]) == len(inputs):
-        placed = {name: "copied" for _, _, name in inputs}
+    missing = {row[0] for row in lines.rows("missing") if row}
+    others = [name for _, _, name in inputs if name not in missing]
+    if every and as_int(every[0]) == len(others):
+        placed = {name: "copied" for name in others}
     return Placed(
         placed=placed,
         pieces=pieces,
