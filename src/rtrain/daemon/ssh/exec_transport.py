@@ -153,10 +153,15 @@ class ExecTransport(ProcessTransport):
         )
 
     async def stream_out_on_thread(
-        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
+        self,
+        name: str,
+        args: Sequence[str],
+        sink: Callable[[memoryview], None],
+        *,
+        stdin: bytes = b"",
     ) -> Completed:
         return await self._on_channel(
-            lambda: ProcessTransport.stream_out_on_thread(self, name, args, sink)
+            lambda: ProcessTransport.stream_out_on_thread(self, name, args, sink, stdin=stdin)
         )
 
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:
