@@ -153,15 +153,10 @@ class ExecTransport(ProcessTransport):
         )
 
     async def stream_out_on_thread(
-        self,
-        name: str,
-        args: Sequence[str],
-        sink: Callable[[memoryview], None],
-        *,
-        stdin: bytes = b"",
+        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
     ) -> Completed:
         return await self._on_channel(
-            lambda: ProcessTransport.stream_out_on_thread(self, name, args, sink, stdin=stdin)
+            lambda: ProcessTransport.stream_out_on_thread(self, name, args, sink)
         )
 
     async def _on_channel(self, attempt: Callable[[], Awaitable[T]]) -> T:

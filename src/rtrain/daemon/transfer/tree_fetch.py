@@ -125,11 +125,8 @@ class _Cutter:
         self._got = 0
         self._settle()
 
-    def take(self, chunk: bytes | memoryview) -> None:
-        """The next bytes of the stream (on the stream's own thread: each new file's creation
-        waits on the disk without holding up the daemon)."""
+    def take(self, chunk: bytes) -> None:
         view = memoryview(chunk)
-        moved = len(view)
         while view and self.index < len(self.batch):
             f = self.batch[self.index]
             if self._out is None:
@@ -141,11 +138,11 @@ class _Cutter:
                 raise WriteFailed(f.target, error) from None
             self._hash.update(share)
             self._got += len(share)
+            self.progress(len(share))
             view = view[len(share) :]
             if self._got == f.size:
                 self._finish()
         # Bytes past the last file: some file grew; its hash tells which.
-        self.progress(moved - len(view))
 
     def _open(self, index: int) -> IO[bytes]:
         copy = self.copies[index]
@@ -189,19 +186,12 @@ async def _one_stream(
     progress: Progress,
     result: Streamed,
 ) -> None:
-    loop = asyncio.get_running_loop()
-
-    def heard(count: int) -> None:  # on the stream's thread: the loop tells `progress`
-        loop.call_soon_threadsafe(progress, count)
-
-    cutter = _Cutter(batch, heard)
+    cutter = _Cutter(batch, progress)
     names = "".join(f"{f.path}\n" for f in batch).encode()
     try:
         try:
             done = await lanes.run(
-                lambda: transport.stream_out_on_thread(
-                    "send_tree", [run_dir], cutter.take, stdin=names
-                )
+                lambda: transport.stream_out("send_tree", [run_dir], cutter.take, stdin=names)
             )
         finally:
             cutter.close()

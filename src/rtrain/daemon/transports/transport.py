@@ -114,12 +114,7 @@ class Transport(ABC):
         raise NotImplementedError
 
     async def stream_out_on_thread(
-        self,
-        name: str,
-        args: Sequence[str],
-        sink: Callable[[memoryview], None],
-        *,
-        stdin: bytes = b"",
+        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
     ) -> Completed:
         """`stream_out` whose stdout a thread of its own reads (byte_pump.py), in blocks of
         up to 1 MiB, calling `sink` there with a view valid only during the call: `sink`
@@ -383,12 +378,7 @@ class ProcessTransport(Transport):
         return self._answer(proc.returncode, out, err, marker)
 
     async def stream_out_on_thread(
-        self,
-        name: str,
-        args: Sequence[str],
-        sink: Callable[[memoryview], None],
-        *,
-        stdin: bytes = b"",
+        self, name: str, args: Sequence[str], sink: Callable[[memoryview], None]
     ) -> Completed:
         out, write = os.pipe()
         widen(out)
@@ -396,7 +386,7 @@ class ProcessTransport(Transport):
             proc, marker = await self._spawn(
                 name,
                 args,
-                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL,
                 stdout=write,
                 stderr=asyncio.subprocess.PIPE,
             )
@@ -404,7 +394,6 @@ class ProcessTransport(Transport):
             os.close(out)
             os.close(write)
             raise
-        feeding = asyncio.ensure_future(_feed(proc, stdin)) if stdin else None
         # `write` stays open here until the script has ended (its stdout then ends with it):
         # a byte written into it wakes a thread told to stop while it waits for bytes.
         assert proc.stderr is not None
@@ -436,8 +425,6 @@ class ProcessTransport(Transport):
             await _reap(proc)
             raise
         finally:
-            if feeding is not None:
-                feeding.cancel()
             if write >= 0:
                 os.close(write)
             os.close(out)
