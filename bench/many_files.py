@@ -118,6 +118,7 @@ class ManyFilesBench:
                 (figures.ship_tar, partial(self._tar_up, ssh, far_tar)),
             ]
             for sample, way in ways[rep % 2 :] + ways[: rep % 2]:
+                self._settle()
                 began = time.perf_counter()
                 done = way()
                 sample.add(time.perf_counter() - began)
@@ -126,11 +127,13 @@ class ManyFilesBench:
                     # The host fills its cache after the answer; the next figure must not
                     # share the cores with that (nor find the cache half full).
                     self._wait_for_fill(workdir)
+            self._settle()
             began = time.perf_counter()
             placed.append(self._start(client, link, workdir))
             figures.again.add(time.perf_counter() - began)
             changed = self.code / "d00" / "f00000.bin"
             changed.write_bytes(os.urandom(changed.stat().st_size))
+            self._settle()
             began = time.perf_counter()
             self._start(client, link, workdir)
             figures.one_changed.add(time.perf_counter() - began)
@@ -146,6 +149,7 @@ class ManyFilesBench:
                 (figures.fetch_tar, partial(self._tar_down, ssh, far_tree, landing / "tar")),
             ]
             for sample, way in ways[rep % 2 :] + ways[: rep % 2]:
+                self._settle()
                 began = time.perf_counter()
                 way()
                 sample.add(time.perf_counter() - began)
@@ -162,6 +166,13 @@ class ManyFilesBench:
             "workdir": workdir, "command": ["true"], "code": str(self.code),
         })  # fmt: skip
         return f"{self.world.workdir_abs}/{workdir.rsplit('/', 1)[1]}/{run_id}"
+
+    def _settle(self) -> None:
+        """Untimed, before each timed step (rtrain's and its reference alike): the writeback of
+        what the steps before wrote ends here, so it lands in none of them. On this shared
+        disk a step that follows 200 MB of writes otherwise pays up to a second of another's
+        writeback."""
+        self.world.far_side("sync")
 
     def _wait_for_fill(self, workdir: str) -> None:
         """Until no process fills the far input cache (each holds its lock while it does)."""

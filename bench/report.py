@@ -553,7 +553,11 @@ def _files_body(results: Results, plots: dict[str, str]) -> str:
             "every file verified; against `ssh host tar c | tar x`. **scp -r**: the tree "
             "up, as a user types it; through the proxy it pays round trips per file (minutes "
             "for the whole tree), so there it copies one file in ten and the cell says how "
-            f"many. {SPREAD_NOTE}.",
+            "many. Before each timed step, rtrain's and its reference's alike, the disk's "
+            "writeback of the steps before is let finish (an untimed `sync`), and after a "
+            "cold ship the host's filling of its cache: on this shared disk a step that "
+            "follows 200 MB of writes otherwise pays up to a second of their writeback. "
+            f"{SPREAD_NOTE}.",
             "",
             files_table(results.files),
         ]
