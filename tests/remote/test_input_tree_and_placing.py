@@ -39,10 +39,7 @@ def test_a_placed_input_is_the_runs_own_and_the_entry_stays_read_only(remote: Re
     workdir = remote.home / ".rtrain"
     first_id, first = remote.prepare()
     second_id, second = remote.prepare()
-    entry = workdir / ".cache" / "inputs" / digest
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    entry.write_bytes(data)
-    entry.chmod(0o400)
+    entry = cached_entry(workdir, data)
     for run_dir in (first, second):
         listing = f"{digest}\t{len(data)}\tconf/config.yaml\n".encode()
         done = remote.run("cache_place", str(workdir), str(run_dir), stdin=listing)
@@ -56,6 +53,15 @@ def test_a_placed_input_is_the_runs_own_and_the_entry_stays_read_only(remote: Re
         f.write(b"appended\n")
     assert entry.read_bytes() == data and (second / "conf" / "config.yaml").read_bytes() == data
     assert stat.S_IMODE(entry.stat().st_mode) == 0o400
+
+
+def cached_entry(workdir: Path, data: bytes) -> Path:
+    """`data` as an entry of the work directory's input cache, read-only, as a start leaves it."""
+    entry = workdir / ".cache" / "inputs" / hashlib.sha256(data).hexdigest()
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes(data)
+    entry.chmod(0o400)
+    return entry
 
 
 def _without_python(remote: Remote, tmp_path: Path) -> dict[str, str]:
@@ -77,10 +83,7 @@ def test_a_cache_entry_changed_in_place_with_the_same_size_is_dropped_not_placed
     digest = hashlib.sha256(data).hexdigest()
     workdir = remote.home / ".rtrain"
     env = remote.env if python == "python3" else _without_python(remote, tmp_path)
-    entry = workdir / ".cache" / "inputs" / digest
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    entry.write_bytes(data)
-    entry.chmod(0o400)
+    entry = cached_entry(workdir, data)
     listing = f"{digest}\t{len(data)}\tdata.bin\n".encode()
     _, first = remote.prepare()
     done = remote.run("cache_place", str(workdir), str(first), stdin=listing, env=env)
@@ -114,10 +117,7 @@ def test_prepare_claims_then_places_what_the_cache_holds_in_one_call(
     absent = hashlib.sha256(b"never shipped").hexdigest()
     workdir = remote.home / ".rtrain"
     env = remote.env if python == "python3" else _without_python(remote, tmp_path)
-    entry = workdir / ".cache" / "inputs" / digest
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    entry.write_bytes(data)
-    entry.chmod(0o400)
+    entry = cached_entry(workdir, data)
     listing = f"{digest}\t{len(data)}\tsub/data.bin\n{absent}\t13\tother.bin\n".encode()
     run_id = remote.new_run_id()
     done = remote.run("prepare", "~/.rtrain", run_id, "place", stdin=listing, env=env)

@@ -449,8 +449,8 @@ class Receiver:
     file with the cache) before the tree moves into the run."""
 
     def __init__(self, cache_dir: str, stage: str, names: list[tuple[str, str]]) -> None:
+        self.cache_dir = cache_dir
         self.inputs_dir = os.path.join(cache_dir, "inputs")
-        self.identities = Identities(cache_dir)
         self.stage = stage
         self.tree = os.path.join(stage, "t")
         self.first: dict[str, str] = {}
@@ -495,7 +495,8 @@ class Receiver:
                 entries[sha] = os.stat(target)
             except OSError:
                 pass
-        self.identities.write_down(entries, self.inputs_dir)
+        # Read only now: a stream that lands whole never needs the record.
+        Identities(self.cache_dir).write_down(entries, self.inputs_dir)
 
     def files(self, run_dir: str) -> list[tuple[str, str]]:
         """(SHA, the file of the run that holds it) of each verified content."""

@@ -207,15 +207,8 @@ class ProcessTransport(Transport):
         *,
         answer_within: float = STALL_TIMEOUT,
     ) -> Completed:
-        proc, marker = await self._spawn(
-            name,
-            args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        reading = asyncio.gather(proc.stdout.read(), proc.stderr.read())
+        proc, marker, reading = await self._spawn_answering(name, args)
+        assert proc.stdin is not None
         try:
             try:
                 for chunk in chunks():
@@ -237,9 +230,11 @@ class ProcessTransport(Transport):
         assert proc.returncode is not None
         return self._answer(proc.returncode, out, err, marker)
 
-    async def run_fed(
-        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
-    ) -> Completed:
+    async def _spawn_answering(
+        self, name: str, args: Sequence[str]
+    ) -> tuple[asyncio.subprocess.Process, bytes, asyncio.Future[tuple[bytes, bytes]]]:
+        """Script `name` with a pipe on each stream, and the reading of its whole stdout and
+        stderr begun (so a script that writes much while it reads never blocks)."""
         proc, marker = await self._spawn(
             name,
             args,
@@ -247,8 +242,14 @@ class ProcessTransport(Transport):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        reading = asyncio.gather(proc.stdout.read(), proc.stderr.read())
+        assert proc.stdout is not None and proc.stderr is not None
+        return proc, marker, asyncio.gather(proc.stdout.read(), proc.stderr.read())
+
+    async def run_fed(
+        self, name: str, args: Sequence[str], feed: asyncio.Future[bytes], *, timeout: float = 60
+    ) -> Completed:
+        proc, marker, reading = await self._spawn_answering(name, args)
+        assert proc.stdin is not None
         try:
             try:
                 # Shielded: the caller owns `feed`; a cancelled wait must not cancel it.
@@ -257,10 +258,7 @@ class ProcessTransport(Transport):
                 if not feed.cancelled():
                     raise  # this wait itself was cancelled
                 data = b""
-            with contextlib.suppress(ConnectionError, BrokenPipeError):
-                proc.stdin.write(data)
-                await proc.stdin.drain()
-                proc.stdin.close()
+            await _feed(proc, data)
             async with asyncio.timeout(timeout):
                 out, err = await reading
                 await proc.wait()
