@@ -195,10 +195,15 @@ def _big_file(results: Results) -> str:
             "the CPU has AES instructions, scp as typed keeps ssh's default, "
             "chacha20-poly1305); rtrain also hashes every byte on both sides, and a fetch "
             "twice here (each piece as it lands, on the channel's own thread that reads the "
-            "pipe in blocks of up to 1 MiB and writes them, and the whole file in order in a "
-            "thread, for the answer's sha256). Hashing is now most of the daemon's own CPU; "
-            "what the machine spends beyond scp is that hashing, the far side's, and the "
-            "kernel writing the file twice on the host (the cache's copy and the run's)."
+            "pipe in blocks of up to 1 MiB and writes them in steps of 64 KiB, and the whole "
+            "file in order in a thread, for the answer's sha256). Hashing is now most of the "
+            "daemon's own CPU; what the machine spends beyond scp is that hashing, the far "
+            "side's, and the kernel writing the file twice on the host (the cache's copy and "
+            "the run's). This machine is a virtual one that hands its free memory back to "
+            "its host: a copy that lands in memory the host took back pays a fault on each "
+            "page's first touch, 2-3 s per GB here, scp's copies and rtrain's alike. "
+            "The fetches come right after the uploads, with no memory freed between, so each "
+            "lands in such memory (the open master's copy, too, lands in a file of its own)."
         )
         if near.local_hash_s.values and near.far_hash_s.values:
             text += (

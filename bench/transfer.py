@@ -123,7 +123,9 @@ class TransferBench:
         scp_up = ssh.scp_to(self.payload, f"{workdir}/scp-up-{alias}-{rep}.bin")
         scp_up_mux = scp_up[:1] + mux + scp_up[1:-1] + [scp_up[-1] + ".mux"]
         scp_down = ssh.scp_from(remote_file, landing / "scp.bin")
-        scp_down_mux = scp_down[:1] + mux + scp_down[1:]
+        # Into a file of its own: overwriting the plain scp's copy would hand it that copy's
+        # pages, freed just then, which a fresh file does not get (see the method's notes).
+        scp_down_mux = scp_down[:1] + mux + scp_down[1:-1] + [str(landing / "scp-mux.bin")]
         uploads: dict[str, Callable[[], object]] = {
             UP_RTRAIN: rtrain_upload,
             UP_SCP: lambda: run_checked(scp_up),
@@ -175,7 +177,11 @@ class TransferBench:
 
 def _check_size(landing: Path, way: str, size: int) -> None:
     """A fetch that landed short would flatter the figure: refuse it."""
-    target = {DOWN_RTRAIN: "rtrain/payload.bin", DOWN_SCP: "scp.bin", DOWN_SCP_MUX: "scp.bin"}
+    target = {
+        DOWN_RTRAIN: "rtrain/payload.bin",
+        DOWN_SCP: "scp.bin",
+        DOWN_SCP_MUX: "scp-mux.bin",
+    }
     if way in target:
         path = landing / target[way]
         if not path.exists() or path.stat().st_size != size:

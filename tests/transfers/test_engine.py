@@ -174,30 +174,38 @@ def test_a_tree_comes_home_once_then_is_skipped_unless_forced(ops: Ops) -> None:
     assert forced.skipped == 0 and forced.sent_bytes == first.sent_bytes
 
 
-def test_a_file_changing_during_a_striped_fetch_is_refused(ops: Ops) -> None:
-    run_id = finished_run(ops)
-    far = write_far(ops, run_id, "growing.bin", patterned(STRIPED))
-    dest = ops.tmp / "home"
+def test_a_file_changing_during_a_striped_fetch_is_refused(campaign: Campaign) -> None:
+    # One channel: the pieces come one after another, each read while the far file still is
+    # in the state the fetch began with. At the first bytes home the link freezes, the file
+    # grows, and the link flows again: the piece in flight cannot have been read whole by
+    # then, so it (or else the next one) finds the file changed, however late the client
+    # hears of the progress.
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
+    far = write_far(campaign, run_id, "growing.bin", patterned(STRIPED))
+    dest = campaign.tmp / "home"
     touched = threading.Event()
 
-    def on_progress(method: str, params: Any) -> None:
-        if method == "$/progress" and params.value.done_bytes > 16 * MIB and not touched.is_set():
+    def grow_while_the_link_is_frozen(method: str, params: Any) -> None:
+        if method == "$/progress" and params.value.done_bytes > 0 and not touched.is_set():
             touched.set()
+            campaign.link.stall()
             with open(far, "ab") as f:
                 f.write(b"more")
+            campaign.link.resume()
 
-    client = ops.client()
+    client = campaign.client()
     with pytest.raises(RemoteError) as caught:
         client.request(
             "run/fetch",
             {
-                "host": "plain",
+                "host": "viaproxy",
                 "runId": run_id,
                 "path": "growing.bin",
                 "dest": str(dest),
                 "progressToken": 1,
             },
-            on_notification=on_progress,
+            on_notification=grow_while_the_link_is_frozen,
         )
     assert touched.is_set()
     assert caught.value.kind == "transfer_failed", caught.value.message
