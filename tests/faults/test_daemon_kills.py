@@ -214,7 +214,8 @@ def test_kill_during_fetch_then_a_retry_completes(campaign: Campaign) -> None:
         [got] = campaign.request("run/fetch", params).files
         digest = hashlib.sha256(Path(got.local_path).read_bytes()).hexdigest()
         assert campaign.ledger.verify("fetched file after a daemon kill", digest == want)
-        assert not (dest / ".rtrain-partial").exists()
+        partial = dest / ".rtrain-partial"
+        assert not partial.exists(), sorted(p.name for p in partial.iterdir())
     assert_found_with_true_states(campaign, [run_id])
 
 

@@ -451,6 +451,26 @@ def test_bytes_that_landed_but_differ_from_the_far_file_are_fetched_again(
     assert partial_records(dest) == []
 
 
+def test_a_file_found_home_takes_the_partial_copy_a_killed_fetch_left_with_it(
+    campaign: Campaign,
+) -> None:
+    # A daemon killed after it moved the file into place and before it removed its partial
+    # copy leaves that copy's record: the next fetch finds the file home and sends nothing,
+    # and must not leave the record (and its folder) behind for good.
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
+    data = patterned(HALF_IN_A_PIECE, salt=31)
+    write_far(campaign, run_id, "model.bin", data)
+    dest = campaign.tmp / "home"
+    cut_fetch(campaign, run_id, dest, 33 * MIB, "kill -9")
+    assert partial_records(dest) != []
+    (dest / "model.bin").write_bytes(data)  # in place, as the killed daemon had put it
+    again = fetch(campaign, run_id, "model.bin", dest, host="viaproxy")
+    assert again.sent_bytes == 0 and again.skipped == 1
+    assert partial_records(dest) == []
+    assert not (dest / ".rtrain-partial").exists()
+
+
 def test_ctrl_c_during_a_fetch_leaves_nothing_running_and_nothing_under_its_name(
     ops: Ops,
 ) -> None:

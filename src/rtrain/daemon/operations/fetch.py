@@ -30,6 +30,7 @@ from rtrain.daemon.remote.error_words import ErrorWord
 from rtrain.daemon.transfer.fetching import fetch_file
 from rtrain.daemon.transfer.lanes import Lanes, first_error
 from rtrain.daemon.transfer.local_hashes import sha256_of
+from rtrain.daemon.transfer.partial import drop_leftover
 from rtrain.daemon.transfer.plan import PIECE, channels_for
 from rtrain.daemon.transfer.tree_fetch import TreeFile, WriteFailed, fetch_streamed
 from rtrain.daemon.transports.transport import Transport
@@ -250,6 +251,8 @@ class _Batch:
         if path in self.skip:
             self.progress.advance(size)
             sha = self.skip[path]
+            with contextlib.suppress(OSError):
+                await drop_leftover(target, self._source(path))
         else:
             async with side_by_side:
                 target.parent.mkdir(parents=True, exist_ok=True)

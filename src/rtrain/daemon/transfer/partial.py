@@ -80,12 +80,9 @@ class Partial:
     def open(cls, target: Path, source: str, state: str, size: int) -> Partial:
         """The partial copy for `target` of far file `source`: its verified pieces kept when
         the far file is in the same state, else a fresh start. Only under `claimed`."""
-        stem = _stem(target, source)
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        partial_book.remember(_host(source), stem.parent)
-        partial = cls(
-            stem.with_name(f"{stem.name}.part"), stem.with_name(f"{stem.name}.json"), state, size
-        )
+        partial = cls.named(target, source, state, size)
+        partial.data.parent.mkdir(parents=True, exist_ok=True)
+        partial_book.remember(_host(source), partial.data.parent)
         try:
             saved = json.loads(partial.record.read_text())
             if saved.get("state") == state and saved.get("size") == size and partial.data.exists():
@@ -99,6 +96,14 @@ class Partial:
             pass  # exists from now on; pieces are written into it at their offsets
         partial.save()
         return partial
+
+    @classmethod
+    def named(cls, target: Path, source: str, state: str, size: int) -> Partial:
+        """Where the partial copy for `target` of far file `source` lives (nothing opened)."""
+        stem = _stem(target, source)
+        return cls(
+            stem.with_name(f"{stem.name}.part"), stem.with_name(f"{stem.name}.json"), state, size
+        )
 
     @property
     def worth_keeping(self) -> bool:
@@ -139,6 +144,15 @@ class Partial:
         self.record.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.data.parent.rmdir()
+
+
+async def drop_leftover(target: Path, source: str) -> None:
+    """Remove the partial copy of `target` from `source`, if a fetch left one: a daemon killed
+    after the file was in place and before its partial copy went leaves its record, and a
+    later fetch that finds the file home has nothing else to remove it."""
+    async with claimed(target, source):
+        if _stem(target, source).parent.is_dir():
+            Partial.named(target, source, "", -1).discard()
 
 
 STREAMED = ".streamed-"

@@ -17,6 +17,7 @@ are swept by the next fetch into the same folder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import os
@@ -173,9 +174,19 @@ class _Cutter:
             self._close_one()
 
     def close(self) -> None:
-        if self._out is not None:
-            self._out.close()
-            self._out = None
+        """Close the copy in progress; its last buffered bytes go to disk now."""
+        out, self._out = self._out, None
+        if out is not None:
+            try:
+                out.close()
+            except OSError as error:
+                raise WriteFailed(self.batch[self.index].target, error) from None
+
+    def abandon(self) -> None:
+        """Close the copy in progress after the stream failed: it is dropped anyway, so a
+        write that fails now (the disk that filled up) is not the news."""
+        with contextlib.suppress(WriteFailed):
+            self.close()
 
 
 async def _one_stream(
@@ -193,8 +204,10 @@ async def _one_stream(
             done = await lanes.run(
                 lambda: transport.stream_out("send_tree", [run_dir], cutter.take, stdin=names)
             )
-        finally:
-            cutter.close()
+        except BaseException:
+            cutter.abandon()
+            raise
+        cutter.close()
         said = file_scripts.tree_sent(done)
         if said.count is None:
             raise _stream_failed(transport, batch, said.error, done.error_text)

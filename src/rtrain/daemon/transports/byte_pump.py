@@ -8,10 +8,12 @@ its hashing. Here a thread moves each channel's bytes with blocking system calls
 fetch), and `hashlib` and `pwrite` on the same buffer let go of the interpreter lock, so the
 loop only hears how far the bytes came.
 
-Stopping: the daemon keeps its own end of each pipe beside the child's, so a thread blocked
-in a write (the far side stopped reading) or a read (nothing comes) is woken by the daemon
-itself, never left waiting on the far side: `halt` drains the pipe the thread writes, or
-writes a byte into the pipe it reads, once it has told the thread to stop.
+Stopping: a thread blocked in a write (the far side stopped reading) or waiting for bytes
+(nothing comes) is woken by the daemon itself, never left waiting on the far side. `halt`
+tells it to stop, then drains the pipe an upload's thread writes (the daemon keeps its own
+end of it), or writes a byte into the wake pipe a fetch's thread polls beside its stream.
+Never into the stream itself: once the thread has stopped reading, ssh may fill that pipe,
+and a write there would hold up the event loop for good.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import select
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -172,30 +175,48 @@ def drain(fd: int) -> None:
             pass
 
 
+class WakePipe:
+    """A pipe of the daemon's own that a fetch's thread polls beside its stream: a byte in
+    it wakes the thread. Written without blocking: one byte already wakes it."""
+
+    def __init__(self) -> None:
+        self.read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+
+    def wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._write, b"\0")
+
+    def close(self) -> None:
+        os.close(self.read)
+        os.close(self._write)
+
+
 def receive(
-    source: int, marker: bytes, sink: Callable[[Block], None], noise: bytearray, keep: int
+    source: int,
+    marker: bytes,
+    sink: Callable[[Block], None],
+    noise: bytearray,
+    keep: int,
+    wake: WakePipe,
 ) -> Callable[[Pump], None]:
     """The thread's work for a fetch: read pipe `source` in blocks of up to 1 MiB, skip what
     comes before `marker` (a login's noise: the first `keep` bytes of it go into `noise`),
     and hand `sink` each block after it (a view valid only during the call). With no marker
-    at all (the script never ran), nothing reaches `sink`."""
+    at all (the script never ran), nothing reaches `sink`. It waits for bytes in a poll
+    that `wake` ends too."""
 
     def work(pump: Pump) -> None:
         buffer = bytearray(BLOCK)
         view = memoryview(buffer)
         window = b""
         found = False
+        ready = select.poll()
+        ready.register(source, select.POLLIN)
+        ready.register(wake.read, select.POLLIN)
         while True:
-            filled = 0
-            while filled < BLOCK:
-                if pump.stopped:
-                    raise PumpStopped
-                count = os.readv(source, [view[filled:]])
-                if count == 0:
-                    break
-                filled += count
-                if not found:
-                    break  # look for the marker in what came so far
+            # Before the marker, each read is looked at as it comes; after it, blocks fill up.
+            filled = _fill(pump, ready, source, view, whole=found)
             if pump.stopped:
                 raise PumpStopped
             if filled == 0:
@@ -219,3 +240,22 @@ def receive(
             window = b""
 
     return work
+
+
+def _fill(pump: Pump, ready: select.poll, source: int, view: memoryview, *, whole: bool) -> int:
+    """Read pipe `source` into `view`: until it is full or the stream ends when `whole`,
+    else one read. Waits in `ready`'s poll, which a wake ends too; 0 at the stream's end."""
+    filled = 0
+    while filled < len(view):
+        if pump.stopped:
+            raise PumpStopped
+        ready.poll()
+        if pump.stopped:
+            raise PumpStopped
+        count = os.readv(source, [view[filled:]])
+        if count == 0:
+            break
+        filled += count
+        if not whole:
+            break
+    return filled

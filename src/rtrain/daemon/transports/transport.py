@@ -19,7 +19,15 @@ from typing import Any
 
 from rtrain.daemon.remote import script
 from rtrain.daemon.remote.contract.answers import Completed as Completed  # every transport's answer
-from rtrain.daemon.transports.byte_pump import FileRange, Pump, drain, receive, send_range, widen
+from rtrain.daemon.transports.byte_pump import (
+    FileRange,
+    Pump,
+    WakePipe,
+    drain,
+    receive,
+    send_range,
+    widen,
+)
 from rtrain.protocol.errors import Kind, app_error
 from rtrain.protocol.messages import ConnectionState
 from rtrain.protocol.messages import Transport as TransportKind
@@ -390,20 +398,16 @@ class ProcessTransport(Transport):
             )
         except BaseException:
             os.close(out)
-            os.close(write)
             raise
-        # `write` stays open here until the script has ended (its stdout then ends with it):
-        # a byte written into it wakes a thread told to stop while it waits for bytes.
+        finally:
+            # The child has its own copy: the stream ends when the script's stdout does.
+            os.close(write)
         assert proc.stderr is not None
         errors = asyncio.ensure_future(proc.stderr.read())
         noise = bytearray()
+        wake = WakePipe()
         pump = Pump(f"{self.alias} {name}")
-        pump.start(receive(out, marker, sink, noise, NOISE_KEPT))
-
-        def wake() -> None:
-            if write >= 0:
-                os.write(write, b"\0")
-
+        pump.start(receive(out, marker, sink, noise, NOISE_KEPT, wake))
         try:
             try:
                 await pump.watch(asyncio.ensure_future(_first(pump.done, errors)), STALL_TIMEOUT)
@@ -412,19 +416,17 @@ class ProcessTransport(Transport):
                 async with asyncio.timeout(STALL_TIMEOUT):
                     err = await errors
                     await proc.wait()
-                os.close(write)
-                write = -1
                 await pump.finished(STALL_TIMEOUT)
             except TimeoutError:
                 raise self._stalled(f"reading {args[-1] if args else name}") from None
         except BaseException:
             errors.cancel()
-            await pump.halt(wake)
+            await pump.halt(wake.wake)
             await _reap(proc)
             raise
         finally:
-            if write >= 0:
-                os.close(write)
+            # The thread has ended here (the paths above wait for it), so neither fd is used.
+            wake.close()
             os.close(out)
         assert proc.returncode is not None
         done = self._answer(proc.returncode, b"", err, marker)
