@@ -222,6 +222,16 @@ def one_channel(ops: Ops, host: str) -> None:
     config.write_text(f"[hosts.{host}]\nchannels = 1\n")
 
 
+def model_through_the_proxy(campaign: Campaign, size: int, salt: int) -> tuple[str, bytes]:
+    """A finished run on `viaproxy`, whose pieces come over one channel, holding model.bin of
+    `size` patterned bytes: (its run id, the bytes)."""
+    one_channel(campaign, "viaproxy")
+    run_id = finished_run(campaign, host="viaproxy")
+    data = patterned(size, salt=salt)
+    write_far(campaign, run_id, "model.bin", data)
+    return run_id, data
+
+
 def test_a_cut_upload_of_a_run_of_pieces_says_so_and_the_next_start_sends_only_the_rest(
     campaign: Campaign,
 ) -> None:
@@ -269,10 +279,7 @@ def test_a_cut_upload_of_a_run_of_pieces_says_so_and_the_next_start_sends_only_t
 
 
 def test_a_cut_striped_fetch_resumes_from_its_verified_pieces(campaign: Campaign) -> None:
-    one_channel(campaign, "viaproxy")
-    run_id = finished_run(campaign, host="viaproxy")
-    data = patterned(STRIPED, salt=5)
-    write_far(campaign, run_id, "model.bin", data)
+    run_id, data = model_through_the_proxy(campaign, STRIPED, salt=5)
     dest = campaign.tmp / "home"
     cut = threading.Event()
 
@@ -318,10 +325,7 @@ def test_a_cut_striped_fetch_resumes_from_its_verified_pieces(campaign: Campaign
 
 
 def test_a_fetch_killed_with_the_daemon_resumes(campaign: Campaign) -> None:
-    one_channel(campaign, "viaproxy")
-    run_id = finished_run(campaign, host="viaproxy")
-    data = patterned(STRIPED, salt=11)
-    write_far(campaign, run_id, "model.bin", data)
+    run_id, data = model_through_the_proxy(campaign, STRIPED, salt=11)
     dest = campaign.tmp / "home"
     killed = threading.Event()
 
@@ -410,10 +414,7 @@ def cut_fetch(campaign: Campaign, run_id: str, dest: Path, at: int, how: str) ->
 def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
     campaign: Campaign, how: str
 ) -> None:
-    one_channel(campaign, "viaproxy")
-    run_id = finished_run(campaign, host="viaproxy")
-    data = patterned(HALF_IN_A_PIECE, salt=23)
-    write_far(campaign, run_id, "model.bin", data)
+    run_id, data = model_through_the_proxy(campaign, HALF_IN_A_PIECE, salt=23)
     dest = campaign.tmp / "home"
     cut_at = cut_fetch(campaign, run_id, dest, HALF_IN_A_PIECE // 2, how)
     assert not (dest / "model.bin").exists()
@@ -430,10 +431,7 @@ def test_a_fetch_cut_at_half_moves_little_more_than_the_other_half_again(
 def test_bytes_that_landed_but_differ_from_the_far_file_are_fetched_again(
     campaign: Campaign,
 ) -> None:
-    one_channel(campaign, "viaproxy")
-    run_id = finished_run(campaign, host="viaproxy")
-    data = patterned(HALF_IN_A_PIECE, salt=29)
-    write_far(campaign, run_id, "model.bin", data)
+    run_id, data = model_through_the_proxy(campaign, HALF_IN_A_PIECE, salt=29)
     dest = campaign.tmp / "home"
     cut_fetch(campaign, run_id, dest, 33 * MIB, "ctrl-c")
     [record] = partial_records(dest)
@@ -457,10 +455,7 @@ def test_a_file_found_home_takes_the_partial_copy_a_killed_fetch_left_with_it(
     # A daemon killed after it moved the file into place and before it removed its partial
     # copy leaves that copy's record: the next fetch finds the file home and sends nothing,
     # and must not leave the record (and its folder) behind for good.
-    one_channel(campaign, "viaproxy")
-    run_id = finished_run(campaign, host="viaproxy")
-    data = patterned(HALF_IN_A_PIECE, salt=31)
-    write_far(campaign, run_id, "model.bin", data)
+    run_id, data = model_through_the_proxy(campaign, HALF_IN_A_PIECE, salt=31)
     dest = campaign.tmp / "home"
     cut_fetch(campaign, run_id, dest, 33 * MIB, "kill -9")
     assert partial_records(dest) != []

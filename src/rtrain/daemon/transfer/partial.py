@@ -150,9 +150,11 @@ async def drop_leftover(target: Path, source: str) -> None:
     """Remove the partial copy of `target` from `source`, if a fetch left one: a daemon killed
     after the file was in place and before its partial copy went leaves its record, and a
     later fetch that finds the file home has nothing else to remove it."""
+    leftover = Partial.named(target, source, "", -1)
+    if not leftover.record.exists():
+        return  # the usual case: no claim taken, nothing touched
     async with claimed(target, source):
-        if _stem(target, source).parent.is_dir():
-            Partial.named(target, source, "", -1).discard()
+        leftover.discard()
 
 
 STREAMED = ".streamed-"
