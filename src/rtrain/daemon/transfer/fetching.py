@@ -7,46 +7,40 @@ piece is recorded in the partial copy (partial.py), so a cut fetch resumes from 
 that was in flight, the copy notes how far it landed; the next fetch has the far side hash
 those bytes (hash_ranges.sh, with the same state check) and keeps them when the hashes agree,
 so a cut costs little more than what was in flight when it came. Every byte is thus vouched
-for by the far side while the file was in one state, so the whole file is not hashed there
-again; here it is hashed in order as the pieces join up, and that sha256 is the answer. On a
-transport without byte streams (the console) the file comes through `whole_file.download`,
-with the same temporary place.
+for by the far side while the file was in one state, so the sha256 of the whole file, the
+answer, is the one the far side takes of it in that state (beside the pieces, on a lane of
+its own): the bytes are hashed here once, not a second time in order. The pieces are written
+past the page cache where the filesystem allows it (landing_file.py). On a transport without
+byte streams (the console) the file comes through `whole_file.download`, with the same
+temporary place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from rtrain.daemon.remote.contract import answers, file_scripts
 from rtrain.daemon.remote.error_words import ErrorWord, FarError
 from rtrain.daemon.transfer import whole_file
-from rtrain.daemon.transports.byte_pump import Pump
 from rtrain.daemon.transports.transport import Transport
 from rtrain.protocol.errors import Kind, app_error
 
 from .failed_transfers import Unverified, fetch_unverified
+from .landing_file import LandingFile
 from .lanes import Lanes, first_error
 from .partial import Partial, claimed
 from .plan import LANDED_STEP, PIECE, fetch_pieces, missing
 
 Progress = Callable[[int], None]
-# The far side hashes what a cut fetch landed before it is kept; allow it this many bytes/s.
+# The far side hashes the whole file, and what a cut fetch landed before it is kept; allow
+# it this many bytes/s.
 HASH_RATE = 20e6
 HASH_BLOCK = 1024 * 1024
-# Landed bytes go to the page cache in writes of at most this much. A write of a whole MiB
-# makes the kernel cache it in large folios, and on a virtual machine that hands its free
-# memory back to the host (virtio-balloon's free page reporting) those come from the blocks
-# the host has taken back, each of whose pages faults on first touch: a 1 GB fetch spent
-# 5-6 s of the daemon's CPU in its writes, against 0.7 s in writes of 64 KiB (scp's are
-# smaller still).
-WRITE_STEP = 64 * 1024
 
 
 async def fetch_file(
@@ -130,40 +124,46 @@ class _PieceFetch:
         self.partial = partial
         self.progress = progress
         self.sent = 0
-        # One writer into the file at a time: the kernel takes the file's lock for each write
-        # anyway, and a thread waiting on it there spins, taking a core from ssh and hashing.
-        self.writing = threading.Lock()
 
     async def run(self) -> tuple[str, int]:
         partial = self.partial
         await self.keep_what_landed()
         todo = missing(fetch_pieces(partial.size), partial.verified)
         self.progress(partial.size - sum(length for _offset, length in todo))
-        whole = _InOrderHash(partial.data)
-        whole.advance(_joined(partial.verified))
-        # A thread of its own, not the loop's shared pool: it waits out the whole fetch.
-        hashing = Pump(f"whole sha256 {self.rel}")
-        hashing.start(whole.work)
+        landing = LandingFile(partial.data)
         try:
-            with open(partial.data, "r+b") as sink:
-                try:
-                    async with asyncio.TaskGroup() as group:
-                        for offset, length in todo:
-                            group.create_task(self.get(sink.fileno(), offset, length, whole))
-                except BaseExceptionGroup as failed:
-                    raise first_error(failed) from None
-            if os.stat(partial.data).st_size != partial.size:
-                raise fetch_unverified(self.rel)
-            whole.advance(partial.size)
-            whole.finish()
-            await asyncio.shield(hashing.done)
+            async with asyncio.TaskGroup() as group:
+                # Asked first, so the far side reads the file into its cache for the pieces.
+                whole = group.create_task(self.whole_sha256())
+                for offset, length in todo:
+                    group.create_task(self.get(landing, offset, length))
+        except BaseExceptionGroup as failed:
+            raise first_error(failed) from None
         finally:
-            whole.stop()
-            # The thread ends at once once stopped; its own error, if any, is not the news.
-            await asyncio.wait({hashing.done})
-            if not hashing.done.cancelled():
-                hashing.done.exception()
-        return whole.digest.hexdigest(), self.sent
+            landing.close()
+        if os.stat(partial.data).st_size != partial.size:
+            raise fetch_unverified(self.rel)
+        return whole.result(), self.sent
+
+    async def whole_sha256(self) -> str:
+        """The far file's sha256, taken while it was in the state every piece was read in:
+        the pieces verified one by one join up into exactly that file, so this is the
+        sha256 of the copy too, and the bytes are not hashed here a second time."""
+        partial = self.partial
+        far = await self.lanes.run(
+            lambda: file_scripts.hash_ranges(
+                self.transport, self.run_dir, self.rel, partial.state, [(0, partial.size)],
+                timeout=60 + partial.size / HASH_RATE,
+            )
+        )  # fmt: skip
+        if far.changed:
+            raise fetch_unverified(self.rel)
+        if far.exit != answers.Exit.OK:
+            raise _failed(self.transport, self.rel, far.error, far.error_text)
+        sha = far.sha256.get((0, partial.size))
+        if sha is None:
+            raise _failed(self.transport, self.rel, None, "no sha256 of the whole file came")
+        return sha
 
     async def keep_what_landed(self) -> None:
         """Keep the bytes an earlier fetch landed of its pieces in flight that the far file
@@ -190,20 +190,29 @@ class _PieceFetch:
                 partial.verified[offset] = length
         partial.save()
 
-    async def get(self, sink: int, offset: int, length: int, whole: _InOrderHash) -> None:
+    async def get(self, landing: LandingFile, offset: int, length: int) -> None:
+        piece = _PieceSink(landing, offset, length, self.rel, self.partial, self.progress)
+        try:
+            await self.get_into(piece)
+        finally:
+            piece.stage.close()
+
+    async def get_into(self, piece: _PieceSink) -> None:
         rel, transport, partial = self.rel, self.transport, self.partial
-        piece = _PieceSink(sink, offset, length, rel, partial, self.progress, self.writing)
+        offset, length = piece.offset, piece.length
         args = [self.run_dir, rel, str(offset), str(length), partial.state]
         try:
             done = await self.lanes.run(
                 lambda: transport.stream_out_on_thread("send_range", args, piece.take)
             )
         except BaseException as error:
-            # The thread has ended (the transport waits for it): `got` is final.
-            if piece.got != piece.noted and not isinstance(error, OSError):
+            # The thread has ended (the transport waits for it): what came is final.
+            if not isinstance(error, OSError):
                 # Cut or cancelled: as far as it came (a local disk error discards it all).
                 with contextlib.suppress(OSError):
-                    partial.note_landed(offset, piece.got)
+                    piece.stage.flush()
+                    if piece.got != piece.noted:
+                        partial.note_landed(offset, piece.got)
             raise
         said = file_scripts.range_sent(done)
         if said.changed:
@@ -213,6 +222,7 @@ class _PieceFetch:
         if said.sha256 is None or piece.got != length:
             # The stream broke off before the far side's verdict: a cut, not damage; what
             # landed stays for the next fetch, which checks it with the far side.
+            piece.stage.flush()
             partial.note_landed(offset, piece.got)
             raise app_error(
                 Kind.TRANSFER_FAILED,
@@ -223,115 +233,58 @@ class _PieceFetch:
             raise fetch_unverified(rel)
         self.sent += length
         partial.done(offset, length)
-        whole.advance(_joined(partial.verified))
 
 
 class _PieceSink:
     """Where one piece's bytes land. `take` runs on the stream's own thread (byte_pump.py):
-    it writes and hashes there, and hands the loop only counts (the progress, and every
-    LANDED_STEP how far the piece landed, which a killed daemon leaves behind)."""
+    it hashes them and stages them into the file there, and hands the loop only counts (the
+    progress, and every LANDED_STEP how far the piece is in the file, which a killed daemon
+    leaves behind)."""
 
     def __init__(
         self,
-        sink: int,
+        landing: LandingFile,
         offset: int,
         length: int,
         rel: str,
         partial: Partial,
         progress: Progress,
-        writing: threading.Lock,
     ) -> None:
-        self.sink = sink
-        self.writing = writing
+        self.stage = landing.stage(offset)
         self.offset = offset
         self.length = length
         self.rel = rel
         self.partial = partial
         self.progress = progress
         self.digest = hashlib.sha256()
-        self.got = self.noted = 0
+        self.came = 0
+        self.noted = 0
         self.loop = asyncio.get_running_loop()
 
+    @property
+    def got(self) -> int:
+        """How many of the piece's bytes are in the file."""
+        return self.stage.landed - self.offset
+
     def take(self, block: memoryview) -> None:
-        if self.got + len(block) > self.length:
+        if self.came + len(block) > self.length:
             raise fetch_unverified(self.rel)
-        written, at = 0, self.offset + self.got
-        with self.writing:
-            while written < len(block):
-                step = block[written : written + WRITE_STEP]
-                written += os.pwrite(self.sink, step, at + written)
-        self.got += len(block)
+        self.came += len(block)
         self.digest.update(block)
-        note = self.got - self.noted >= LANDED_STEP
-        self.loop.call_soon_threadsafe(self.told, len(block), self.got if note else 0)
+        self.stage.add(block)
+        if self.came == self.length:
+            self.stage.flush()
+        got = self.got
+        note = got - self.noted >= LANDED_STEP
+        self.loop.call_soon_threadsafe(self.told, len(block), got if note else 0)
         if note:
-            self.noted = self.got
+            self.noted = got
 
     def told(self, count: int, landed: int) -> None:
         # Noted before it is told: a client that sees the bytes may kill the daemon at once.
         if landed:
             self.partial.note_landed(self.offset, landed)
         self.progress(count)
-
-
-def _joined(verified: dict[int, int]) -> int:
-    """How many bytes from the start are verified without a gap."""
-    at = 0
-    while verified.get(at, 0) > 0:
-        at += verified[at]
-    return at
-
-
-class _InOrderHash:
-    """The whole copy's sha256, taken in a thread of its own as the verified bytes from the
-    start join up (pieces land out of order), so that little is left to hash at the end."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.digest = hashlib.sha256()
-        self._ready = threading.Condition()
-        self._upto = 0
-        self._finished = False
-        self._stopped = False
-
-    def advance(self, upto: int) -> None:
-        with self._ready:
-            if upto > self._upto:
-                self._upto = upto
-                self._ready.notify()
-
-    def finish(self) -> None:
-        """No more bytes come: hash up to the last `advance` and end."""
-        with self._ready:
-            self._finished = True
-            self._ready.notify()
-
-    def stop(self) -> None:
-        """End now (the fetch failed or is done)."""
-        with self._ready:
-            self._stopped = True
-            self._ready.notify()
-
-    def _may_go(self, at: int) -> bool:
-        return self._stopped or self._finished or self._upto > at
-
-    def work(self, _pump: Pump) -> None:
-        at = 0
-        with open(self.path, "rb") as source:
-            while True:
-                with self._ready:
-                    self._ready.wait_for(functools.partial(self._may_go, at))
-                    if self._stopped:
-                        return
-                    upto = self._upto
-                    if at >= upto and self._finished:
-                        return
-                while at < upto:
-                    chunk = os.pread(source.fileno(), min(HASH_BLOCK, upto - at), at)
-                    if not chunk:
-                        return  # shorter than verified: the size check refuses it
-                    self.digest.update(chunk)
-                    at += len(chunk)
 
 
 def _range_hashes(path: Path, ranges: list[tuple[int, int]]) -> list[str]:
