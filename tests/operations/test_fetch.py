@@ -105,6 +105,25 @@ def test_links_leaving_the_run_dir_are_refused(ops: Ops, finished_run: str) -> N
     assert error.kind == "remote_file_missing"
 
 
+def test_a_local_folder_that_leads_outside_the_destination_is_refused(
+    ops: Ops, finished_run: str
+) -> None:
+    dest = ops.tmp / "home"
+    elsewhere = ops.tmp / "elsewhere"
+    (dest / "model").mkdir(parents=True)
+    elsewhere.mkdir()
+    # The tree's folder `shards` is, here, a link out of the destination.
+    (dest / "model" / "shards").symlink_to(elsewhere)
+    error = ops.error(
+        "run/fetch",
+        {"host": "plain", "runId": finished_run, "path": "model", "dest": str(dest)},
+    )
+    assert error.kind == "path_outside_run"
+    assert "would land outside" in error.message and str(dest) in error.message
+    assert list(elsewhere.iterdir()) == []
+    assert sorted(p.name for p in (dest / "model").iterdir()) == ["shards"]
+
+
 def test_a_relative_destination_is_refused_and_nothing_is_written(
     ops: Ops, finished_run: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

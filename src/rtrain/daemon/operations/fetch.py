@@ -113,14 +113,15 @@ async def _fetch_listed(
     files = [(listed.size, listed.path) for listed in listing.files]
     # The fetched path lands in dest under its own last component: `a/b` -> dest/b/...
     parent = posixpath.dirname(rel) if rel != "." else ""
-    targets = {path: _local_target(dest, path, parent) for _size, path in files}
+    landing = _Landing(dest, parent)
+    targets = {path: landing.target(path) for _size, path in files}
     skip: dict[str, str] = (
         {} if p.force else await _already_home(transport, run_dir, rel, files, targets)
     )
     progress = _Progress(p, ctx, rel, total=sum(size for size, _ in files))
     progress.report("begin")
     for directory in listing.dirs:
-        _local_target(dest, directory, parent).mkdir(parents=True, exist_ok=True)
+        landing.resolved(directory).mkdir(parents=True, exist_ok=True)
     batch = _Batch(transport, run_dir, p.host, files, targets, skip, progress)
     channels = ops.hosts.config.host(p.host).channels
     await batch.run(channels_for(batch.wanted(), round_trip, channels))
@@ -335,9 +336,37 @@ def _sweep_old_temporaries(target: Path) -> None:
             old.unlink()
 
 
-def _local_target(dest: Path, remote_rel: str, parent: str) -> Path:
-    inner = posixpath.relpath(remote_rel, parent) if parent else remote_rel
-    target = (dest / inner).resolve()
-    if not target.is_relative_to(dest.resolve()):
-        raise app_error(Kind.PATH_OUTSIDE_RUN, f"{remote_rel!r} would land outside {dest}.")
-    return target
+class _Landing:
+    """Where each fetched path lands: under `dest`, never outside it (a far name with `..`,
+    a local folder that is a link). Each folder is resolved once, not each file's path: for
+    a tree of 3,000 files that was 0.3 s of the fetch."""
+
+    def __init__(self, dest: Path, parent: str) -> None:
+        self.asked = dest
+        self.dest = dest.resolve()
+        self.parent = parent
+        self._folders: dict[str, Path] = {}
+
+    def target(self, remote_rel: str) -> Path:
+        folder, name = posixpath.split(self._inner(remote_rel))
+        if name in ("", ".", ".."):
+            return self.resolved(remote_rel)
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = self._inside((self.dest / folder).resolve(), remote_rel)
+        # A plain name inside a folder inside dest: it stays there (os.replace puts the file
+        # in place of a link of that name; it never follows one).
+        return found / name
+
+    def resolved(self, remote_rel: str) -> Path:
+        return self._inside((self.dest / self._inner(remote_rel)).resolve(), remote_rel)
+
+    def _inner(self, remote_rel: str) -> str:
+        return posixpath.relpath(remote_rel, self.parent) if self.parent else remote_rel
+
+    def _inside(self, target: Path, remote_rel: str) -> Path:
+        if not target.is_relative_to(self.dest):
+            raise app_error(
+                Kind.PATH_OUTSIDE_RUN, f"{remote_rel!r} would land outside {self.asked}."
+            )
+        return target

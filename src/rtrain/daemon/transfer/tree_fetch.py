@@ -148,9 +148,12 @@ class _Cutter:
     def _open(self, index: int) -> IO[bytes]:
         copy = self.copies[index]
         try:
-            # Made again: a file fetched beside it may have removed the folder, once empty.
-            copy.parent.mkdir(exist_ok=True)
-            return open(copy, "wb")
+            try:
+                return open(copy, "wb")
+            except FileNotFoundError:
+                # Made again: a file fetched beside it may have removed the folder, once empty.
+                copy.parent.mkdir(exist_ok=True)
+                return open(copy, "wb")
         except OSError as error:
             raise WriteFailed(self.batch[index].target, error) from None
 
