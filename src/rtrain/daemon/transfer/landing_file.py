@@ -40,11 +40,13 @@ class LandingFile:
         self.cached = os.open(path, os.O_WRONLY)
         self.direct = _open_direct(path)
         self._writing = threading.Lock()
+        # Apart from the writing lock: the loop takes a buffer while a thread writes.
+        self._sparing = threading.Lock()
         self._spare: list[mmap.mmap] = []
 
     def stage(self, start: int) -> Stage:
         """A buffer for the bytes of a piece that starts at offset `start`."""
-        with self._writing:
+        with self._sparing:
             buffer = self._spare.pop() if self._spare else mmap.mmap(-1, BLOCK)
         return Stage(self, buffer, start)
 
@@ -70,11 +72,11 @@ class LandingFile:
             self._cached(view, at)
 
     def give_back(self, buffer: mmap.mmap) -> None:
-        with self._writing:
+        with self._sparing:
             self._spare.append(buffer)
 
     def close(self) -> None:
-        with self._writing:
+        with self._writing, self._sparing:
             self._drop_direct()
             os.close(self.cached)
             # Unmapped once nothing holds them (a failed write's traceback may hold a view).
