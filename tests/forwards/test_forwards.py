@@ -17,13 +17,8 @@ from typing import Any
 
 from rtrain.client.daemon_client import DaemonClient
 from tests.cli.conftest import QUICK_DEMO_CONFIG, WAIT_S, Cli
+from tests.hosts.sshd import free_port
 from tests.operations.processes import process_gone, ssh_processes
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def get(url: str) -> str:

@@ -6,6 +6,7 @@ listener only: like `systemctl restart ssh`, sessions already open live on, whic
 """
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -17,6 +18,11 @@ SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")
 START_TIMEOUT_S = 10.0
 PORT_ATTEMPTS = 5
+# Listening ports come from below the kernel's range for outgoing connections: a server
+# stopped and started again on its port (a restarted sshd) must find it free, and an
+# outgoing connection of another test may take any port of that range while it is.
+LOWEST_PORT = 10000
+PORT_PICKS = 200
 
 
 class SshdStartError(RuntimeError):
@@ -150,11 +156,31 @@ class Sshd:
 
 
 def free_port() -> int:
-    """A port nothing listens on right now (the kernel picks it)."""
+    """A port nothing listens on right now, outside the range of outgoing connections'
+    own ports (where there is room below it; else one the kernel picks)."""
+    below = _outgoing_ports()[0]
+    if below - LOWEST_PORT >= 1000:
+        for _ in range(PORT_PICKS):
+            port = random.randrange(LOWEST_PORT, below)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+        picked: int = probe.getsockname()[1]
+        return picked
+
+
+def _outgoing_ports() -> tuple[int, int]:
+    """The kernel's range of ports for outgoing connections."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def session_processes(listener_pid: int) -> list[tuple[int, int]]:
