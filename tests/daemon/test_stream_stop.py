@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from rtrain.daemon.transports.local_transport import LocalTransport
+from tests.operations.processes import argv_pids, parent_of
 
 # Far more than the pipe holds (1 MiB at most), so its writer blocks once nobody reads.
 FAR_BYTES = 64 * 1024 * 1024
-TOKEN = "rtrain-stream-stop-test"
 
 
 class EndlessFarSide(LocalTransport):
@@ -30,24 +30,22 @@ class EndlessFarSide(LocalTransport):
 
     def _argv(self, text: str, args: Sequence[str]) -> list[str]:
         markers = text.split("\n", 1)[0]
-        return ["/bin/sh", "-c", f"{markers}; exec head -c {FAR_BYTES} /dev/zero", TOKEN]
+        return ["/bin/sh", "-c", f"{markers}; exec head -c {FAR_BYTES} /dev/zero"]
 
 
-def blocked_writing(token: str) -> bool:
-    """Whether a child of ours whose argv holds `token` waits to write into a full pipe."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+def far_side_blocked_writing() -> bool:
+    """Whether the far side, a child of ours, waits to write into a full pipe."""
+    for pid in argv_pids(lambda argv: argv[0] == b"head"):
         try:
-            stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes()
-            wchan = (entry / "wchan").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == os.getpid() and b"head" in argv and "pipe_write" in wchan:
-            return True
+            if parent_of(pid) == os.getpid() and "pipe_write" in wchan(pid):
+                return True
+        except (OSError, IndexError):
+            continue  # gone meanwhile
     return False
+
+
+def wchan(pid: int) -> str:
+    return Path(f"/proc/{pid}/wchan").read_text()
 
 
 # A frozen loop stays frozen (the thread, let go, ends, and the pipe fills again): the
@@ -81,7 +79,7 @@ async def stop_a_stream_whose_thread_is_busy() -> None:
         # The far side fills the pipe behind the thread (a kernel that hides where a process
         # waits gets 5 s, far more than /dev/zero needs to fill a MiB).
         deadline = time.monotonic() + 5
-        while not blocked_writing(TOKEN) and time.monotonic() < deadline:
+        while not far_side_blocked_writing() and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         threading.Thread(target=watchdog, daemon=True).start()
         reading.cancel()

@@ -158,7 +158,7 @@ class Sshd:
 def free_port() -> int:
     """A port nothing listens on right now, outside the range of outgoing connections'
     own ports (where there is room below it; else one the kernel picks)."""
-    below = _outgoing_ports()[0]
+    below = _lowest_outgoing_port()
     if below - LOWEST_PORT >= 1000:
         for _ in range(PORT_PICKS):
             port = random.randrange(LOWEST_PORT, below)
@@ -174,13 +174,12 @@ def free_port() -> int:
         return picked
 
 
-def _outgoing_ports() -> tuple[int, int]:
-    """The kernel's range of ports for outgoing connections."""
+def _lowest_outgoing_port() -> int:
+    """Where the kernel's range of ports for outgoing connections starts."""
     try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def session_processes(listener_pid: int) -> list[tuple[int, int]]:
